@@ -1,0 +1,225 @@
+//! Facts about the machine, the driver, the kernel and the installed toolkit.
+
+use crate::reading::Reading;
+use serde::{Deserialize, Serialize};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct MachineFacts {
+    pub hostname: Reading<String>,
+    /// `PRETTY_NAME` of /etc/os-release.
+    pub os: Reading<OsRelease>,
+    /// /proc/version.
+    pub kernel: Reading<String>,
+    /// x86_64, aarch64, ...
+    pub arch: Reading<String>,
+    pub cpu: Reading<CpuInfo>,
+    pub memory_total_kib: Reading<u64>,
+    /// glibc or musl (the NVIDIA driver does not support musl).
+    pub libc: Reading<Libc>,
+    /// `hypervisor` CPU flag, DMI vendor: is this a virtual machine.
+    pub hypervisor: Reading<bool>,
+}
+
+impl MachineFacts {
+    pub fn unread(reason: &str) -> Self {
+        MachineFacts {
+            hostname: Reading::unavailable(reason),
+            os: Reading::unavailable(reason),
+            kernel: Reading::unavailable(reason),
+            arch: Reading::unavailable(reason),
+            cpu: Reading::unavailable(reason),
+            memory_total_kib: Reading::unavailable(reason),
+            libc: Reading::unavailable(reason),
+            hypervisor: Reading::unavailable(reason),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OsRelease {
+    /// `ID` (ubuntu, rhel, debian, alpine, ...).
+    pub id: String,
+    pub version_id: Option<String>,
+    pub pretty_name: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CpuInfo {
+    pub model: String,
+    pub vendor: Option<String>,
+    /// Logical CPUs (processor entries).
+    pub logical_cpus: u32,
+    /// Distinct `physical id` values; `None` where cpuinfo has none (some VMs, Arm).
+    pub sockets: Option<u32>,
+    pub flags: Vec<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Libc {
+    Glibc { version: Option<String> },
+    Musl { version: Option<String> },
+}
+
+/// The driver as NVML / nvidia-smi / /proc/driver/nvidia report it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DriverFacts {
+    /// Whether the management library answered: `Value(source)` ("nvml" or "nvidia-smi"), or
+    /// the error it gave ("NVIDIA-SMI has failed because it couldn't communicate with the
+    /// NVIDIA driver", "libnvidia-ml.so.1: cannot open shared object file", ...).
+    pub query: Reading<String>,
+    /// e.g. "580.159.04".
+    pub version: Reading<String>,
+    /// The newest CUDA version this driver supports (NVML's CUDA driver version), e.g. 13.0.
+    pub cuda_version: Reading<CudaVersion>,
+    /// The kernel module flavour, from /proc/driver/nvidia/version.
+    pub module_flavor: Reading<ModuleFlavor>,
+    /// The first line of /proc/driver/nvidia/version.
+    pub proc_version: Reading<String>,
+}
+
+impl DriverFacts {
+    pub fn unread(reason: &str) -> Self {
+        DriverFacts {
+            query: Reading::unavailable(reason),
+            version: Reading::unavailable(reason),
+            cuda_version: Reading::unavailable(reason),
+            module_flavor: Reading::unavailable(reason),
+            proc_version: Reading::unavailable(reason),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct CudaVersion {
+    pub major: u32,
+    pub minor: u32,
+}
+
+impl CudaVersion {
+    pub const fn new(major: u32, minor: u32) -> Self {
+        CudaVersion { major, minor }
+    }
+
+    /// "12.4" (also "12.4.1": the patch is dropped).
+    pub fn parse(s: &str) -> Option<CudaVersion> {
+        let mut it = s.trim().split('.');
+        let major = it.next()?.trim().parse().ok()?;
+        let minor = it.next().map(|m| m.trim().parse()).unwrap_or(Ok(0)).ok()?;
+        Some(CudaVersion { major, minor })
+    }
+
+    /// NVML / cuDriverGetVersion encoding: 1000 * major + 10 * minor.
+    pub fn from_int(v: i32) -> Option<CudaVersion> {
+        if v <= 0 {
+            return None;
+        }
+        let v = v as u32;
+        Some(CudaVersion {
+            major: v / 1000,
+            minor: (v % 1000) / 10,
+        })
+    }
+}
+
+impl std::fmt::Display for CudaVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}.{}", self.major, self.minor)
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModuleFlavor {
+    /// "NVIDIA UNIX Open Kernel Module": required on Blackwell, recommended from Turing on.
+    Open,
+    /// The closed-source module.
+    Proprietary,
+}
+
+/// A loaded kernel module, one line of /proc/modules.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelModule {
+    pub name: String,
+    pub size: u64,
+    pub used_by: Vec<String>,
+    /// Live, Loading, Unloading.
+    pub state: String,
+    /// Taint flags in parentheses, e.g. "O" (out of tree), "POE" (proprietary, out of tree,
+    /// unsigned).
+    pub taints: String,
+}
+
+/// An installed CUDA toolkit.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Toolkit {
+    /// The directory, relative to the root ("/usr/local/cuda", "/usr/local/cuda-12.4").
+    pub path: String,
+    /// Full version where known ("13.0.88"), else major.minor.
+    pub version: String,
+    pub cuda: CudaVersion,
+    /// Where the version was read: "version.json", "version.txt", "nvcc --version",
+    /// "include/cuda.h", "lib64/libcudart.so.*".
+    pub source: String,
+    /// A forward-compatibility package (`compat/libcuda.so.*`) ships with this toolkit.
+    pub forward_compat: bool,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct NetFacts {
+    /// /proc/sys/net/core/somaxconn.
+    pub somaxconn: Reading<u32>,
+}
+
+/// `nvidia-smi topo -m`: how each pair of GPUs is connected.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Topology {
+    /// Row/column labels of the GPU part of the matrix ("GPU0", "GPU1", ...).
+    pub gpus: Vec<String>,
+    /// `links[i][j]`: the connection between GPU i and GPU j.
+    pub links: Vec<Vec<TopoLink>>,
+    /// Labels of NICs in the matrix ("NIC0", or "mlx5_0" in older drivers).
+    pub nics: Vec<String>,
+    /// `gpu_nic[i][k]`: between GPU i and NIC k.
+    pub gpu_nic: Vec<Vec<TopoLink>>,
+    /// NIC legend: label to device name ("NIC0" -> "mlx5_0").
+    pub nic_names: Vec<(String, String)>,
+    pub cpu_affinity: Vec<Option<String>>,
+    pub numa_affinity: Vec<Option<String>>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TopoLink {
+    /// "X": the GPU itself.
+    Itself,
+    /// "NV#": a bonded set of # NVLinks.
+    NvLink(u32),
+    /// At most one PCIe bridge.
+    Pix,
+    /// Several PCIe bridges, no host bridge.
+    Pxb,
+    /// Through a PCIe host bridge (the CPU).
+    Phb,
+    /// Between host bridges within a NUMA node.
+    Node,
+    /// Across the SMP interconnect between NUMA nodes.
+    Sys,
+    /// Anything else, kept verbatim.
+    Other(String),
+}
+
+impl TopoLink {
+    pub fn label(&self) -> String {
+        match self {
+            TopoLink::Itself => "X".into(),
+            TopoLink::NvLink(n) => format!("NV{n}"),
+            TopoLink::Pix => "PIX".into(),
+            TopoLink::Pxb => "PXB".into(),
+            TopoLink::Phb => "PHB".into(),
+            TopoLink::Node => "NODE".into(),
+            TopoLink::Sys => "SYS".into(),
+            TopoLink::Other(s) => s.clone(),
+        }
+    }
+}

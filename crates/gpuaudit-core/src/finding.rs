@@ -1,0 +1,139 @@
+//! Findings: what a check concluded, with the evidence and the fix.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    Pass,
+    Info,
+    Warn,
+    Fail,
+    /// The check could not run; the message says why.
+    Skip,
+}
+
+impl Status {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Pass => "pass",
+            Status::Info => "info",
+            Status::Warn => "warn",
+            Status::Fail => "fail",
+            Status::Skip => "skip",
+        }
+    }
+
+    /// For "the worst of": fail > warn > info > pass; skip ranks lowest.
+    pub fn severity(self) -> u8 {
+        match self {
+            Status::Skip => 0,
+            Status::Pass => 1,
+            Status::Info => 2,
+            Status::Warn => 3,
+            Status::Fail => 4,
+        }
+    }
+}
+
+/// Values and where they came from, as an ordered JSON object.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Evidence(pub Map<String, Value>);
+
+impl Evidence {
+    pub fn new() -> Self {
+        Evidence(Map::new())
+    }
+
+    pub fn with(mut self, key: &str, value: impl Serialize) -> Self {
+        self.insert(key, value);
+        self
+    }
+
+    pub fn insert(&mut self, key: &str, value: impl Serialize) {
+        let v = serde_json::to_value(value).unwrap_or(Value::Null);
+        self.0.insert(key.to_string(), v);
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub check: String,
+    pub status: Status,
+    /// The GPU this finding is about (NVML index); `None` for the machine.
+    pub gpu: Option<u32>,
+    /// One sentence a person understands.
+    pub message: String,
+    pub evidence: Evidence,
+    /// What to run by hand, or what to ask the provider. `None` where nothing needs fixing.
+    pub fix: Option<String>,
+}
+
+impl Finding {
+    pub fn new(check: &str, status: Status, message: impl Into<String>) -> Self {
+        Finding {
+            check: check.to_string(),
+            status,
+            gpu: None,
+            message: message.into(),
+            evidence: Evidence::new(),
+            fix: None,
+        }
+    }
+
+    pub fn pass(check: &str, message: impl Into<String>) -> Self {
+        Self::new(check, Status::Pass, message)
+    }
+    pub fn info(check: &str, message: impl Into<String>) -> Self {
+        Self::new(check, Status::Info, message)
+    }
+    pub fn warn(check: &str, message: impl Into<String>) -> Self {
+        Self::new(check, Status::Warn, message)
+    }
+    pub fn fail(check: &str, message: impl Into<String>) -> Self {
+        Self::new(check, Status::Fail, message)
+    }
+    pub fn skip(check: &str, message: impl Into<String>) -> Self {
+        Self::new(check, Status::Skip, message)
+    }
+
+    pub fn gpu(mut self, index: u32) -> Self {
+        self.gpu = Some(index);
+        self
+    }
+
+    pub fn with(mut self, key: &str, value: impl Serialize) -> Self {
+        self.evidence.insert(key, value);
+        self
+    }
+
+    pub fn evidence(mut self, evidence: Evidence) -> Self {
+        for (k, v) in evidence.0 {
+            self.evidence.0.insert(k, v);
+        }
+        self
+    }
+
+    pub fn fix(mut self, fix: impl Into<String>) -> Self {
+        self.fix = Some(fix.into());
+        self
+    }
+
+    /// Raise or lower the status (profiles do this), keeping skip as skip.
+    pub fn with_status(mut self, status: Status) -> Self {
+        if self.status != Status::Skip {
+            self.status = status;
+        }
+        self
+    }
+}

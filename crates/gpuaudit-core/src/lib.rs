@@ -1,0 +1,18 @@
+//! gpuaudit-core: the pure half of gpuaudit.
+//!
+//! Data flows one way: sources (in `gpuaudit-probe`) fill [`facts`]; [`checks`] turn facts
+//! into [`finding`]s; [`report`] gathers them; [`render`] prints them. Nothing in this crate
+//! touches the machine.
+
+pub mod checks;
+pub mod facts;
+pub mod finding;
+pub mod parse;
+pub mod policy;
+pub mod reading;
+pub mod spec;
+
+pub use facts::Facts;
+pub use finding::{Evidence, Finding, Status};
+pub use policy::{Expectation, Policy, Profile};
+pub use reading::Reading;

@@ -1,0 +1,138 @@
+//! What the user asked for: the workload profile, what was ordered, which GPUs to look at.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// The workload the machine is for; it raises or lowers the severity of checks that matter
+/// for it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    #[default]
+    General,
+    /// Multi-GPU training: NVLink, NCCL, shared memory and storage throughput matter most.
+    Train,
+    /// Serving: context latency, persistence mode, accept queue.
+    Inference,
+    /// Scientific computing: ECC and fp64.
+    Hpc,
+    /// Rendering and graphics.
+    Render,
+}
+
+impl Profile {
+    pub const ALL: [Profile; 5] = [
+        Profile::General,
+        Profile::Train,
+        Profile::Inference,
+        Profile::Hpc,
+        Profile::Render,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::General => "general",
+            Profile::Train => "train",
+            Profile::Inference => "inference",
+            Profile::Hpc => "hpc",
+            Profile::Render => "render",
+        }
+    }
+}
+
+impl fmt::Display for Profile {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Profile {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Profile::ALL
+            .into_iter()
+            .find(|p| p.as_str().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| {
+                format!("unknown profile '{s}': expected general, train, inference, hpc or render")
+            })
+    }
+}
+
+/// `--expect MODEL[:COUNT]`, e.g. `h100-sxm5-80gb:8`, `a100:2`, `h200`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expectation {
+    /// The model as the user wrote it (matched loosely against the spec database).
+    pub model: String,
+    pub count: Option<u32>,
+}
+
+impl FromStr for Expectation {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let s = s.trim();
+        let (model, count) = match s.rsplit_once(':') {
+            Some((m, c)) => {
+                let n: u32 = c.trim().parse().map_err(|_| {
+                    format!("--expect '{s}': the count after ':' must be a whole number")
+                })?;
+                if n == 0 {
+                    return Err(format!("--expect '{s}': the count must be at least 1"));
+                }
+                (m.trim(), Some(n))
+            }
+            None => (s, None),
+        };
+        if model.is_empty() {
+            return Err(format!(
+                "--expect '{s}': name a model, e.g. h100-sxm5-80gb:8 or a100:2"
+            ));
+        }
+        Ok(Expectation {
+            model: model.to_string(),
+            count,
+        })
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Policy {
+    pub profile: Profile,
+    pub expect: Option<Expectation>,
+    /// `--gpus`: only these GPU indices; `None` is all.
+    pub gpus: Option<Vec<u32>>,
+    /// `--full`: the heavy measurements ran (or were asked for).
+    pub full: bool,
+    /// How many connections a server on this machine should be able to queue (net.somaxconn).
+    pub expected_concurrency: Option<u32>,
+}
+
+impl Policy {
+    /// Whether GPU `index` is among those the user asked to look at.
+    pub fn selects(&self, index: u32) -> bool {
+        self.gpus.as_ref().is_none_or(|g| g.contains(&index))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expectation_parses() {
+        let e: Expectation = "h100-sxm5-80gb:8".parse().unwrap();
+        assert_eq!(e.model, "h100-sxm5-80gb");
+        assert_eq!(e.count, Some(8));
+        let e: Expectation = "a100".parse().unwrap();
+        assert_eq!(e.count, None);
+        assert!("h100:x".parse::<Expectation>().is_err());
+        assert!(":8".parse::<Expectation>().is_err());
+        assert!("h100:0".parse::<Expectation>().is_err());
+    }
+
+    #[test]
+    fn profile_parses() {
+        assert_eq!("TRAIN".parse::<Profile>().unwrap(), Profile::Train);
+        assert!("gaming".parse::<Profile>().is_err());
+    }
+}
