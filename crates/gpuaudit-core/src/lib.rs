@@ -10,9 +10,12 @@ pub mod finding;
 pub mod parse;
 pub mod policy;
 pub mod reading;
+pub mod render;
+pub mod report;
 pub mod spec;
 
 pub use facts::Facts;
 pub use finding::{Evidence, Finding, Status};
 pub use policy::{Expectation, Policy, Profile};
 pub use reading::Reading;
+pub use report::Report;

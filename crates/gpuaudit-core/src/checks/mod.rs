@@ -5,6 +5,14 @@
 //! report one finding per GPU (passing ones included); every check reports at least one
 //! finding, `skip` with the reason where it could not run.
 
+mod common;
+mod gpu;
+mod memory;
+mod nvlink;
+mod os;
+mod pcie;
+mod power;
+
 use crate::facts::Facts;
 use crate::finding::{Finding, Status};
 use crate::policy::Policy;
@@ -88,9 +96,21 @@ pub const CATALOG: &[&str] = &[
     "env.ssh",
 ];
 
+/// The report's flat list of measured figures, with the datasheet expectation and ratio.
+pub fn measurements(_facts: &Facts) -> Vec<crate::facts::Measurement> {
+    Vec::new()
+}
+
 /// Every registered check, in catalog order.
 pub fn all() -> Vec<&'static Check> {
-    let areas: &[&'static [Check]] = &[];
+    let areas: &[&'static [Check]] = &[
+        gpu::CHECKS,
+        pcie::CHECKS,
+        power::CHECKS,
+        nvlink::CHECKS,
+        os::CHECKS,
+        memory::CHECKS,
+    ];
     let mut checks: Vec<&'static Check> = areas.iter().flat_map(|a| a.iter()).collect();
     checks.sort_by_key(|c| {
         CATALOG

@@ -16,3 +16,18 @@ impl MeasuredFacts {
         }
     }
 }
+
+/// One measured figure, as the report lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    pub name: String,
+    pub gpu: Option<u32>,
+    pub peer: Option<u32>,
+    pub value: f64,
+    pub unit: String,
+    /// What the datasheet (or the link type) leads to expect, where known.
+    pub expected: Option<f64>,
+    /// value / expected.
+    pub ratio: Option<f64>,
+    pub method: String,
+}

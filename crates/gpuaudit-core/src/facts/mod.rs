@@ -54,6 +54,8 @@ pub struct Facts {
     /// The CUDA toolkit(s) installed under the root.
     pub toolkit: Reading<Vec<Toolkit>>,
     pub net: NetFacts,
+    /// NVIDIA XID events from the kernel log, where it is readable (root, or a snapshot).
+    pub xid_events: Reading<Vec<XidEvent>>,
     /// The software stack and the host around the GPU (libraries, containers, storage, ...).
     pub host: HostFacts,
     /// What was measured on the GPUs (empty on a snapshot or a facts-only audit).
@@ -75,6 +77,7 @@ impl Facts {
             net: NetFacts {
                 somaxconn: Reading::unavailable(reason),
             },
+            xid_events: Reading::unavailable(reason),
             host: HostFacts::unread(reason),
             measured: MeasuredFacts::not_run(reason),
         }
@@ -83,6 +86,11 @@ impl Facts {
     /// The GPUs the driver enumerated, or an empty slice.
     pub fn gpu_list(&self) -> &[GpuFacts] {
         self.gpus.value().map(Vec::as_slice).unwrap_or(&[])
+    }
+
+    /// How many InfiniBand/RoCE devices the host has, where that was read.
+    pub fn host_ib_devices(&self) -> Option<usize> {
+        None
     }
 
     /// The sysfs PCI function of a GPU, matched by bus id.

@@ -223,3 +223,14 @@ impl TopoLink {
         }
     }
 }
+
+/// One NVIDIA XID line of the kernel log ("NVRM: Xid (PCI:0000:00:06): 79, pid=..., GPU has
+/// fallen off the bus.").
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct XidEvent {
+    /// The PCI address as the line gives it ("0000:00:06" or "0000:00:06.0"), lower case.
+    pub bus_id: Option<String>,
+    pub code: u32,
+    /// The line, trimmed.
+    pub text: String,
+}

@@ -7,6 +7,7 @@ pub mod procfs;
 pub mod sysfs;
 pub mod toolkit;
 pub mod topo;
+pub mod xid;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {

@@ -1,0 +1,94 @@
+//! Small helpers shared by the checks.
+
+use crate::facts::{Facts, GpuFacts};
+use crate::finding::Finding;
+use crate::policy::Policy;
+use crate::reading::Reading;
+use crate::spec::{GpuSpec, SpecDb};
+
+/// Why there is no GPU to look at, short (gpu.present carries the details).
+pub fn no_gpu_reason(facts: &Facts) -> String {
+    let on_bus = facts.pci_gpus.value().map(|p| p.len());
+    match (&facts.gpus, on_bus) {
+        (Reading::Unavailable(_), Some(0)) => "no NVIDIA GPU found (see gpu.present)".to_string(),
+        (Reading::Unavailable(_), Some(_)) => {
+            "the NVIDIA driver does not answer (see gpu.present)".to_string()
+        }
+        (Reading::Unavailable(r), None) => format!("no GPU to look at: {r}"),
+        (Reading::Value(v), _) if v.is_empty() => {
+            "no NVIDIA GPU found (see gpu.present)".to_string()
+        }
+        (Reading::Value(_), _) => "none of the GPUs chosen with --gpus exists".to_string(),
+    }
+}
+
+/// The GPUs this audit looks at (all, or those chosen with `--gpus`).
+pub fn selected<'a>(facts: &'a Facts, policy: &'a Policy) -> impl Iterator<Item = &'a GpuFacts> {
+    facts
+        .gpu_list()
+        .iter()
+        .filter(move |g| policy.selects(g.index))
+}
+
+/// One finding per selected GPU from `f`, or one `skip` saying why there is none.
+pub fn per_gpu(
+    check: &str,
+    facts: &Facts,
+    policy: &Policy,
+    f: impl Fn(&GpuFacts) -> Finding,
+) -> Vec<Finding> {
+    let out: Vec<Finding> = selected(facts, policy).map(|g| f(g).gpu(g.index)).collect();
+    if out.is_empty() {
+        vec![Finding::skip(check, no_gpu_reason(facts))]
+    } else {
+        out
+    }
+}
+
+/// Like [`per_gpu`], for checks that may say several things about one GPU.
+pub fn per_gpu_many(
+    check: &str,
+    facts: &Facts,
+    policy: &Policy,
+    f: impl Fn(&GpuFacts) -> Vec<Finding>,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for g in selected(facts, policy) {
+        out.extend(f(g).into_iter().map(|x| x.gpu(g.index)));
+    }
+    if out.is_empty() {
+        vec![Finding::skip(check, no_gpu_reason(facts))]
+    } else {
+        out
+    }
+}
+
+/// The datasheet entry for a GPU, where the spec database knows the model.
+pub fn spec_of(g: &GpuFacts) -> Option<&'static GpuSpec> {
+    SpecDb::embedded().identify(
+        g.pci_device_id.value().copied(),
+        g.name.value().map(String::as_str),
+        g.memory.total_mib.value().copied(),
+    )
+}
+
+/// "NVIDIA H200" or "unknown model".
+pub fn name_of(g: &GpuFacts) -> String {
+    g.name
+        .value()
+        .cloned()
+        .unwrap_or_else(|| "unknown model".to_string())
+}
+
+/// Datasheet memory in MiB. Datasheets write "80GB" for what drivers show as about 80 GiB, so
+/// the figure is read as GiB.
+pub fn spec_memory_mib(spec: &GpuSpec) -> f64 {
+    spec.memory_gb * 1024.0
+}
+
+pub fn pct(a: f64, b: f64) -> String {
+    if b == 0.0 {
+        return "n/a".into();
+    }
+    format!("{:.0}%", 100.0 * a / b)
+}

@@ -1,0 +1,279 @@
+//! nvlink.status: NVLink links per GPU, the topology between GPUs, the NVSwitch fabric.
+
+use super::common::{no_gpu_reason, selected, spec_of};
+use super::{Check, CheckDoc, CheckKind};
+use crate::facts::{Facts, GpuFacts, TopoLink};
+use crate::finding::{Evidence, Finding, Status};
+use crate::policy::{Policy, Profile};
+use crate::reading::Reading;
+
+pub const CHECKS: &[Check] = &[Check {
+    id: "nvlink.status",
+    title: "NVLink links up per GPU, the GPU-to-GPU topology and the NVSwitch fabric",
+    kind: CheckKind::Facts,
+    doc: CheckDoc {
+        what:
+            "Active NVLink links per GPU against what the model has, the connection between each \
+               pair of GPUs from `nvidia-smi topo -m` (NV# = # bonded NVLinks; PIX/PXB = PCIe \
+               switch; PHB = through the CPU's host bridge; NODE/SYS = across host bridges or \
+               sockets), and the NVSwitch fabric registration where there is one.",
+        why: "Without NVLink, GPU-to-GPU traffic (all-reduce in data-parallel training, tensor \
+              parallelism) goes over PCIe and through the CPU: 5-15x slower. A few links down \
+              cut the bandwidth by their share; a fabric manager that is not running leaves \
+              NVSwitch systems without NVLink at all.",
+        verify: "nvidia-smi topo -m\nnvidia-smi nvlink -s\nnvidia-smi -q | grep -A3 Fabric\n\
+                 systemctl status nvidia-fabricmanager   (NVSwitch systems)",
+        fix: "Links down: a hardware fault (reseat the GPU/bridge, ask the provider). Fabric not \
+              'Completed': start the fabric manager (`sudo systemctl enable --now \
+              nvidia-fabricmanager`, version equal to the driver's). PCIe-only topology on a \
+              multi-GPU training box: ask for an NVLink (SXM) instance.",
+    },
+    run: status,
+}];
+
+fn status(facts: &Facts, policy: &Policy) -> Vec<Finding> {
+    const ID: &str = "nvlink.status";
+    let gpus: Vec<&GpuFacts> = selected(facts, policy).collect();
+    if gpus.is_empty() {
+        return vec![Finding::skip(ID, no_gpu_reason(facts))];
+    }
+    let multi = facts.gpu_list().len() > 1;
+    let mut out: Vec<Finding> = gpus
+        .iter()
+        .map(|g| per_gpu(facts, policy, g, multi))
+        .collect();
+    if multi {
+        out.push(topology(facts, policy));
+    }
+    out
+}
+
+/// NVLink links this GPU should have, if the model has NVLink at all.
+fn spec_links(g: &GpuFacts) -> Option<(u32, String)> {
+    let s = spec_of(g)?;
+    let n = s.nvlink.as_ref()?;
+    Some((n.links, s.form_factor.clone()))
+}
+
+/// The NV# count between this GPU and any other, from the topology matrix.
+fn topo_links(facts: &Facts, g: &GpuFacts) -> Option<u32> {
+    let t = facts.topology.value()?;
+    let row = t.links.get(g.index as usize)?;
+    row.iter()
+        .filter_map(|l| match l {
+            TopoLink::NvLink(n) => Some(*n),
+            _ => None,
+        })
+        .max()
+}
+
+fn per_gpu(facts: &Facts, policy: &Policy, g: &GpuFacts, multi: bool) -> Finding {
+    const ID: &str = "nvlink.status";
+    let expected = spec_links(g);
+    let mut ev = Evidence::new();
+    if let Some((n, _)) = &expected {
+        ev.insert("spec_links", n);
+    }
+    let (active, total) = match &g.nvlinks {
+        Reading::Value(links) => {
+            let a = links.iter().filter(|l| l.active).count() as u32;
+            ev.insert("links_active", a);
+            ev.insert("links_reported", links.len());
+            ev.insert("source", &g.source);
+            (Some(a), Some(links.len() as u32))
+        }
+        Reading::Unavailable(r) => {
+            ev.insert("links_unavailable", r);
+            // A snapshot without `nvidia-smi nvlink -s`: the topology matrix still shows the
+            // bonded link count towards the other GPUs.
+            match topo_links(facts, g) {
+                Some(n) => {
+                    ev.insert("links_from_topology", n);
+                    ev.insert("source", "nvidia-smi topo -m");
+                    (Some(n), None)
+                }
+                None => (None, None),
+            }
+        }
+    };
+    let fabric_bad = match &g.fabric {
+        Reading::Value(f) => {
+            ev.insert("fabric_state", &f.state);
+            if let Some(s) = &f.status {
+                ev.insert("fabric_status", s);
+            }
+            let state_ok = f.state.eq_ignore_ascii_case("completed")
+                || f.state.eq_ignore_ascii_case("not supported");
+            let status_ok = f
+                .status
+                .as_deref()
+                .is_none_or(|s| s.eq_ignore_ascii_case("success") || s.eq_ignore_ascii_case("n/a"));
+            (!state_ok || !status_ok).then(|| f.clone())
+        }
+        Reading::Unavailable(_) => None,
+    };
+    if let Some(f) = fabric_bad {
+        return Finding::fail(
+            ID,
+            format!(
+                "{}: NVSwitch fabric registration is '{}'{}: NVLink between GPUs is not usable until it completes",
+                g.label(),
+                f.state,
+                f.status.map(|s| format!(" ({s})")).unwrap_or_default()
+            ),
+        )
+        .evidence(ev)
+        .fix("Start the fabric manager, with the same version as the driver: `sudo systemctl enable --now nvidia-fabricmanager`; then check `nvidia-smi -q | grep -A3 Fabric`.");
+    }
+
+    let severity_missing = if policy.profile == Profile::Train && multi {
+        Status::Fail
+    } else {
+        Status::Warn
+    };
+    match (expected, active) {
+        (None, Some(a)) if a > 0 => {
+            Finding::pass(ID, format!("{}: {a} NVLink links active", g.label())).evidence(ev)
+        }
+        (None, _) => {
+            let msg = if multi {
+                format!(
+                    "{}: this model has no NVLink; GPU-to-GPU traffic goes over PCIe",
+                    g.label()
+                )
+            } else {
+                format!(
+                    "{}: no NVLink on this model (one GPU: nothing to link)",
+                    g.label()
+                )
+            };
+            Finding::info(ID, msg).evidence(ev)
+        }
+        (Some((want, form)), Some(a)) => {
+            if a >= want {
+                Finding::pass(
+                    ID,
+                    format!("{}: {a} of {want} NVLink links active", g.label()),
+                )
+                .evidence(ev)
+            } else if a == 0 {
+                if !multi {
+                    return Finding::info(
+                        ID,
+                        format!(
+                            "{}: no NVLink link active (one GPU: nothing to link)",
+                            g.label()
+                        ),
+                    )
+                    .evidence(ev);
+                }
+                let why = if form == "pcie" {
+                    "no NVLink bridge is installed or it is not detected"
+                } else {
+                    "all links are down"
+                };
+                Finding::new(
+                    ID,
+                    severity_missing,
+                    format!(
+                        "{}: 0 of {want} NVLink links active ({why}): GPU-to-GPU traffic falls back to PCIe",
+                        g.label()
+                    ),
+                )
+                .evidence(ev)
+                .fix(if form == "pcie" {
+                    "Install the NVLink bridge (PCIe cards) or ask the provider for a bridged pair."
+                } else {
+                    "A hardware fault or the fabric: reseat, check `nvidia-smi nvlink -s`; on a cloud instance, report it."
+                })
+            } else {
+                let of = total
+                    .map(|t| format!(" ({t} reported)"))
+                    .unwrap_or_default();
+                Finding::new(
+                    ID,
+                    if multi { Status::Fail } else { Status::Warn },
+                    format!(
+                        "{}: only {a} of {want} NVLink links active{of}: GPU-to-GPU bandwidth is cut to {:.0}%",
+                        g.label(),
+                        100.0 * a as f64 / want as f64
+                    ),
+                )
+                .evidence(ev)
+                .fix("Links that are down are a hardware fault: reseat or replace; on a cloud instance, report it with `nvidia-smi nvlink -s`.")
+            }
+        }
+        (Some((want, _)), None) => Finding::skip(
+            ID,
+            format!(
+                "{}: NVLink state not read ({}); the model has {want} links",
+                g.label(),
+                g.nvlinks.reason().unwrap_or("?")
+            ),
+        )
+        .evidence(ev),
+    }
+}
+
+/// One machine-level finding about the GPU-to-GPU matrix.
+fn topology(facts: &Facts, policy: &Policy) -> Finding {
+    const ID: &str = "nvlink.status";
+    let t = match &facts.topology {
+        Reading::Value(t) => t,
+        Reading::Unavailable(r) => {
+            return Finding::skip(ID, format!("GPU topology matrix not read: {r}"));
+        }
+    };
+    let n = t.links.len();
+    let mut counts: std::collections::BTreeMap<String, u32> = Default::default();
+    let mut slow_pairs = Vec::new();
+    for i in 0..n {
+        for j in (i + 1)..n {
+            let Some(l) = t.links.get(i).and_then(|r| r.get(j)) else {
+                continue;
+            };
+            *counts.entry(l.label()).or_default() += 1;
+            if !matches!(l, TopoLink::NvLink(_)) {
+                slow_pairs.push(format!("GPU{i}-GPU{j} {}", l.label()));
+            }
+        }
+    }
+    let pairs = n * n.saturating_sub(1) / 2;
+    let ev = Evidence::new()
+        .with("gpus", n)
+        .with("pairs", pairs)
+        .with("links", &counts)
+        .with("source", "nvidia-smi topo -m");
+    let any_nvlink_model = facts.gpu_list().iter().any(|g| spec_links(g).is_some());
+    if slow_pairs.is_empty() {
+        return Finding::pass(
+            ID,
+            format!(
+                "All {pairs} GPU pair(s) are connected by NVLink ({})",
+                counts.keys().cloned().collect::<Vec<_>>().join(", ")
+            ),
+        )
+        .evidence(ev);
+    }
+    let through_cpu = slow_pairs
+        .iter()
+        .any(|p| p.ends_with("SYS") || p.ends_with("NODE") || p.ends_with("PHB"));
+    let status = match (policy.profile, any_nvlink_model, through_cpu) {
+        (Profile::Train, _, _) => Status::Fail,
+        (_, true, _) => Status::Warn,
+        (_, false, true) => Status::Info,
+        (_, false, false) => Status::Info,
+    };
+    Finding::new(
+        ID,
+        status,
+        format!(
+            "{} of {pairs} GPU pair(s) have no NVLink path ({}){}",
+            slow_pairs.len(),
+            slow_pairs.iter().take(4).cloned().collect::<Vec<_>>().join(", "),
+            if through_cpu { ": traffic between them crosses the CPU" } else { ": traffic between them goes over a PCIe switch" }
+        ),
+    )
+    .evidence(ev.with("pairs_without_nvlink", &slow_pairs))
+    .fix("For multi-GPU training choose an NVLink/NVSwitch (SXM) instance; otherwise keep communicating GPUs under the same PCIe switch (`CUDA_VISIBLE_DEVICES`).")
+}

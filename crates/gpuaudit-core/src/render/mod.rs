@@ -1,0 +1,135 @@
+//! Renderers: the report as a terminal table, JSON, Markdown or HTML. One file each.
+
+mod html;
+mod json;
+mod markdown;
+mod table;
+
+use crate::finding::{Finding, Status};
+use crate::report::Report;
+use std::str::FromStr;
+
+pub use table::TableOptions;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+    Markdown,
+    Html,
+}
+
+impl FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "table" | "text" => Ok(Format::Table),
+            "json" => Ok(Format::Json),
+            "md" | "markdown" => Ok(Format::Markdown),
+            "html" => Ok(Format::Html),
+            other => Err(format!(
+                "unknown format '{other}': expected table, json, md or html"
+            )),
+        }
+    }
+}
+
+pub fn render(report: &Report, format: Format, table: &TableOptions) -> String {
+    match format {
+        Format::Table => table::render(report, table),
+        Format::Json => json::render(report),
+        Format::Markdown => markdown::render(report),
+        Format::Html => html::render(report),
+    }
+}
+
+/// The area of a check id: "pcie.link" -> "pcie".
+fn area(check: &str) -> &str {
+    check.split('.').next().unwrap_or(check)
+}
+
+/// Findings grouped by area, in report order.
+fn by_area(findings: &[Finding]) -> Vec<(&str, Vec<&Finding>)> {
+    let mut out: Vec<(&str, Vec<&Finding>)> = Vec::new();
+    for f in findings {
+        let a = area(&f.check);
+        match out.iter_mut().find(|(x, _)| *x == a) {
+            Some((_, v)) => v.push(f),
+            None => out.push((a, vec![f])),
+        }
+    }
+    out
+}
+
+fn area_title(area: &str) -> &str {
+    match area {
+        "gpu" => "GPUs",
+        "pcie" => "PCIe",
+        "power" => "Power",
+        "clocks" => "Clocks",
+        "nvlink" => "NVLink",
+        "p2p" => "Peer to peer",
+        "nccl" => "NCCL",
+        "cuda" => "CUDA stack",
+        "kernel" => "Kernel",
+        "os" => "Operating system",
+        "memory" => "GPU memory",
+        "compute" => "Compute",
+        "stability" => "Stability",
+        "net" => "Network",
+        "storage" => "Storage",
+        "host" => "Host",
+        "container" => "Container",
+        "env" => "Environment",
+        other => other,
+    }
+}
+
+fn status_label(s: Status) -> &'static str {
+    match s {
+        Status::Pass => "PASS",
+        Status::Info => "INFO",
+        Status::Warn => "WARN",
+        Status::Fail => "FAIL",
+        Status::Skip => "SKIP",
+    }
+}
+
+/// "2× NVIDIA H200, driver 580.159.04 (CUDA 13.0)".
+fn headline(report: &Report) -> String {
+    let mut names: Vec<(String, usize)> = Vec::new();
+    for g in &report.gpus {
+        let n = g.name.clone().unwrap_or_else(|| "unknown GPU".into());
+        match names.iter_mut().find(|(x, _)| *x == n) {
+            Some((_, c)) => *c += 1,
+            None => names.push((n, 1)),
+        }
+    }
+    let gpus = if names.is_empty() {
+        "no GPU found".to_string()
+    } else {
+        names
+            .iter()
+            .map(|(n, c)| format!("{c}× {n}"))
+            .collect::<Vec<_>>()
+            .join(" + ")
+    };
+    let mut s = gpus;
+    if let Some(d) = &report.machine.driver_version {
+        s.push_str(&format!(", driver {d}"));
+        if let Some(c) = &report.machine.cuda_driver_version {
+            s.push_str(&format!(" (CUDA {c})"));
+        }
+    }
+    s
+}
+
+fn fmt_value(v: f64) -> String {
+    if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 10.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}

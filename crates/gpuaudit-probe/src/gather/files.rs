@@ -1,0 +1,369 @@
+//! Facts from files under the root: procfs, sysfs, /etc, the CUDA toolkit directories. The
+//! same code reads the live machine and a snapshot.
+
+use crate::root::RootFs;
+use gpuaudit_core::facts::{
+    normalize_bus_id, CudaVersion, KernelModule, Libc, MachineFacts, PciFunction, Toolkit, XidEvent,
+};
+use gpuaudit_core::parse::{procfs, sysfs, toolkit as tkparse, xid};
+use gpuaudit_core::Reading;
+
+const PCI_DEVICES: &str = "sys/bus/pci/devices";
+const NVIDIA_VENDOR: u16 = 0x10de;
+
+fn parsed<T, E: std::fmt::Display>(
+    root: &RootFs,
+    rel: &str,
+    f: impl FnOnce(&str) -> Result<T, E>,
+) -> Reading<T> {
+    match root.read(rel) {
+        Ok(text) => match f(&text) {
+            Ok(v) => Reading::Value(v),
+            Err(e) => Reading::Unavailable(format!("{}: {e}", root.display(rel))),
+        },
+        Err(e) => Reading::Unavailable(e),
+    }
+}
+
+pub fn machine(root: &RootFs, libc: Reading<Libc>) -> MachineFacts {
+    let cpu = parsed(root, "proc/cpuinfo", procfs::parse_cpuinfo);
+    let hypervisor = cpu
+        .as_ref()
+        .map(|c| c.flags.iter().any(|f| f == "hypervisor"));
+    let arch = match root.read("proc/cpuinfo") {
+        Ok(text) => arch_from_cpuinfo(&text),
+        Err(e) => Reading::Unavailable(e),
+    };
+    let os = match root.read("etc/os-release") {
+        Ok(t) => Ok(t),
+        Err(_) => root.read("usr/lib/os-release"),
+    };
+    let os = match os {
+        Ok(t) => {
+            Reading::from(procfs::parse_os_release(&t).map_err(|e| format!("os-release: {e}")))
+        }
+        Err(e) => Reading::Unavailable(e),
+    };
+    MachineFacts {
+        hostname: Reading::from(root.read_trimmed("proc/sys/kernel/hostname")),
+        os,
+        kernel: Reading::from(root.read_trimmed("proc/version")),
+        arch,
+        cpu,
+        memory_total_kib: parsed(root, "proc/meminfo", procfs::parse_meminfo_total_kib),
+        libc,
+        hypervisor,
+    }
+}
+
+/// The CPU architecture from /proc/cpuinfo's layout, so live and snapshot audits agree.
+fn arch_from_cpuinfo(text: &str) -> Reading<String> {
+    let has = |key: &str| {
+        text.lines()
+            .any(|l| l.split(':').next().is_some_and(|k| k.trim() == key))
+    };
+    let flags_lm = text.lines().any(|l| {
+        l.starts_with("flags")
+            && l.split(':')
+                .nth(1)
+                .is_some_and(|f| f.split_whitespace().any(|x| x == "lm"))
+    });
+    if has("vendor_id") {
+        Reading::Value(if flags_lm { "x86_64" } else { "i686" }.to_string())
+    } else if has("CPU implementer") {
+        Reading::Value("aarch64".into())
+    } else if text
+        .lines()
+        .any(|l| l.starts_with("cpu") && l.contains("POWER"))
+    {
+        Reading::Value("ppc64le".into())
+    } else if has("isa") && text.contains("rv64") {
+        Reading::Value("riscv64".into())
+    } else {
+        Reading::unavailable("/proc/cpuinfo: architecture not recognised")
+    }
+}
+
+/// `ldd --version` output (live, or `cmd/ldd-version.txt` in a snapshot) to the C library.
+pub fn libc_from_ldd(text: &str) -> Reading<Libc> {
+    let first = text.lines().next().unwrap_or("").trim();
+    let lower = text.to_ascii_lowercase();
+    if lower.contains("musl") {
+        let version = text
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Version "))
+            .map(|v| v.trim().to_string());
+        return Reading::Value(Libc::Musl { version });
+    }
+    if lower.contains("glibc") || lower.contains("gnu libc") || lower.contains("gnu c library") {
+        let version = first
+            .split_whitespace()
+            .last()
+            .filter(|v| v.chars().next().is_some_and(|c| c.is_ascii_digit()))
+            .map(str::to_string);
+        return Reading::Value(Libc::Glibc { version });
+    }
+    Reading::unavailable(format!(
+        "ldd --version: not recognised ({})",
+        first.chars().take(60).collect::<String>()
+    ))
+}
+
+/// Where `ldd` is not there to ask: the dynamic loader's file name under the root.
+pub fn libc_from_files(root: &RootFs) -> Reading<Libc> {
+    for dir in ["lib", "usr/lib"] {
+        if let Ok(names) = root.list(dir) {
+            if names.iter().any(|n| n.starts_with("ld-musl-")) {
+                return Reading::Value(Libc::Musl { version: None });
+            }
+        }
+    }
+    for p in [
+        "lib64/ld-linux-x86-64.so.2",
+        "lib/ld-linux-aarch64.so.1",
+        "lib/x86_64-linux-gnu/libc.so.6",
+        "lib64/libc.so.6",
+        "usr/lib64/libc.so.6",
+        "lib/aarch64-linux-gnu/libc.so.6",
+    ] {
+        if root.exists(p) {
+            return Reading::Value(Libc::Glibc { version: None });
+        }
+    }
+    Reading::unavailable("C library not identified")
+}
+
+/// NVIDIA display/3D controllers in sysfs (class 0x03xxxx; NVSwitches and audio functions
+/// are left out).
+pub fn pci_gpus(root: &RootFs) -> Reading<Vec<PciFunction>> {
+    let names = match root.list(PCI_DEVICES) {
+        Ok(n) => n,
+        Err(e) => return Reading::Unavailable(e),
+    };
+    let mut out = Vec::new();
+    for name in names {
+        let dir = format!("{PCI_DEVICES}/{name}");
+        let attr = |a: &str| root.read(&format!("{dir}/{a}"));
+        let Some(vendor) = attr("vendor").ok().and_then(|v| sysfs::parse_hex_u16(&v)) else {
+            continue;
+        };
+        if vendor != NVIDIA_VENDOR {
+            continue;
+        }
+        let Some(class) = attr("class").ok().and_then(|v| sysfs::parse_hex_u32(&v)) else {
+            continue;
+        };
+        if class >> 16 != 0x03 {
+            continue;
+        }
+        let Some(device) = attr("device").ok().and_then(|v| sysfs::parse_hex_u16(&v)) else {
+            continue;
+        };
+        let read = |a: &str| -> Result<String, String> { root.read(&format!("{dir}/{a}")) };
+        let num = |a: &str, f: fn(&str) -> Option<u32>| -> Reading<u32> {
+            match read(a) {
+                Ok(t) => f(&t).map(Reading::Value).unwrap_or_else(|| {
+                    Reading::unavailable(format!(
+                        "{}: unreadable value",
+                        root.display(&format!("{dir}/{a}"))
+                    ))
+                }),
+                Err(e) => Reading::Unavailable(e),
+            }
+        };
+        let gts = |a: &str| -> Reading<f64> {
+            match read(a) {
+                Ok(t) => sysfs::parse_link_speed_gts(&t)
+                    .map(Reading::Value)
+                    .unwrap_or_else(|| {
+                        Reading::unavailable(format!(
+                            "{}: '{}'",
+                            root.display(&format!("{dir}/{a}")),
+                            t.trim()
+                        ))
+                    }),
+                Err(e) => Reading::Unavailable(e),
+            }
+        };
+        let hex16 = |a: &str| -> Reading<u16> {
+            match read(a) {
+                Ok(t) => sysfs::parse_hex_u16(&t)
+                    .map(Reading::Value)
+                    .unwrap_or_else(|| {
+                        Reading::unavailable(format!(
+                            "{}: unreadable value",
+                            root.display(&format!("{dir}/{a}"))
+                        ))
+                    }),
+                Err(e) => Reading::Unavailable(e),
+            }
+        };
+        out.push(PciFunction {
+            bus_id: normalize_bus_id(&name),
+            vendor,
+            device,
+            subsystem_vendor: hex16("subsystem_vendor"),
+            subsystem_device: hex16("subsystem_device"),
+            class,
+            driver: Reading::from(root.link_name(&format!("{dir}/driver"))),
+            current_link_gts: gts("current_link_speed"),
+            current_link_width: num("current_link_width", sysfs::parse_u32),
+            max_link_gts: gts("max_link_speed"),
+            max_link_width: num("max_link_width", sysfs::parse_u32),
+            numa_node: match read("numa_node") {
+                Ok(t) => sysfs::parse_i32(&t)
+                    .map(Reading::Value)
+                    .unwrap_or_else(|| Reading::unavailable("numa_node: unreadable value")),
+                Err(e) => Reading::Unavailable(e),
+            },
+            local_cpulist: Reading::from(root.read_trimmed(&format!("{dir}/local_cpulist"))),
+        });
+    }
+    Reading::Value(out)
+}
+
+pub fn modules(root: &RootFs) -> Reading<Vec<KernelModule>> {
+    parsed(root, "proc/modules", procfs::parse_modules)
+}
+
+pub fn somaxconn(root: &RootFs) -> Reading<u32> {
+    match root.read_trimmed("proc/sys/net/core/somaxconn") {
+        Ok(t) => t.parse().map(Reading::Value).unwrap_or_else(|_| {
+            Reading::unavailable(format!(
+                "{}: not a number: '{t}'",
+                root.display("proc/sys/net/core/somaxconn")
+            ))
+        }),
+        Err(e) => Reading::Unavailable(e),
+    }
+}
+
+pub fn xids_from_text(text: &str) -> Vec<XidEvent> {
+    xid::parse_xids(text)
+}
+
+/// Every CUDA toolkit under /usr/local (`cuda`, `cuda-X.Y`). `nvcc_output` is what
+/// `nvcc --version` printed (live) or `cmd/nvcc-version.txt` (snapshot), used where a
+/// toolkit directory has no version file, or where no directory is there at all.
+pub fn toolkits(root: &RootFs, nvcc_output: Option<&str>) -> Reading<Vec<Toolkit>> {
+    let mut dirs: Vec<String> = Vec::new();
+    if let Ok(names) = root.list("usr/local") {
+        for n in names {
+            if n == "cuda" || n.starts_with("cuda-") {
+                dirs.push(format!("usr/local/{n}"));
+            }
+        }
+    }
+    let mut out: Vec<Toolkit> = Vec::new();
+    let mut seen_real: Vec<std::path::PathBuf> = Vec::new();
+    for d in &dirs {
+        // /usr/local/cuda is usually a link to cuda-X.Y: list it once.
+        if let Ok(real) = std::fs::canonicalize(root.path(d)) {
+            if seen_real.contains(&real) {
+                continue;
+            }
+            seen_real.push(real);
+        }
+        if let Some(t) = toolkit_in(root, d, nvcc_output) {
+            out.push(t);
+        }
+    }
+    if out.is_empty() {
+        if let Some(v) = nvcc_output.and_then(tkparse::parse_nvcc_version) {
+            if let Some(cuda) = CudaVersion::parse(&v) {
+                out.push(Toolkit {
+                    path: "nvcc on PATH".into(),
+                    version: v,
+                    cuda,
+                    source: "nvcc --version".into(),
+                    forward_compat: false,
+                });
+            }
+        }
+    }
+    Reading::Value(out)
+}
+
+fn toolkit_in(root: &RootFs, dir: &str, nvcc_output: Option<&str>) -> Option<Toolkit> {
+    let file = |f: &str| root.read(&format!("{dir}/{f}")).ok();
+    let found: Option<(String, &str)> = file("version.json")
+        .and_then(|t| tkparse::parse_version_json(&t))
+        .map(|v| (v, "version.json"))
+        .or_else(|| {
+            file("version.txt")
+                .and_then(|t| tkparse::parse_version_txt(&t))
+                .map(|v| (v, "version.txt"))
+        })
+        .or_else(|| {
+            file("include/cuda.h")
+                .and_then(|t| tkparse::parse_cuda_h(&t))
+                .map(|v| (v, "include/cuda.h"))
+        })
+        .or_else(|| {
+            // nvcc's output speaks for the toolkit on PATH, which is /usr/local/cuda.
+            (dir == "usr/local/cuda" && root.exists(&format!("{dir}/bin/nvcc")))
+                .then_some(())
+                .and(nvcc_output)
+                .and_then(tkparse::parse_nvcc_version)
+                .map(|v| (v, "nvcc --version"))
+        })
+        .or_else(|| {
+            let libs = root.list(&format!("{dir}/lib64")).ok()?;
+            libs.iter()
+                .filter_map(|n| tkparse::parse_libcudart_name(n))
+                .max_by_key(|v| v.len())
+                .map(|v| (v, "lib64/libcudart.so.*"))
+        });
+    let (version, source) = found?;
+    let cuda = CudaVersion::parse(&version)?;
+    let forward_compat = root
+        .list(&format!("{dir}/compat"))
+        .map(|n| n.iter().any(|f| f.starts_with("libcuda.so")))
+        .unwrap_or(false);
+    Some(Toolkit {
+        path: format!("/{dir}"),
+        version,
+        cuda,
+        source: source.to_string(),
+        forward_compat,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ldd_versions() {
+        assert_eq!(
+            libc_from_ldd("ldd (Ubuntu GLIBC 2.39-0ubuntu8.4) 2.39\nCopyright"),
+            Reading::Value(Libc::Glibc {
+                version: Some("2.39".into())
+            })
+        );
+        assert_eq!(
+            libc_from_ldd("musl libc (x86_64)\nVersion 1.2.4\n"),
+            Reading::Value(Libc::Musl {
+                version: Some("1.2.4".into())
+            })
+        );
+        assert!(libc_from_ldd("\u{0}garbage").reason().is_some());
+    }
+
+    #[test]
+    fn arch_is_read_from_cpuinfo_layout() {
+        assert_eq!(
+            arch_from_cpuinfo("vendor_id\t: GenuineIntel\nflags\t\t: fpu lm sse\n")
+                .value()
+                .map(String::as_str),
+            Some("x86_64")
+        );
+        assert_eq!(
+            arch_from_cpuinfo("processor\t: 0\nCPU implementer\t: 0x41\n")
+                .value()
+                .map(String::as_str),
+            Some("aarch64")
+        );
+        assert!(arch_from_cpuinfo("").reason().is_some());
+    }
+}

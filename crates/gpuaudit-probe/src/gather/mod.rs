@@ -1,0 +1,362 @@
+//! Gathering facts: from the live machine or from a snapshot directory. Both go through the
+//! same file readers and parsers; they differ only where the live machine is asked (NVML,
+//! commands) and the snapshot holds the answers under `cmd/`.
+
+pub mod files;
+
+use crate::command;
+use crate::nvml::NvmlSource;
+use crate::root::RootFs;
+use gpuaudit_core::facts::{Facts, GpuFacts, MeasuredFacts, NetFacts, Origin, Topology, XidEvent};
+use gpuaudit_core::parse::{nvlink, nvsmi_xml, procfs, topo, ParseError};
+use gpuaudit_core::spec::SpecDb;
+use gpuaudit_core::Reading;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub const SNAPSHOT_FORMAT: &str = "gpuaudit-snapshot/1";
+
+#[derive(Clone, Debug)]
+pub struct GatherOptions {
+    /// Hard limit for each helper command (nvidia-smi, nvcc, ldd).
+    pub command_timeout: Duration,
+}
+
+impl Default for GatherOptions {
+    fn default() -> Self {
+        GatherOptions {
+            command_timeout: Duration::from_secs(15),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SnapshotError {
+    #[error("snapshot directory {0} does not exist")]
+    NotFound(PathBuf),
+    #[error("{0} is not a directory")]
+    NotADirectory(PathBuf),
+    #[error("{0} is not a gpuaudit snapshot: it has none of meta.json, proc/, sys/, etc/, cmd/")]
+    NotASnapshot(PathBuf),
+    #[error(
+        "{path}: unsupported snapshot format '{format}' (this gpuaudit reads {SNAPSHOT_FORMAT})"
+    )]
+    Format { path: PathBuf, format: String },
+}
+
+/// What a snapshot's meta.json says, where it says anything usable.
+fn read_meta(dir: &Path) -> Result<Option<String>, SnapshotError> {
+    let p = dir.join("meta.json");
+    let Ok(text) = std::fs::read_to_string(&p) else {
+        return Ok(None);
+    };
+    let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
+        // A damaged meta.json does not stop the audit: the facts are in the other files.
+        return Ok(Some("meta.json is not valid JSON".into()));
+    };
+    if let Some(f) = v.get("format").and_then(|f| f.as_str()) {
+        if f != SNAPSHOT_FORMAT {
+            return Err(SnapshotError::Format {
+                path: p,
+                format: f.to_string(),
+            });
+        }
+    }
+    Ok(v.get("description")
+        .and_then(|d| d.as_str())
+        .map(str::to_string))
+}
+
+/// Facts from a snapshot directory written by `gpuaudit collect` (or by hand).
+pub fn snapshot(dir: &Path, _opts: &GatherOptions) -> Result<Facts, SnapshotError> {
+    if !dir.exists() {
+        return Err(SnapshotError::NotFound(dir.to_path_buf()));
+    }
+    if !dir.is_dir() {
+        return Err(SnapshotError::NotADirectory(dir.to_path_buf()));
+    }
+    let known = ["meta.json", "proc", "sys", "etc", "cmd"];
+    if !known.iter().any(|k| dir.join(k).exists()) {
+        return Err(SnapshotError::NotASnapshot(dir.to_path_buf()));
+    }
+    let description = read_meta(dir)?;
+    let root = RootFs::new(dir);
+    let origin = Origin::Snapshot {
+        path: dir.display().to_string(),
+        description,
+    };
+    let mut facts = Facts::empty(origin, "snapshot: not collected");
+    let cmd = |name: &str| root.read(&format!("cmd/{name}"));
+
+    let libc = match cmd("ldd-version.txt") {
+        Ok(t) => files::libc_from_ldd(&t),
+        Err(_) => files::libc_from_files(&root),
+    };
+    read_files(
+        &root,
+        &mut facts,
+        libc,
+        cmd("nvcc-version.txt").ok().as_deref(),
+    );
+
+    // nvidia-smi -q -x stands in for NVML.
+    match cmd("nvidia-smi-q.xml") {
+        Ok(xml) => apply_nvsmi(&mut facts, nvsmi_xml::parse(&xml), "nvidia-smi"),
+        Err(e) => {
+            facts.driver.query =
+                Reading::Unavailable(format!("snapshot has no nvidia-smi output ({e})"));
+            facts.gpus = Reading::Unavailable(format!("snapshot has no nvidia-smi output ({e})"));
+        }
+    }
+    facts.topology = topology_from(cmd("nvidia-smi-topo-m.txt"));
+    if let Ok(text) = cmd("nvidia-smi-nvlink-s.txt") {
+        apply_nvlink_status(&mut facts, &text);
+    }
+    facts.xid_events = match cmd("dmesg-xid.txt") {
+        Ok(t) => Reading::Value(files::xids_from_text(&t)),
+        Err(_) => Reading::unavailable("snapshot has no kernel log extract (cmd/dmesg-xid.txt)"),
+    };
+    facts.measured = MeasuredFacts::not_run("snapshot audit: nothing is measured");
+    finish(&mut facts);
+    Ok(facts)
+}
+
+/// Facts from the machine gpuaudit runs on.
+pub fn live(opts: &GatherOptions) -> Facts {
+    let root = RootFs::live();
+    let mut facts = Facts::empty(Origin::Live, "not read");
+    let t = opts.command_timeout;
+
+    // nvidia-smi's topology matrix takes a while: ask for it while NVML is read.
+    let topo_job = std::thread::spawn(move || command::run("nvidia-smi", &["topo", "-m"], t));
+    let nvcc_job = std::thread::spawn(move || {
+        // Only where a toolkit directory has no version file of its own.
+        let nvcc = "/usr/local/cuda/bin/nvcc";
+        if Path::new(nvcc).exists()
+            && !Path::new("/usr/local/cuda/version.json").exists()
+            && !Path::new("/usr/local/cuda/version.txt").exists()
+            && !Path::new("/usr/local/cuda/include/cuda.h").exists()
+        {
+            command::run(nvcc, &["--version"], t).ok()
+        } else {
+            None
+        }
+    });
+
+    let libc = match command::run("ldd", &["--version"], t) {
+        Ok(out) => files::libc_from_ldd(&out),
+        // musl's ldd prints its version on stderr and exits 1.
+        Err(e) if e.to_ascii_lowercase().contains("musl") => files::libc_from_ldd(&e),
+        Err(_) => files::libc_from_files(&root),
+    };
+
+    match NvmlSource::load() {
+        Ok(nvml) => {
+            let d = nvml.driver();
+            facts.driver.version = d.version;
+            facts.driver.cuda_version = d.cuda_version;
+            match nvml.gpus() {
+                Ok(g) => {
+                    facts.driver.query = Reading::Value("nvml".into());
+                    facts.gpus = Reading::Value(g);
+                }
+                Err(e) => {
+                    facts.driver.query = Reading::Unavailable(e.clone());
+                    facts.gpus = Reading::Unavailable(e);
+                }
+            }
+        }
+        Err(nvml_err) => {
+            // No NVML: nvidia-smi is the fallback (it may still work, e.g. a static build).
+            match command::run("nvidia-smi", &["-q", "-x"], t) {
+                Ok(xml) => apply_nvsmi(&mut facts, nvsmi_xml::parse(&xml), "nvidia-smi"),
+                Err(smi_err) => {
+                    let why = format!("{nvml_err}; {smi_err}");
+                    facts.driver.query = Reading::Unavailable(why.clone());
+                    facts.driver.version = Reading::Unavailable(why.clone());
+                    facts.driver.cuda_version = Reading::Unavailable(why.clone());
+                    facts.gpus = Reading::Unavailable(why);
+                }
+            }
+        }
+    }
+
+    let nvcc_out = nvcc_job.join().ok().flatten();
+    read_files(&root, &mut facts, libc, nvcc_out.as_deref());
+    facts.xid_events = live_xids();
+    facts.topology = topology_from(
+        topo_job
+            .join()
+            .unwrap_or_else(|_| Err("nvidia-smi topo -m: failed".into())),
+    );
+    facts.measured = MeasuredFacts::not_run("facts-only audit");
+    finish(&mut facts);
+    facts
+}
+
+fn read_files(
+    root: &RootFs,
+    facts: &mut Facts,
+    libc: Reading<gpuaudit_core::facts::Libc>,
+    nvcc: Option<&str>,
+) {
+    facts.machine = files::machine(root, libc);
+    facts.pci_gpus = files::pci_gpus(root);
+    facts.modules = files::modules(root);
+    facts.toolkit = files::toolkits(root, nvcc);
+    facts.net = NetFacts {
+        somaxconn: files::somaxconn(root),
+    };
+    match root.read("proc/driver/nvidia/version") {
+        Ok(text) => match procfs::parse_driver_version(&text) {
+            Ok((version, flavor, line)) => {
+                facts.driver.module_flavor = Reading::Value(flavor);
+                facts.driver.proc_version = Reading::Value(line);
+                // The kernel module's version stands in where the driver was not asked.
+                if facts.driver.version.value().is_none() {
+                    facts.driver.version = Reading::Value(version);
+                }
+            }
+            Err(e) => {
+                let r = format!("{}: {e}", root.display("proc/driver/nvidia/version"));
+                facts.driver.module_flavor = Reading::Unavailable(r.clone());
+                facts.driver.proc_version = Reading::Unavailable(r);
+            }
+        },
+        Err(e) => {
+            facts.driver.module_flavor = Reading::Unavailable(e.clone());
+            facts.driver.proc_version = Reading::Unavailable(e);
+        }
+    }
+}
+
+fn apply_nvsmi(facts: &mut Facts, parsed: Result<nvsmi_xml::NvsmiLog, ParseError>, source: &str) {
+    match parsed {
+        Ok(log) => {
+            facts.driver.query = Reading::Value(source.into());
+            facts.driver.version = match log.driver_version {
+                Some(v) => Reading::Value(v),
+                None => Reading::unavailable("nvidia-smi: no driver_version"),
+            };
+            facts.driver.cuda_version = match log
+                .cuda_version
+                .as_deref()
+                .and_then(gpuaudit_core::facts::CudaVersion::parse)
+            {
+                Some(c) => Reading::Value(c),
+                None => Reading::unavailable("nvidia-smi: no cuda_version"),
+            };
+            facts.gpus = Reading::Value(log.gpus);
+        }
+        Err(e) => {
+            let r = format!("nvidia-smi -q -x: {e}");
+            facts.driver.query = Reading::Unavailable(r.clone());
+            facts.driver.version = Reading::Unavailable(r.clone());
+            facts.driver.cuda_version = Reading::Unavailable(r.clone());
+            facts.gpus = Reading::Unavailable(r);
+        }
+    }
+}
+
+fn topology_from(out: Result<String, String>) -> Reading<Topology> {
+    match out {
+        Ok(text) => topo::parse(&text)
+            .map_err(|e| format!("nvidia-smi topo -m: {e}"))
+            .into(),
+        Err(e) => Reading::Unavailable(e),
+    }
+}
+
+fn apply_nvlink_status(facts: &mut Facts, text: &str) {
+    let Ok(per_gpu) = nvlink::parse_status(text) else {
+        return;
+    };
+    if let Reading::Value(gpus) = &mut facts.gpus {
+        for (index, links) in per_gpu {
+            if let Some(g) = gpus.iter_mut().find(|g| g.index == index) {
+                if g.nvlinks.value().is_none() && !links.is_empty() {
+                    g.nvlinks = Reading::Value(links);
+                }
+            }
+        }
+    }
+}
+
+/// NVIDIA XID lines from /dev/kmsg, read without blocking (needs root or CAP_SYSLOG).
+fn live_xids() -> Reading<Vec<XidEvent>> {
+    match xid_lines_live() {
+        Ok(text) => Reading::Value(files::xids_from_text(&text)),
+        Err(e) => Reading::Unavailable(e),
+    }
+}
+
+/// The "NVRM: Xid" lines of the kernel log, one per line.
+pub fn xid_lines_live() -> Result<String, String> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::io::Read;
+        use std::os::unix::fs::OpenOptionsExt;
+        const O_NONBLOCK: i32 = 0o4000;
+        let mut f = match std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(O_NONBLOCK)
+            .open("/dev/kmsg")
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err("kernel log not readable (needs root)".into())
+            }
+            Err(e) => return Err(format!("/dev/kmsg: {e}")),
+        };
+        let mut text = String::new();
+        let mut buf = vec![0u8; 8192];
+        // One record per read; EAGAIN marks the end of the ring buffer. Bounded either way.
+        for _ in 0..200_000 {
+            match f.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    let rec = String::from_utf8_lossy(&buf[..n]);
+                    if rec.contains("NVRM: Xid") {
+                        // "6,1234,5678,-;NVRM: Xid ..." -> the message part.
+                        let msg = rec.split_once(';').map(|x| x.1).unwrap_or(&rec);
+                        text.push_str(msg.lines().next().unwrap_or(""));
+                        text.push('\n');
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                // EPIPE: records were overwritten while reading; go on with the next.
+                Err(e) if e.raw_os_error() == Some(32) => continue,
+                Err(e) => return Err(format!("/dev/kmsg: {e}")),
+            }
+        }
+        Ok(text)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err("kernel log: Linux only".into())
+    }
+}
+
+/// Fill what follows from the model where the source could not read it: the compute
+/// capability is a property of the model (nvidia-smi -q does not print it).
+fn finish(facts: &mut Facts) {
+    if let Reading::Value(gpus) = &mut facts.gpus {
+        for g in gpus.iter_mut() {
+            fill_from_spec(g);
+        }
+    }
+}
+
+fn fill_from_spec(g: &mut GpuFacts) {
+    if g.compute_capability.value().is_some() {
+        return;
+    }
+    let spec = SpecDb::embedded().identify(
+        g.pci_device_id.value().copied(),
+        g.name.value().map(String::as_str),
+        g.memory.total_mib.value().copied(),
+    );
+    if let Some(cc) = spec.and_then(|s| s.compute_capability()) {
+        g.compute_capability = Reading::Value(cc);
+    }
+}

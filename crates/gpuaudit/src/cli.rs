@@ -1,0 +1,137 @@
+//! The command line (DESIGN.md "Commands": the contract).
+
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "gpuaudit",
+    version,
+    about = "Tells the owner of a GPU machine what they really got",
+    long_about = "Audits this machine (or a snapshot of one): reads the GPUs, the driver and the host, \
+                  measures what must be measured, compares every figure with the datasheet, and says \
+                  what is wrong, what it costs, how to check it by hand and how to fix it. It never \
+                  changes the machine.\n\nExit status: 0 no check failed, 1 a check failed, 2 gpuaudit \
+                  could not do its job.",
+    args_conflicts_with_subcommands = true,
+    after_help = "With no command, `gpuaudit` runs `gpuaudit audit`."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub audit: AuditArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Audit this machine: facts + quick measurements (the default command).
+    Audit(AuditArgs),
+    /// Write a snapshot of this machine (facts only), for an offline audit with --root.
+    Collect(CollectArgs),
+    /// List every check id with its one-line description.
+    Checks,
+    /// What a check looks at, why it matters, how to verify it by hand, and the fix.
+    Explain {
+        /// A check id, e.g. pcie.link (see `gpuaudit checks`).
+        id: String,
+    },
+}
+
+#[derive(Args, Debug, Default, Clone)]
+pub struct AuditArgs {
+    /// Add the heavy measurements (GEMM per dtype, memory bandwidth, P2P matrix, NCCL sweep,
+    /// 60 s burn, storage throughput).
+    #[arg(long)]
+    pub full: bool,
+    /// Read the facts only: measure nothing.
+    #[arg(long, conflicts_with = "full")]
+    pub facts_only: bool,
+    /// Audit a snapshot directory (written by `gpuaudit collect`) instead of this machine.
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// What was ordered, e.g. h100-sxm5-80gb:8, a100:2, h200: model and count are checked.
+    #[arg(long, value_name = "MODEL[:COUNT]")]
+    pub expect: Option<String>,
+    /// general | train | inference | hpc | render: raises or lowers the severity of the checks
+    /// that matter for that workload.
+    #[arg(long, value_name = "PROFILE", default_value = "general")]
+    pub profile: String,
+    /// Where datasets and models live (storage checks); repeatable.
+    #[arg(long = "data-dir", value_name = "PATH")]
+    pub data_dirs: Vec<PathBuf>,
+    /// Only these GPU indices, e.g. 0,1 or 0-3.
+    #[arg(long, value_name = "LIST")]
+    pub gpus: Option<String>,
+    /// table | json | md | html. Default: table on a terminal, JSON otherwise (or from the
+    /// --output file's extension).
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// Write the report to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Measure GPUs even when other processes use them.
+    #[arg(long)]
+    pub force: bool,
+    /// List every passing finding (by default a check whose GPUs all pass is one line).
+    #[arg(long, short)]
+    pub verbose: bool,
+    /// auto | always | never.
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub color: String,
+}
+
+#[derive(Args, Debug)]
+pub struct CollectArgs {
+    /// The snapshot directory to create (must not exist, or be empty).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+    /// A description stored in meta.json.
+    #[arg(long)]
+    pub description: Option<String>,
+}
+
+/// "0,1", "0-3", "0,2-3" -> sorted, deduplicated indices.
+pub fn parse_gpu_list(s: &str) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let bad = || format!("--gpus '{s}': expected indices like 0,1 or 0-3");
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let a: u32 = a.trim().parse().map_err(|_| bad())?;
+                let b: u32 = b.trim().parse().map_err(|_| bad())?;
+                if a > b || b - a > 1024 {
+                    return Err(bad());
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(part.parse().map_err(|_| bad())?),
+        }
+    }
+    if out.is_empty() {
+        return Err(format!("--gpus '{s}': name at least one GPU index"));
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_lists() {
+        assert_eq!(parse_gpu_list("0,1").unwrap(), vec![0, 1]);
+        assert_eq!(parse_gpu_list("2-4,0").unwrap(), vec![0, 2, 3, 4]);
+        assert!(parse_gpu_list("x").is_err());
+        assert!(parse_gpu_list("3-1").is_err());
+        assert!(parse_gpu_list("").is_err());
+    }
+
+    #[test]
+    fn cli_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,78 @@
+//! `gpuaudit [audit]`: gather facts (live or from a snapshot), judge, report.
+
+use crate::cli::{parse_gpu_list, AuditArgs};
+use crate::output;
+use anyhow::{bail, Result};
+use gpuaudit_core::render::TableOptions;
+use gpuaudit_core::spec::SpecDb;
+use gpuaudit_core::{Expectation, Policy, Profile, Report};
+use gpuaudit_probe::gather::{self, GatherOptions};
+
+pub fn policy_from(args: &AuditArgs) -> Result<Policy> {
+    let profile: Profile = args.profile.parse().map_err(anyhow::Error::msg)?;
+    let expect = match &args.expect {
+        Some(s) => {
+            let e: Expectation = s.parse().map_err(anyhow::Error::msg)?;
+            if SpecDb::embedded().matching(&e.model).is_empty() {
+                bail!(
+                    "--expect '{}': no GPU model in the spec database matches '{}' (try e.g. h100, a100-80gb, h200-sxm)",
+                    s,
+                    e.model
+                );
+            }
+            Some(e)
+        }
+        None => None,
+    };
+    let gpus = args
+        .gpus
+        .as_deref()
+        .map(parse_gpu_list)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    Ok(Policy {
+        profile,
+        expect,
+        gpus,
+        full: args.full,
+        expected_concurrency: None,
+    })
+}
+
+pub fn run(args: &AuditArgs) -> Result<u8> {
+    let policy = policy_from(args)?;
+    let format = output::choose_format(args.format.as_deref(), args.output.as_deref())?;
+    let color = output::use_color(&args.color, args.output.as_deref())?;
+    let opts = GatherOptions::default();
+
+    let facts = match &args.root {
+        Some(dir) => gather::snapshot(dir, &opts)?,
+        None => gather::live(&opts),
+    };
+    if let Some(sel) = &policy.gpus {
+        let have: Vec<u32> = facts.gpu_list().iter().map(|g| g.index).collect();
+        if let Some(bad) = sel.iter().find(|i| !have.contains(i)) {
+            bail!(
+                "--gpus: there is no GPU {bad} (this machine has {})",
+                if have.is_empty() {
+                    "none".to_string()
+                } else {
+                    format!(
+                        "GPUs {}",
+                        have.iter()
+                            .map(|i| i.to_string())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )
+                }
+            );
+        }
+    }
+    let report = Report::build(&facts, &policy);
+    let table = TableOptions {
+        color,
+        verbose: args.verbose,
+    };
+    output::emit(&report, format, &table, args.output.as_deref())?;
+    Ok(report.exit_code() as u8)
+}

@@ -1,0 +1,3 @@
+pub mod audit;
+pub mod catalog;
+pub mod collect;
