@@ -102,13 +102,10 @@ impl RootFs {
         }
     }
 
-    /// The path as a user would write it: "/proc/modules" live, "SNAP/proc/modules" otherwise.
+    /// The path as the machine names it ("/proc/modules"), also in a snapshot, so that an
+    /// audit of a snapshot says the same as the live audit it came from.
     pub fn display(&self, rel: &str) -> String {
-        if self.is_live() {
-            format!("/{}", rel.trim_start_matches('/'))
-        } else {
-            self.path(rel).display().to_string()
-        }
+        format!("/{}", rel.trim_start_matches('/'))
     }
 }
 

@@ -1,0 +1,83 @@
+//! Helpers for the tests that run the real binary.
+
+#![allow(dead_code)]
+
+use assert_cmd::Command;
+use serde_json::Value;
+use std::path::PathBuf;
+
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/snapshots")
+}
+
+pub fn fixture(name: &str) -> PathBuf {
+    fixtures().join(name)
+}
+
+pub fn gpuaudit() -> Command {
+    let mut c = Command::cargo_bin("gpuaudit").expect("the gpuaudit binary is built");
+    c.env("NO_COLOR", "1");
+    c
+}
+
+/// Audit a fixture snapshot with JSON output: (exit code, report).
+pub fn audit(name: &str, extra: &[&str]) -> (i32, Value) {
+    let out = gpuaudit()
+        .arg("audit")
+        .arg("--root")
+        .arg(fixture(name))
+        .args(["--format", "json"])
+        .args(extra)
+        .output()
+        .expect("gpuaudit runs");
+    let code = out.status.code().unwrap_or(-1);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!(
+            "{name}: stdout is not JSON ({e}); exit {code}; stderr: {}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (code, report)
+}
+
+pub fn findings<'a>(report: &'a Value, check: &str) -> Vec<&'a Value> {
+    report["findings"]
+        .as_array()
+        .map(|a| a.iter().filter(|f| f["check"] == check).collect())
+        .unwrap_or_default()
+}
+
+/// The statuses a check reported for one GPU (`None`: the machine-level findings).
+pub fn statuses(report: &Value, check: &str, gpu: Option<u64>) -> Vec<String> {
+    findings(report, check)
+        .into_iter()
+        .filter(|f| f["gpu"].as_u64() == gpu)
+        .map(|f| f["status"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+/// The worst status a check reported for one GPU.
+pub fn worst(report: &Value, check: &str, gpu: Option<u64>) -> String {
+    let order = ["skip", "pass", "info", "warn", "fail"];
+    statuses(report, check, gpu)
+        .into_iter()
+        .max_by_key(|s| order.iter().position(|o| o == s).unwrap_or(0))
+        .unwrap_or_else(|| "none".into())
+}
+
+/// "status check gpu message" per finding, for snapshot tests.
+pub fn digest(report: &Value) -> String {
+    let mut s = String::new();
+    for f in report["findings"].as_array().into_iter().flatten() {
+        let gpu = f["gpu"].as_u64().map(|g| g.to_string()).unwrap_or_else(|| "-".into());
+        s.push_str(&format!(
+            "{:<4} {:<22} {:<2} {}\n",
+            f["status"].as_str().unwrap_or("?"),
+            f["check"].as_str().unwrap_or("?"),
+            gpu,
+            f["message"].as_str().unwrap_or("?")
+        ));
+    }
+    s
+}
