@@ -2,6 +2,15 @@
 //!
 //! `data/gpus.toml` at the repository root is embedded at build time. Every entry cites the
 //! datasheet it was read from.
+//!
+//! [`cuda`] holds the CUDA toolkit / driver table (`data/cuda.toml`).
+
+pub mod cuda;
+
+pub use cuda::{
+    cuda_table, ArchSupport, BadDriverVersion, CudaTable, CudaTableError, DriverSupport,
+    DriverVersion, ToolkitReq, ToolkitUpdate,
+};
 
 use crate::facts::ComputeCapability;
 use serde::{Deserialize, Serialize};
