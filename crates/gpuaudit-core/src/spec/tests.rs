@@ -377,3 +377,25 @@ fn bad_databases_are_errors_not_panics() {
         assert!(SpecDb::parse(text).is_err(), "{text:?} parsed");
     }
 }
+
+/// Values read from the 2xH200 VM snapshot (shared/fixtures/snapshots/h200-x2-vm:
+/// nvidia-smi -q -x and sysfs), so the database agrees with a real machine.
+#[test]
+fn h200_vm_snapshot_agrees_with_its_entry() {
+    let db = db();
+    let g = db
+        .identify(Some(0x2335), Some("NVIDIA H200"), Some(143771))
+        .unwrap();
+    assert_eq!(g.key, "h200-sxm-141gb");
+    assert_eq!(g.memory_matches(143771), Some(true));
+    assert_eq!(g.tdp_w, Some(700.0)); // default_power_limit 700.00 W
+    assert_eq!(g.boost_clock_mhz, Some(1980)); // max_clocks sm_clock 1980 MHz
+    assert_eq!(g.pcie_gen, Some(5)); // max_link_gen 5
+    let driver = DriverVersion::parse("580.159.04").unwrap();
+    assert!(driver >= *g.min_driver().unwrap());
+    // nvidia-smi reports CUDA 13.0 for this driver.
+    assert_eq!(
+        cuda_table().max_cuda_for_driver(&driver),
+        Some(crate::facts::CudaVersion::new(13, 0))
+    );
+}
