@@ -6,11 +6,17 @@ use predicates::prelude::*;
 
 #[test]
 fn missing_snapshot_is_exit_2_with_one_line() {
-    let out = gpuaudit().args(["--root", "/nonexistent/snapshot"]).output().unwrap();
+    let out = gpuaudit()
+        .args(["--root", "/nonexistent/snapshot"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.lines().count(), 1, "{err}");
-    assert!(err.contains("/nonexistent/snapshot does not exist"), "{err}");
+    assert!(
+        err.contains("/nonexistent/snapshot does not exist"),
+        "{err}"
+    );
     assert!(out.stdout.is_empty());
 }
 
@@ -23,7 +29,11 @@ fn a_directory_that_is_no_snapshot_is_exit_2() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("is not a gpuaudit snapshot"));
-    std::fs::write(d.path().join("meta.json"), r#"{"format": "gpuaudit-snapshot/9"}"#).unwrap();
+    std::fs::write(
+        d.path().join("meta.json"),
+        r#"{"format": "gpuaudit-snapshot/9"}"#,
+    )
+    .unwrap();
     gpuaudit()
         .arg("--root")
         .arg(d.path())
@@ -42,10 +52,18 @@ fn bad_arguments_are_exit_2() {
         vec!["--format", "yaml"],
         vec!["--no-such-flag"],
     ] {
-        let mut a = vec!["--root".to_string(), fixture("h200-x2-vm").display().to_string()];
+        let mut a = vec![
+            "--root".to_string(),
+            fixture("h200-x2-vm").display().to_string(),
+        ];
         a.extend(args.iter().map(|s| s.to_string()));
         let out = gpuaudit().args(&a).output().unwrap();
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     gpuaudit()
         .args(["--root"])
@@ -58,7 +76,12 @@ fn bad_arguments_are_exit_2() {
 
 #[test]
 fn exit_1_when_a_check_fails() {
-    gpuaudit().arg("--root").arg(fixture("h200-x2-x8-link")).args(["--format", "json"]).assert().code(1);
+    gpuaudit()
+        .arg("--root")
+        .arg(fixture("h200-x2-x8-link"))
+        .args(["--format", "json"])
+        .assert()
+        .code(1);
 }
 
 #[test]
@@ -73,12 +96,20 @@ fn table_output_reads_at_a_glance() {
     assert!(text.contains("FAIL  pcie.link"), "{text}");
     assert!(text.contains("fix: Reseat the card"), "{text}");
     assert!(text.contains("Summary:"), "{text}");
-    assert!(!text.contains('\u{1b}'), "no colour codes with NO_COLOR / not a terminal");
+    assert!(
+        !text.contains('\u{1b}'),
+        "no colour codes with NO_COLOR / not a terminal"
+    );
 }
 
 #[test]
 fn every_format_renders() {
-    for (fmt, needle) in [("json", "\"schema\": \"gpuaudit.report/1\""), ("md", "| status | check |"), ("html", "<!doctype html>"), ("table", "Summary:")] {
+    for (fmt, needle) in [
+        ("json", "\"schema\": \"gpuaudit.report/1\""),
+        ("md", "| status | check |"),
+        ("html", "<!doctype html>"),
+        ("table", "Summary:"),
+    ] {
         gpuaudit()
             .args(["--format", fmt, "--root"])
             .arg(fixture("h200-x2-vm"))
@@ -91,7 +122,14 @@ fn every_format_renders() {
 fn output_file_takes_format_from_extension() {
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("r.json");
-    gpuaudit().arg("--root").arg(fixture("h200-x2-vm")).arg("--output").arg(&p).assert().success().stdout("");
+    gpuaudit()
+        .arg("--root")
+        .arg(fixture("h200-x2-vm"))
+        .arg("--output")
+        .arg(&p)
+        .assert()
+        .success()
+        .stdout("");
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
     assert_eq!(v["schema"], "gpuaudit.report/1");
 }
@@ -112,23 +150,45 @@ fn explain_documents_every_check() {
         let out = gpuaudit().args(["explain", c.id]).output().unwrap();
         assert!(out.status.success(), "{}", c.id);
         let text = String::from_utf8_lossy(&out.stdout);
-        for section in ["What it looks at", "Why it matters", "How to verify by hand", "How to fix"] {
+        for section in [
+            "What it looks at",
+            "Why it matters",
+            "How to verify by hand",
+            "How to fix",
+        ] {
             assert!(text.contains(section), "{}: no '{section}'", c.id);
         }
     }
-    gpuaudit().args(["explain", "pcie.nope"]).assert().code(2).stderr(predicate::str::contains("did you mean pcie.link"));
+    gpuaudit()
+        .args(["explain", "pcie.nope"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("did you mean pcie.link"));
 }
 
 #[test]
 fn live_audit_without_gpu_runs_and_says_so() {
     // CI machines have no GPU: the live audit still runs its host checks.
-    let out = gpuaudit().args(["--facts-only", "--format", "json"]).output().unwrap();
+    let out = gpuaudit()
+        .args(["--facts-only", "--format", "json"])
+        .output()
+        .unwrap();
     let code = out.status.code().unwrap_or(-1);
-    assert!(code == 0 || code == 1, "exit {code}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        code == 0 || code == 1,
+        "exit {code}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let r: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     if r["gpus"].as_array().is_some_and(|g| g.is_empty()) {
         let f = &findings(&r, "gpu.present")[0];
-        assert!(f["message"].as_str().unwrap_or("").contains("No NVIDIA GPU found"), "{f}");
+        assert!(
+            f["message"]
+                .as_str()
+                .unwrap_or("")
+                .contains("No NVIDIA GPU found"),
+            "{f}"
+        );
     }
 }
 
@@ -136,10 +196,27 @@ fn live_audit_without_gpu_runs_and_says_so() {
 fn collect_then_audit_gives_the_live_findings() {
     let d = tempfile::tempdir().unwrap();
     let snap = d.path().join("snap");
-    gpuaudit().args(["collect", "--out"]).arg(&snap).assert().success();
-    gpuaudit().args(["collect", "--out"]).arg(&snap).assert().code(2).stderr(predicate::str::contains("not empty"));
-    let live = gpuaudit().args(["--facts-only", "--format", "json"]).output().unwrap();
-    let offline = gpuaudit().arg("--root").arg(&snap).args(["--format", "json"]).output().unwrap();
+    gpuaudit()
+        .args(["collect", "--out"])
+        .arg(&snap)
+        .assert()
+        .success();
+    gpuaudit()
+        .args(["collect", "--out"])
+        .arg(&snap)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("not empty"));
+    let live = gpuaudit()
+        .args(["--facts-only", "--format", "json"])
+        .output()
+        .unwrap();
+    let offline = gpuaudit()
+        .arg("--root")
+        .arg(&snap)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
     let live: serde_json::Value = serde_json::from_slice(&live.stdout).unwrap();
     let offline: serde_json::Value = serde_json::from_slice(&offline.stdout).unwrap();
     let key = |r: &serde_json::Value, measured: &[String]| -> Vec<String> {
@@ -150,7 +227,11 @@ fn collect_then_audit_gives_the_live_findings() {
             .map(|f| {
                 let check = f["check"].as_str().unwrap_or("").to_string();
                 // Measured checks skip in both, with a reason that names the mode.
-                let msg = if measured.contains(&check) { String::new() } else { f["message"].as_str().unwrap_or("").to_string() };
+                let msg = if measured.contains(&check) {
+                    String::new()
+                } else {
+                    f["message"].as_str().unwrap_or("").to_string()
+                };
                 format!("{} {} {} {}", check, f["status"], f["gpu"], msg)
             })
             .collect()

@@ -70,7 +70,10 @@ pub fn worst(report: &Value, check: &str, gpu: Option<u64>) -> String {
 pub fn digest(report: &Value) -> String {
     let mut s = String::new();
     for f in report["findings"].as_array().into_iter().flatten() {
-        let gpu = f["gpu"].as_u64().map(|g| g.to_string()).unwrap_or_else(|| "-".into());
+        let gpu = f["gpu"]
+            .as_u64()
+            .map(|g| g.to_string())
+            .unwrap_or_else(|| "-".into());
         s.push_str(&format!(
             "{:<4} {:<22} {:<2} {}\n",
             f["status"].as_str().unwrap_or("?"),

@@ -35,19 +35,39 @@ fn findings_of_every_fixture() {
 
 #[test]
 fn every_check_appears_in_every_report() {
-    let ids: Vec<String> = gpuaudit_core::checks::all().iter().map(|c| c.id.to_string()).collect();
+    let ids: Vec<String> = gpuaudit_core::checks::all()
+        .iter()
+        .map(|c| c.id.to_string())
+        .collect();
     for name in ALL {
         let (_, report) = audit(name, &[]);
         for id in &ids {
-            assert!(!findings(&report, id).is_empty(), "{name}: {id} missing from the report");
+            assert!(
+                !findings(&report, id).is_empty(),
+                "{name}: {id} missing from the report"
+            );
         }
         let s = &report["summary"];
-        let total: u64 = ["pass", "info", "warn", "fail", "skip"].iter().map(|k| s[k].as_u64().unwrap_or(0)).sum();
-        assert_eq!(total as usize, report["findings"].as_array().map(|a| a.len()).unwrap_or(0), "{name}: summary");
+        let total: u64 = ["pass", "info", "warn", "fail", "skip"]
+            .iter()
+            .map(|k| s[k].as_u64().unwrap_or(0))
+            .sum();
+        assert_eq!(
+            total as usize,
+            report["findings"].as_array().map(|a| a.len()).unwrap_or(0),
+            "{name}: summary"
+        );
         for f in report["findings"].as_array().into_iter().flatten() {
-            assert!(!f["message"].as_str().unwrap_or("").is_empty(), "{name}: empty message in {f}");
+            assert!(
+                !f["message"].as_str().unwrap_or("").is_empty(),
+                "{name}: empty message in {f}"
+            );
             if f["status"] == "fail" || f["status"] == "warn" {
-                assert!(f["fix"].is_string(), "{name}: a {} finding without a fix: {f}", f["status"]);
+                assert!(
+                    f["fix"].is_string(),
+                    "{name}: a {} finding without a fix: {f}",
+                    f["status"]
+                );
             }
         }
     }
@@ -112,7 +132,9 @@ fn each_fault_shows_under_its_check() {
         let (_, r) = audit(fixture, &[]);
         let got = worst(&r, check, *gpu);
         if got != *want {
-            failures.push(format!("{fixture}: {check} gpu {gpu:?}: want {want}, got {got}"));
+            failures.push(format!(
+                "{fixture}: {check} gpu {gpu:?}: want {want}, got {got}"
+            ));
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
@@ -124,7 +146,10 @@ fn no_driver_is_diagnosed() {
     assert_eq!(code, 1);
     let f = &findings(&r, "gpu.present")[0];
     let msg = f["message"].as_str().unwrap_or("");
-    assert!(msg.contains("couldn't communicate with the NVIDIA driver"), "{msg}");
+    assert!(
+        msg.contains("couldn't communicate with the NVIDIA driver"),
+        "{msg}"
+    );
     assert!(msg.contains("2 NVIDIA GPU"), "{msg}");
 }
 

@@ -80,12 +80,6 @@ pub fn name_of(g: &GpuFacts) -> String {
         .unwrap_or_else(|| "unknown model".to_string())
 }
 
-/// Datasheet memory in MiB. Datasheets write "80GB" for what drivers show as about 80 GiB, so
-/// the figure is read as GiB.
-pub fn spec_memory_mib(spec: &GpuSpec) -> f64 {
-    spec.memory_gb * 1024.0
-}
-
 pub fn pct(a: f64, b: f64) -> String {
     if b == 0.0 {
         return "n/a".into();

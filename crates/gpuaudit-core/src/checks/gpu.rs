@@ -1,7 +1,7 @@
 //! Which GPUs the machine has and how they are attached: gpu.present, gpu.identity,
 //! gpu.uniform, gpu.virtualization, gpu.driver-binding.
 
-use super::common::{name_of, no_gpu_reason, per_gpu_many, selected, spec_memory_mib, spec_of};
+use super::common::{name_of, no_gpu_reason, per_gpu_many, selected, spec_of};
 use super::{Check, CheckDoc, CheckKind};
 use crate::facts::{short_bus_id, Facts, GpuFacts, VirtualizationMode};
 use crate::finding::{Evidence, Finding, Status};
@@ -277,28 +277,26 @@ fn identity_of(g: &GpuFacts, ordered: Option<&str>, allowed: Option<&[&str]>) ->
             ));
         }
     }
-    if let Some(&mib) = g.memory.total_mib.value() {
-        let want = spec_memory_mib(spec);
-        ev.insert("spec_memory_gb", spec.memory_gb);
-        // Drivers show a little less than the datasheet (reserved memory; GDDR parts with ECC
-        // on give up 1/16): under 90% is a different part or a slice.
-        if (mib as f64) < 0.90 * want {
+    if let (Some(&mib), Some(spec_gb)) = (g.memory.total_mib.value(), spec.memory_gb) {
+        ev.insert("spec_memory_gb", spec_gb);
+        // Drivers show a little less than the label (reserved memory; GDDR parts with ECC on
+        // give up 1/16): outside the spec's tolerance it is another part or a slice.
+        if spec.memory_matches(mib) == Some(false) {
             problems.push((
                 Status::Fail,
                 format!(
-                    "it shows {:.1} GiB of memory, the datasheet says {} GB: a smaller variant, a vGPU or a MIG slice",
-                    mib as f64 / 1024.0,
-                    spec.memory_gb
+                    "it shows {:.1} GiB of memory, the datasheet says {spec_gb} GB: another variant, a vGPU or a MIG slice",
+                    mib as f64 / 1024.0
                 ),
             ));
         }
     }
-    if let Some(&sms) = g.sm_count.value() {
-        ev.insert("spec_sm_count", spec.sm_count);
-        if sms != spec.sm_count {
+    if let (Some(&sms), Some(spec_sms)) = (g.sm_count.value(), spec.sm_count) {
+        ev.insert("spec_sm_count", spec_sms);
+        if sms != spec_sms {
             problems.push((
                 Status::Fail,
-                format!("it has {sms} SMs, the datasheet says {}", spec.sm_count),
+                format!("it has {sms} SMs, the datasheet says {spec_sms}"),
             ));
         }
     }

@@ -6,6 +6,7 @@
 //! finding, `skip` with the reason where it could not run.
 
 mod common;
+mod cuda;
 mod gpu;
 mod memory;
 mod nvlink;
@@ -108,6 +109,7 @@ pub fn all() -> Vec<&'static Check> {
         pcie::CHECKS,
         power::CHECKS,
         nvlink::CHECKS,
+        cuda::CHECKS,
         os::CHECKS,
         memory::CHECKS,
     ];

@@ -48,11 +48,12 @@ fn status(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     out
 }
 
-/// NVLink links this GPU should have, if the model has NVLink at all.
+/// NVLink links this GPU should have, if the model has NVLink at all and NVIDIA states the
+/// count. Bridged PCIe cards are left out: without a bridge, no links is normal.
 fn spec_links(g: &GpuFacts) -> Option<(u32, String)> {
     let s = spec_of(g)?;
-    let n = s.nvlink.as_ref()?;
-    Some((n.links, s.form_factor.clone()))
+    let n = s.nvlink.as_ref().filter(|n| !n.bridge)?;
+    Some((n.links?, s.form_factor.clone()))
 }
 
 /// The NV# count between this GPU and any other, from the topology matrix.

@@ -80,8 +80,8 @@ fn limit_one(g: &GpuFacts) -> Finding {
         }
     }
     let spec = spec_of(g);
-    if let Some(s) = spec {
-        ev.insert("spec_tdp_w", s.tdp_w);
+    if let Some(tdp) = spec.and_then(|s| s.tdp_w) {
+        ev.insert("spec_tdp_w", tdp);
     }
     let Some(&lim) = p.limit_w.value() else {
         return Finding::skip(
@@ -119,8 +119,7 @@ fn limit_one(g: &GpuFacts) -> Finding {
             .fix(fix_cap);
         }
     }
-    if let Some(s) = spec {
-        let floor = s.tdp_min_w.unwrap_or(s.tdp_w);
+    if let Some((s, floor)) = spec.and_then(|s| Some((s, s.tdp_min_w.or(s.tdp_w)?))) {
         if lim < floor * 0.95 {
             let st = if lim < floor * 0.85 {
                 Status::Fail
@@ -143,7 +142,10 @@ fn limit_one(g: &GpuFacts) -> Finding {
     }
     let of = match (p.default_limit_w.value(), spec) {
         (Some(d), _) => format!("its default {d:.0} W"),
-        (None, Some(s)) => format!("the datasheet's {:.0} W", s.tdp_w),
+        (None, Some(s)) => match s.tdp_w {
+            Some(tdp) => format!("the datasheet's {tdp:.0} W"),
+            None => "no datasheet power figure to compare with".into(),
+        },
         _ => "nothing known to compare with".into(),
     };
     Finding::pass(ID, format!("{} power limit {lim:.0} W ({of})", g.label())).evidence(ev)
@@ -252,8 +254,9 @@ fn clocks_max_one(g: &GpuFacts) -> Finding {
         }
     }
     let spec = spec_of(g);
-    if let Some(s) = spec {
-        ev.insert("spec_boost_mhz", s.boost_clock_mhz);
+    let boost = spec.and_then(|s| s.boost_clock_mhz.map(|b| (s, b)));
+    if let Some((_, b)) = boost {
+        ev.insert("spec_boost_mhz", b);
     }
     let Some(&max) = c.sm_max_mhz.value() else {
         return Finding::skip(
@@ -281,14 +284,13 @@ fn clocks_max_one(g: &GpuFacts) -> Finding {
             .fix(format!("The owner resets it with `sudo nvidia-smi -i {} -rac` (gpuaudit never changes it).", g.index));
         }
     }
-    if let Some(s) = spec {
-        if (max as f64) < s.boost_clock_mhz as f64 * 0.97 {
+    if let Some((s, b)) = boost {
+        if (max as f64) < b as f64 * 0.97 {
             return Finding::warn(
                 ID,
                 format!(
-                    "{}: maximum SM clock {max} MHz, below the datasheet's {} MHz boost for the {}",
+                    "{}: maximum SM clock {max} MHz, below the datasheet's {b} MHz boost for the {}",
                     g.label(),
-                    s.boost_clock_mhz,
                     s.name
                 ),
             )
@@ -296,8 +298,8 @@ fn clocks_max_one(g: &GpuFacts) -> Finding {
             .fix("A lower maximum comes from the VBIOS or a clock lock: check `nvidia-smi -q -d CLOCK`; ask the provider.");
         }
     }
-    let vs = spec
-        .map(|s| format!(" (datasheet boost {} MHz)", s.boost_clock_mhz))
+    let vs = boost
+        .map(|(_, b)| format!(" (datasheet boost {b} MHz)"))
         .unwrap_or_default();
     Finding::pass(ID, format!("{}: maximum SM clock {max} MHz{vs}", g.label())).evidence(ev)
 }
