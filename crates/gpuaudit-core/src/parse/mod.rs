@@ -5,6 +5,7 @@ pub mod nvlink;
 pub mod nvsmi_xml;
 pub mod procfs;
 pub mod sysfs;
+mod text;
 pub mod toolkit;
 pub mod topo;
 

@@ -4,6 +4,7 @@
 //! `clocks_event_reasons` after; power under `power_readings` or `gpu_power_readings`); both
 //! are accepted. "N/A" and missing elements become `Reading::Unavailable` with the reason.
 
+use super::text::{first_line, shorten};
 use super::ParseError;
 use crate::facts::{
     normalize_bus_id, Clocks, Ecc, Fabric, GpuFacts, GpuMemory, GpuProcess, Mig, PcieLink, Power,
@@ -29,12 +30,12 @@ const NODES_LIMIT: u32 = 2_000_000;
 
 pub fn parse(xml: &str) -> Result<NvsmiLog, ParseError> {
     let text = xml.trim_start_matches('\u{feff}');
-    let Some(first_line) = text.lines().map(str::trim).find(|l| !l.is_empty()) else {
+    if text.trim().is_empty() {
         return Err(ParseError::Empty);
-    };
+    }
     // nvidia-smi may print a warning (a corrupt infoROM, a deprecated option) before the XML
     // on the same stream; start at the first line that opens the document.
-    let start = xml_start(text).ok_or_else(|| ParseError::NotXml(first_line.to_string()))?;
+    let start = xml_start(text).ok_or_else(|| ParseError::NotXml(first_line(text)))?;
     let opts = ParsingOptions {
         allow_dtd: true,
         nodes_limit: NODES_LIMIT,
@@ -573,17 +574,8 @@ fn not_available(t: &str) -> Option<&'static str> {
 fn unexpected<T>(what: &str, text: &str) -> Reading<T> {
     Reading::unavailable(format!(
         "{SOURCE}: <{what}> unexpected value {:?}",
-        shorten(text)
+        shorten(text, 40)
     ))
-}
-
-/// Keeps a reason readable when the input holds a long run of garbage.
-fn shorten(text: &str) -> String {
-    const MAX: usize = 40;
-    match text.char_indices().nth(MAX) {
-        Some((i, _)) => format!("{}...", &text[..i]),
-        None => text.to_string(),
-    }
 }
 
 fn yes_no(t: &str, what: &str) -> Reading<bool> {
