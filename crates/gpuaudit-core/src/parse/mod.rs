@@ -4,6 +4,8 @@
 pub mod nvlink;
 pub mod nvsmi_xml;
 pub mod procfs;
+#[cfg(test)]
+mod robustness;
 pub mod sysfs;
 mod text;
 pub mod toolkit;
