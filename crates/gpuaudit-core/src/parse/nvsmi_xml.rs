@@ -259,19 +259,24 @@ fn power(g: &Gpu) -> Power {
         };
     };
     let w = |leaf: &str| g.float(&[block, leaf], "W");
-    // Of several tags for one value, the first one present speaks; when none is, all are named.
+    // Of several tags for one value, the first readable one in this order; GA100 and older
+    // GPUs on R550+ write <average_power_draw> as N/A next to a readable instant draw.
     let first = |leaves: &[&str]| -> Reading<f64> {
-        match leaves.iter().find(|l| path(g.0, &[block, l]).is_some()) {
-            Some(leaf) => w(leaf),
-            None => Reading::unavailable(format!(
-                "{SOURCE}: none of {} in <{block}>",
-                leaves
-                    .iter()
-                    .map(|l| format!("<{l}>"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )),
-        }
+        leaves
+            .iter()
+            .filter(|l| path(g.0, &[block, l]).is_some())
+            .map(|l| w(l))
+            .reduce(Reading::or)
+            .unwrap_or_else(|| {
+                Reading::unavailable(format!(
+                    "{SOURCE}: none of {} in <{block}>",
+                    leaves
+                        .iter()
+                        .map(|l| format!("<{l}>"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
     };
     Power {
         draw_w: first(&["power_draw", "average_power_draw", "instant_power_draw"]),
@@ -505,8 +510,20 @@ fn processes(g: &Gpu) -> Reading<Vec<GpuProcess>> {
     let Some(block) = child(g.0, "processes") else {
         return Reading::unavailable(format!("{SOURCE}: <processes> missing"));
     };
+    let entries: Vec<Node> = block
+        .children()
+        .filter(|n| n.has_tag_name("process_info"))
+        .collect();
+    if entries.is_empty() {
+        // "<processes>N/A</processes>" is not the same as an empty list.
+        if let Some(why) =
+            not_available(block.text().unwrap_or("").trim()).filter(|w| *w != "empty")
+        {
+            return Reading::unavailable(format!("{SOURCE}: <processes> {why}"));
+        }
+    }
     let mut out = Vec::new();
-    for p in block.children().filter(|n| n.has_tag_name("process_info")) {
+    for p in entries {
         let pid_text = plain_text_ref(child(p, "pid"));
         // A process list with one unreadable entry would undercount what runs on the GPU.
         let Some(pid) = pid_text.and_then(|t| t.parse::<u32>().ok()) else {

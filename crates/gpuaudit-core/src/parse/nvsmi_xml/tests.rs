@@ -279,9 +279,8 @@ fn new_power_block_and_event_reasons() {
          </clocks_event_reasons>",
     );
     let g = &parse(&xml).unwrap().gpus[0];
-    // The first tag present speaks: average is N/A here, so the draw is unavailable rather
-    // than silently taken from another measurement.
-    assert!(why(&g.power.draw_w).contains("average_power_draw> N/A"));
+    // Average is N/A here (GA100 on R550+): the instant draw is the reading.
+    assert_eq!(v(&g.power.draw_w), 77.89);
     assert_eq!(v(&g.power.limit_w), 450.0);
     assert!(why(&g.power.default_limit_w).contains("default_power_limit> missing"));
     assert_eq!(
@@ -378,6 +377,37 @@ fn bracketed_and_spelled_out_unavailable_values() {
         "nvidia-smi: <product_name> insufficient permissions"
     );
     assert_eq!(why(&g.compute_mode), "nvidia-smi: <compute_mode> empty");
+}
+
+#[test]
+fn power_readings_all_unreadable_keep_every_reason() {
+    let xml = one_gpu(
+        "<gpu_power_readings><average_power_draw>N/A</average_power_draw>\
+         <instant_power_draw>[Not Supported]</instant_power_draw></gpu_power_readings>",
+    );
+    let g = &parse(&xml).unwrap().gpus[0];
+    assert_eq!(
+        why(&g.power.draw_w),
+        "nvidia-smi: <gpu_power_readings/average_power_draw> N/A; \
+         nvidia-smi: <gpu_power_readings/instant_power_draw> not supported"
+    );
+    assert_eq!(
+        why(&g.power.limit_w),
+        "nvidia-smi: none of <current_power_limit>, <enforced_power_limit>, <power_limit> \
+         in <gpu_power_readings>"
+    );
+    let g = &parse(&one_gpu("")).unwrap().gpus[0];
+    assert!(why(&g.power.max_limit_w).contains("<gpu_power_readings> and <power_readings> missing"));
+}
+
+#[test]
+fn processes_na_is_not_an_empty_list() {
+    let g = &parse(&one_gpu("<processes>N/A</processes>")).unwrap().gpus[0];
+    assert_eq!(why(&g.processes), "nvidia-smi: <processes> N/A");
+    let g = &parse(&one_gpu("<processes>\n\t\t</processes>"))
+        .unwrap()
+        .gpus[0];
+    assert_eq!(v(&g.processes), vec![]);
 }
 
 #[test]
