@@ -67,17 +67,12 @@ pub fn parse(xml: &str) -> Result<NvsmiLog, ParseError> {
     })
 }
 
-/// Byte offset of the line that starts the XML document, if any.
+/// Byte offset of the first line that opens with '<' (the XML declaration, normally). Whatever
+/// follows is handed to the XML parser, which says what is wrong with it if anything is.
 fn xml_start(text: &str) -> Option<usize> {
     let mut offset = 0;
     for line in text.split_inclusive('\n') {
         let t = line.trim_start();
-        if t.starts_with("<?xml") || t.starts_with("<!DOCTYPE") || t.starts_with("<nvidia_smi_log")
-        {
-            return Some(offset + (line.len() - t.len()));
-        }
-        // Anything else that opens with '<' is XML too (malformed, or another root): let the
-        // XML parser say what is wrong with it.
         if t.starts_with('<') {
             return Some(offset + (line.len() - t.len()));
         }
