@@ -4,7 +4,10 @@
 pub mod nvlink;
 pub mod nvsmi_xml;
 pub mod procfs;
+#[cfg(test)]
+mod robustness;
 pub mod sysfs;
+mod text;
 pub mod toolkit;
 pub mod topo;
 pub mod xid;

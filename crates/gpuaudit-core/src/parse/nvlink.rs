@@ -1,9 +1,234 @@
 //! `nvidia-smi nvlink -s`: per-GPU NVLink link state and speed.
+//!
+//! ```text
+//! GPU 0: NVIDIA H200 (UUID: GPU-...)
+//!          Link 0: 26.562 GB/s
+//!          Link 1: <inactive>
+//! ```
+//!
+//! A GPU whose links are all down (or that has no NVLink bridge) gets the line
+//! "NVML: Unable to retrieve NVLink information as all links are inActive" instead of links;
+//! it is returned with an empty list, since the output does not say how many links it has.
 
+use super::text::{first_line, shorten, strip_ansi};
 use super::ParseError;
 use crate::facts::NvLink;
 
 /// One entry per GPU block in the output, in order: (GPU index, its links).
-pub fn parse_status(_text: &str) -> Result<Vec<(u32, Vec<NvLink>)>, ParseError> {
-    Err(ParseError::Malformed("not implemented yet".into()))
+///
+/// Output that consists only of the "all links are inActive" message (no GPU header) gives an
+/// empty list.
+pub fn parse_status(text: &str) -> Result<Vec<(u32, Vec<NvLink>)>, ParseError> {
+    if text.trim().is_empty() {
+        return Err(ParseError::Empty);
+    }
+    let clean = strip_ansi(text);
+    let mut gpus: Vec<(u32, Vec<NvLink>)> = Vec::new();
+    let mut all_inactive_message = false;
+    for line in clean.lines() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if let Some(index) = gpu_header(line)? {
+            gpus.push((index, Vec::new()));
+            continue;
+        }
+        if line.to_ascii_lowercase().contains("all links are inactive") {
+            all_inactive_message = true;
+            continue;
+        }
+        let Some((link, value)) = link_line(line) else {
+            // Warnings and notes between blocks say nothing about the links.
+            continue;
+        };
+        let link = link?;
+        let Some((gpu, links)) = gpus.last_mut() else {
+            return Err(ParseError::Malformed(format!(
+                "nvidia-smi nvlink -s: a link line before any GPU line: {}",
+                shorten(line, 80)
+            )));
+        };
+        links.push(link_state(*gpu, link, value)?);
+    }
+    if gpus.is_empty() && !all_inactive_message {
+        return Err(ParseError::Malformed(format!(
+            "nvidia-smi nvlink -s: no GPU lines; it printed: {}",
+            first_line(&clean)
+        )));
+    }
+    Ok(gpus)
+}
+
+/// "GPU 0: NVIDIA H200 (UUID: ...)" -> Some(0).
+fn gpu_header(line: &str) -> Result<Option<u32>, ParseError> {
+    let Some(rest) = line.strip_prefix("GPU ") else {
+        return Ok(None);
+    };
+    let Some((index, _)) = rest.split_once(':') else {
+        return Ok(None);
+    };
+    if index.is_empty() || !index.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(None);
+    }
+    index.parse::<u32>().map(Some).map_err(|_| {
+        ParseError::Malformed(format!(
+            "nvidia-smi nvlink -s: GPU index {} out of range",
+            shorten(index, 20)
+        ))
+    })
+}
+
+/// "Link 3: 26.562 GB/s" -> (3, "26.562 GB/s").
+fn link_line(line: &str) -> Option<(Result<u32, ParseError>, &str)> {
+    let rest = line.strip_prefix("Link ")?;
+    let (number, value) = rest.split_once(':')?;
+    let number = number.trim();
+    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let link = number.parse::<u32>().map_err(|_| {
+        ParseError::Malformed(format!(
+            "nvidia-smi nvlink -s: link number {} out of range",
+            shorten(number, 20)
+        ))
+    });
+    Some((link, value.trim()))
+}
+
+fn link_state(gpu: u32, link: u32, value: &str) -> Result<NvLink, ParseError> {
+    let inactive = NvLink {
+        link,
+        active: false,
+        version: None,
+        speed_gbps: None,
+        remote_bus_id: None,
+    };
+    if value.eq_ignore_ascii_case("<inactive>") {
+        return Ok(inactive);
+    }
+    let speed = value
+        .strip_suffix("GB/s")
+        .map(str::trim)
+        .and_then(|n| n.parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0);
+    match speed {
+        Some(speed) => Ok(NvLink {
+            active: true,
+            speed_gbps: Some(speed),
+            ..inactive
+        }),
+        // Not a state this parser knows ("Link 0: Replay Errors: 0" is `nvlink -e` output).
+        None => Err(ParseError::Malformed(format!(
+            "nvidia-smi nvlink -s: GPU {gpu} link {link}: unexpected value {:?}",
+            shorten(value, 40)
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn active(link: u32, speed: f64) -> NvLink {
+        NvLink {
+            link,
+            active: true,
+            version: None,
+            speed_gbps: Some(speed),
+            remote_bus_id: None,
+        }
+    }
+
+    fn down(link: u32) -> NvLink {
+        NvLink {
+            link,
+            active: false,
+            version: None,
+            speed_gbps: None,
+            remote_bus_id: None,
+        }
+    }
+
+    #[test]
+    fn h200_style_output_with_inactive_links() {
+        let text = "GPU 0: NVIDIA H200 (UUID: GPU-00000000-0000-0000-0000-000000000060)\n\
+                    \t Link 0: 26.562 GB/s\n\
+                    \t Link 1: 26.562 GB/s\n\
+                    \t Link 2: <inactive>\n\
+                    GPU 1: NVIDIA H200 (UUID: GPU-00000000-0000-0000-0000-000000000070)\n\
+                    \t Link 0: 26.562 GB/s\n\
+                    \t Link 1: <inactive>\n\
+                    \t Link 2: 26.562 GB/s\n";
+        let got = parse_status(text).unwrap();
+        assert_eq!(
+            got,
+            vec![
+                (0, vec![active(0, 26.562), active(1, 26.562), down(2)]),
+                (1, vec![active(0, 26.562), down(1), active(2, 26.562)]),
+            ]
+        );
+        let crlf = text.replace('\n', "\r\n");
+        assert_eq!(parse_status(&crlf).unwrap(), got);
+    }
+
+    #[test]
+    fn eighteen_links_of_a_b200_class_gpu() {
+        let mut text = String::from("GPU 3: NVIDIA GB200 (UUID: GPU-x)\n");
+        for l in 0..18 {
+            text.push_str(&format!("         Link {l}: 53.125 GB/s\n"));
+        }
+        let got = parse_status(&text).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[0].0, 3);
+        assert_eq!(got[0].1.len(), 18);
+        assert!(got[0]
+            .1
+            .iter()
+            .all(|l| l.active && l.speed_gbps == Some(53.125)));
+    }
+
+    #[test]
+    fn all_links_inactive_message() {
+        let per_gpu = "GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-a)\n\
+                       NVML: Unable to retrieve NVLink information as all links are inActive\n\
+                       GPU 1: NVIDIA GeForce RTX 3090 (UUID: GPU-b)\n\
+                       NVML: Unable to retrieve NVLink information as all links are inActive\n";
+        assert_eq!(
+            parse_status(per_gpu).unwrap(),
+            vec![(0, vec![]), (1, vec![])]
+        );
+        let alone = "NVML: Unable to retrieve NVLink information as all links are inActive\n";
+        assert_eq!(parse_status(alone).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(parse_status("").unwrap_err(), ParseError::Empty);
+        assert_eq!(parse_status("  \n\t\n").unwrap_err(), ParseError::Empty);
+        assert!(matches!(
+            parse_status("Failed to initialize NVML: Driver/library version mismatch\n"),
+            Err(ParseError::Malformed(m)) if m.contains("version mismatch")
+        ));
+        assert!(matches!(
+            parse_status("\t Link 0: 26.562 GB/s\n"),
+            Err(ParseError::Malformed(m)) if m.contains("before any GPU")
+        ));
+        assert!(matches!(
+            parse_status("GPU 0: X\n Link 0: Replay Errors: 0\n"),
+            Err(ParseError::Malformed(m)) if m.contains("unexpected value")
+        ));
+        assert!(matches!(
+            parse_status("GPU 0: X\n Link 0: inf GB/s\n"),
+            Err(ParseError::Malformed(_))
+        ));
+        assert!(matches!(
+            parse_status("GPU 99999999999: X\n"),
+            Err(ParseError::Malformed(m)) if m.contains("out of range")
+        ));
+        assert!(matches!(
+            parse_status("GPU 0: X\n Link 99999999999: <inactive>\n"),
+            Err(ParseError::Malformed(m)) if m.contains("out of range")
+        ));
+    }
 }

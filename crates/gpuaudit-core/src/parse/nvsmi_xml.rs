@@ -4,8 +4,14 @@
 //! `clocks_event_reasons` after; power under `power_readings` or `gpu_power_readings`); both
 //! are accepted. "N/A" and missing elements become `Reading::Unavailable` with the reason.
 
+use super::text::{first_line, shorten};
 use super::ParseError;
-use crate::facts::GpuFacts;
+use crate::facts::{
+    normalize_bus_id, Clocks, Ecc, Fabric, GpuFacts, GpuMemory, GpuProcess, Mig, PcieLink, Power,
+    RemappedRows, RetiredPages, ThrottleReason, VirtualizationMode,
+};
+use crate::reading::Reading;
+use roxmltree::{Document, Node, ParsingOptions};
 
 /// What one `nvidia-smi -q -x` run says.
 #[derive(Clone, Debug)]
@@ -17,6 +23,634 @@ pub struct NvsmiLog {
     pub gpus: Vec<GpuFacts>,
 }
 
-pub fn parse(_xml: &str) -> Result<NvsmiLog, ParseError> {
-    Err(ParseError::Malformed("not implemented yet".into()))
+const SOURCE: &str = "nvidia-smi";
+
+/// A real log of 8 GPUs has about 25,000 nodes; the cap keeps hostile input from eating memory.
+const NODES_LIMIT: u32 = 2_000_000;
+
+pub fn parse(xml: &str) -> Result<NvsmiLog, ParseError> {
+    let text = xml.trim_start_matches('\u{feff}');
+    if text.trim().is_empty() {
+        return Err(ParseError::Empty);
+    }
+    // nvidia-smi may print a warning (a corrupt infoROM, a deprecated option) before the XML
+    // on the same stream; start at the first line that opens the document.
+    let start = xml_start(text).ok_or_else(|| ParseError::NotXml(first_line(text)))?;
+    let opts = ParsingOptions {
+        allow_dtd: true,
+        nodes_limit: NODES_LIMIT,
+        ..ParsingOptions::default()
+    };
+    let doc = Document::parse_with_options(&text[start..], opts)
+        .map_err(|e| ParseError::Malformed(format!("nvidia-smi XML: {e}")))?;
+    let root = doc.root_element();
+    if root.tag_name().name() != "nvidia_smi_log" {
+        return Err(ParseError::Malformed(format!(
+            "nvidia-smi XML: root element is <{}>, expected <nvidia_smi_log>",
+            root.tag_name().name()
+        )));
+    }
+    let mut gpus = Vec::new();
+    for (i, node) in root
+        .children()
+        .filter(|n| n.has_tag_name("gpu"))
+        .enumerate()
+    {
+        let index = u32::try_from(i)
+            .map_err(|_| ParseError::Malformed("nvidia-smi XML: too many GPUs".into()))?;
+        gpus.push(parse_gpu(node, index)?);
+    }
+    Ok(NvsmiLog {
+        driver_version: plain_text(child(root, "driver_version")),
+        cuda_version: plain_text(child(root, "cuda_version")),
+        gpus,
+    })
 }
+
+/// Byte offset of the first line that opens with '<' (the XML declaration, normally). Whatever
+/// follows is handed to the XML parser, which says what is wrong with it if anything is.
+fn xml_start(text: &str) -> Option<usize> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let t = line.trim_start();
+        if t.starts_with('<') {
+            return Some(offset + (line.len() - t.len()));
+        }
+        offset += line.len();
+    }
+    None
+}
+
+fn parse_gpu(gpu: Node, index: u32) -> Result<GpuFacts, ParseError> {
+    let bus_id = gpu
+        .attribute("id")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .or_else(|| plain_text_ref(path(gpu, &["pci", "pci_bus_id"])))
+        .ok_or_else(|| {
+            ParseError::Malformed(format!(
+                "nvidia-smi XML: GPU {index} has no PCI bus id (neither <gpu id=...> nor <pci/pci_bus_id>)"
+            ))
+        })?;
+    let g = Gpu(gpu);
+    Ok(GpuFacts {
+        index,
+        pci_bus_id: normalize_bus_id(bus_id),
+        source: SOURCE.to_string(),
+        name: g.string(&["product_name"]),
+        uuid: g.string(&["uuid"]),
+        serial: g.string(&["serial"]),
+        pci_device_id: g
+            .text(&["pci", "pci_device_id"])
+            .and_then(|t| hex_u32(t, "pci/pci_device_id"))
+            // nvidia-smi prints device << 16 | vendor ("233510DE").
+            .map(|v| (v >> 16) as u16),
+        pci_subsystem_id: g
+            .text(&["pci", "pci_sub_system_id"])
+            .and_then(|t| hex_u32(t, "pci/pci_sub_system_id")),
+        architecture: g.string(&["product_architecture"]),
+        compute_capability: Reading::unavailable("nvidia-smi -q does not report it"),
+        vbios: g.string(&["vbios_version"]),
+        board_part_number: g.string(&["board_part_number"]),
+        memory: GpuMemory {
+            total_mib: g.num(&["fb_memory_usage", "total"], &["MiB"]),
+            used_mib: g.num(&["fb_memory_usage", "used"], &["MiB"]),
+            free_mib: g.num(&["fb_memory_usage", "free"], &["MiB"]),
+            reserved_mib: g.num(&["fb_memory_usage", "reserved"], &["MiB"]),
+        },
+        sm_count: Reading::unavailable("nvidia-smi -q does not report it"),
+        pcie: pcie(&g),
+        power: power(&g),
+        clocks: Clocks {
+            sm_mhz: g.num(&["clocks", "sm_clock"], &["MHz"]),
+            mem_mhz: g.num(&["clocks", "mem_clock"], &["MHz"]),
+            sm_max_mhz: g.num(&["max_clocks", "sm_clock"], &["MHz"]),
+            mem_max_mhz: g.num(&["max_clocks", "mem_clock"], &["MHz"]),
+            app_sm_mhz: g.num(&["applications_clocks", "graphics_clock"], &["MHz"]),
+            app_mem_mhz: g.num(&["applications_clocks", "mem_clock"], &["MHz"]),
+            default_app_sm_mhz: g.num(&["default_applications_clocks", "graphics_clock"], &["MHz"]),
+        },
+        throttle_reasons: throttle_reasons(gpu),
+        performance_state: g.string(&["performance_state"]),
+        persistence_mode: g.enabled(&["persistence_mode"]),
+        mig: Mig {
+            current: g
+                .enabled(&["mig_mode", "current_mig"])
+                .or_reason_suffix("no MIG on this GPU"),
+            pending: g
+                .enabled(&["mig_mode", "pending_mig"])
+                .or_reason_suffix("no MIG on this GPU"),
+        },
+        virtualization: g
+            .text(&["gpu_virtualization_mode", "virtualization_mode"])
+            .map(virtualization_mode),
+        compute_mode: g.string(&["compute_mode"]),
+        ecc: ecc(&g),
+        retired_pages: retired_pages(&g),
+        remapped_rows: remapped_rows(&g),
+        temperature_c: g.num(&["temperature", "gpu_temp"], &["C"]),
+        utilization_pct: g.num(&["utilization", "gpu_util"], &["%"]),
+        processes: processes(&g),
+        nvlinks: Reading::unavailable(
+            "nvidia-smi -q does not list NVLink links; see nvidia-smi nvlink -s",
+        ),
+        fabric: fabric(&g),
+    })
+}
+
+/// One `<gpu>` element, with readers that turn its fields into readings.
+struct Gpu<'a, 'input>(Node<'a, 'input>);
+
+impl<'a, 'input> Gpu<'a, 'input> {
+    /// The trimmed text at `p`, or why there is none.
+    fn text(&self, p: &[&str]) -> Reading<&'a str> {
+        let Some(node) = path(self.0, p) else {
+            return Reading::unavailable(format!("{SOURCE}: <{}> missing", p.join("/")));
+        };
+        let t = node.text().unwrap_or("").trim();
+        match not_available(t) {
+            Some(why) => Reading::unavailable(format!("{SOURCE}: <{}> {why}", p.join("/"))),
+            None => Reading::Value(t),
+        }
+    }
+
+    fn string(&self, p: &[&str]) -> Reading<String> {
+        self.text(p).map(str::to_string)
+    }
+
+    /// A number with one of the expected units ("143771 MiB", "34 C", "16x", "5").
+    fn num<T: std::str::FromStr>(&self, p: &[&str], units: &[&str]) -> Reading<T> {
+        let what = p.join("/");
+        self.text(p).and_then(|t| number(t, units, &what))
+    }
+
+    fn float(&self, p: &[&str], unit: &str) -> Reading<f64> {
+        let what = p.join("/");
+        self.text(p).and_then(|t| float(t, unit, &what))
+    }
+
+    /// "Enabled" / "Disabled".
+    fn enabled(&self, p: &[&str]) -> Reading<bool> {
+        let what = p.join("/");
+        self.text(p).and_then(|t| match t {
+            "Enabled" => Reading::Value(true),
+            "Disabled" => Reading::Value(false),
+            _ => unexpected(&what, t),
+        })
+    }
+
+    /// "Yes" / "No".
+    fn yes(&self, p: &[&str]) -> Reading<bool> {
+        let what = p.join("/");
+        self.text(p).and_then(|t| yes_no(t, &what))
+    }
+}
+
+trait ReasonSuffix {
+    fn or_reason_suffix(self, why: &str) -> Self;
+}
+
+impl<T> ReasonSuffix for Reading<T> {
+    /// Adds a word of explanation to an "N/A" reason.
+    fn or_reason_suffix(self, why: &str) -> Self {
+        match self {
+            Reading::Unavailable(r) if r.ends_with(" N/A") => {
+                Reading::Unavailable(format!("{r} ({why})"))
+            }
+            other => other,
+        }
+    }
+}
+
+fn pcie(g: &Gpu) -> PcieLink {
+    let gen = |leaf: &str| g.num(&["pci", "pci_gpu_link_info", "pcie_gen", leaf], &[]);
+    let width = |leaf: &str| g.num(&["pci", "pci_gpu_link_info", "link_widths", leaf], &["x"]);
+    PcieLink {
+        gen_current: gen("current_link_gen"),
+        gen_max: gen("max_link_gen"),
+        gen_max_gpu: gen("max_device_link_gen"),
+        gen_max_host: gen("max_host_link_gen"),
+        width_current: width("current_link_width"),
+        width_max: width("max_link_width"),
+        replay_counter: g.num(&["pci", "replay_counter"], &[]),
+    }
+}
+
+fn power(g: &Gpu) -> Power {
+    // R535 moved the block from <power_readings> to <gpu_power_readings>, R550 split the draw
+    // into average and instant; R555 still writes <power_draw> inside the new block.
+    let block = if child(g.0, "gpu_power_readings").is_some() {
+        "gpu_power_readings"
+    } else if child(g.0, "power_readings").is_some() {
+        "power_readings"
+    } else {
+        let why = format!("{SOURCE}: <gpu_power_readings> and <power_readings> missing");
+        return Power {
+            draw_w: Reading::unavailable(why.clone()),
+            limit_w: Reading::unavailable(why.clone()),
+            default_limit_w: Reading::unavailable(why.clone()),
+            min_limit_w: Reading::unavailable(why.clone()),
+            max_limit_w: Reading::unavailable(why),
+        };
+    };
+    let w = |leaf: &str| g.float(&[block, leaf], "W");
+    // Of several tags for one value, the first readable one in this order; GA100 and older
+    // GPUs on R550+ write <average_power_draw> as N/A next to a readable instant draw.
+    let first = |leaves: &[&str]| -> Reading<f64> {
+        leaves
+            .iter()
+            .filter(|l| path(g.0, &[block, l]).is_some())
+            .map(|l| w(l))
+            .reduce(Reading::or)
+            .unwrap_or_else(|| {
+                Reading::unavailable(format!(
+                    "{SOURCE}: none of {} in <{block}>",
+                    leaves
+                        .iter()
+                        .map(|l| format!("<{l}>"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))
+            })
+    };
+    Power {
+        draw_w: first(&["power_draw", "average_power_draw", "instant_power_draw"]),
+        limit_w: first(&["current_power_limit", "enforced_power_limit", "power_limit"]),
+        default_limit_w: w("default_power_limit"),
+        min_limit_w: w("min_power_limit"),
+        max_limit_w: w("max_power_limit"),
+    }
+}
+
+fn throttle_reasons(gpu: Node) -> Reading<Vec<ThrottleReason>> {
+    let (block, prefix) = if let Some(b) = child(gpu, "clocks_event_reasons") {
+        (b, "clocks_event_reason_")
+    } else if let Some(b) = child(gpu, "clocks_throttle_reasons") {
+        (b, "clocks_throttle_reason_")
+    } else {
+        return Reading::unavailable(format!(
+            "{SOURCE}: <clocks_event_reasons> and <clocks_throttle_reasons> missing"
+        ));
+    };
+    let mut active = Vec::new();
+    let mut read_any = false;
+    for el in block.children().filter(Node::is_element) {
+        let Some(reason) = el
+            .tag_name()
+            .name()
+            .strip_prefix(prefix)
+            .and_then(throttle_reason)
+        else {
+            continue;
+        };
+        // "N/A" (a reason this GPU does not report) neither counts as read nor as active.
+        match el.text().unwrap_or("").trim() {
+            "Active" => {
+                read_any = true;
+                if !active.contains(&reason) {
+                    active.push(reason);
+                }
+            }
+            "Not Active" => read_any = true,
+            _ => {}
+        }
+    }
+    if read_any {
+        active.sort();
+        Reading::Value(active)
+    } else {
+        Reading::unavailable(format!(
+            "{SOURCE}: no readable reason in <{}>",
+            block.tag_name().name()
+        ))
+    }
+}
+
+fn throttle_reason(name: &str) -> Option<ThrottleReason> {
+    Some(match name {
+        "gpu_idle" => ThrottleReason::GpuIdle,
+        // `user_defined_clocks` is the pre-R346 name of the same NVML bit.
+        "applications_clocks_setting" | "user_defined_clocks" => {
+            ThrottleReason::ApplicationsClocksSetting
+        }
+        "sw_power_cap" => ThrottleReason::SwPowerCap,
+        "hw_slowdown" => ThrottleReason::HwSlowdown,
+        "sync_boost" => ThrottleReason::SyncBoost,
+        "sw_thermal_slowdown" => ThrottleReason::SwThermalSlowdown,
+        "hw_thermal_slowdown" => ThrottleReason::HwThermalSlowdown,
+        "hw_power_brake_slowdown" => ThrottleReason::HwPowerBrakeSlowdown,
+        "display_clocks_setting" => ThrottleReason::DisplayClocksSetting,
+        _ => return None,
+    })
+}
+
+fn virtualization_mode(text: &str) -> VirtualizationMode {
+    let key: String = text
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    match key.as_str() {
+        "none" => VirtualizationMode::None,
+        "passthrough" => VirtualizationMode::PassThrough,
+        "vgpu" => VirtualizationMode::Vgpu,
+        "hostvgpu" => VirtualizationMode::HostVgpu,
+        "hostvsga" => VirtualizationMode::HostVsga,
+        _ => VirtualizationMode::Other(text.to_string()),
+    }
+}
+
+fn ecc(g: &Gpu) -> Ecc {
+    Ecc {
+        current: g.enabled(&["ecc_mode", "current_ecc"]),
+        pending: g.enabled(&["ecc_mode", "pending_ecc"]),
+        volatile_corrected: ecc_count(g, "volatile", Kind::Corrected),
+        volatile_uncorrected: ecc_count(g, "volatile", Kind::Uncorrected),
+        aggregate_corrected: ecc_count(g, "aggregate", Kind::Corrected),
+        aggregate_uncorrected: ecc_count(g, "aggregate", Kind::Uncorrected),
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Kind {
+    Corrected,
+    Uncorrected,
+}
+
+/// ECC error counts in any of the three layouts: `single_bit/total` and `double_bit/total`
+/// (Volta and older), `sram_*` and `dram_*` (Ampere on R450..R530), with the uncorrectable
+/// SRAM count split into parity and SEC-DED (R535 and later).
+fn ecc_count(g: &Gpu, scope: &str, kind: Kind) -> Reading<u64> {
+    let Some(block) = path(g.0, &["ecc_errors", scope]) else {
+        return Reading::unavailable(format!("{SOURCE}: <ecc_errors/{scope}> missing"));
+    };
+    let has = |leaf: &str| child(block, leaf).is_some();
+    let parts: Vec<Vec<&str>> = if has("single_bit") || has("double_bit") {
+        match kind {
+            Kind::Corrected => vec![vec!["single_bit", "total"]],
+            Kind::Uncorrected => vec![vec!["double_bit", "total"]],
+        }
+    } else if has("sram_correctable") || has("dram_correctable") {
+        match kind {
+            Kind::Corrected => vec![vec!["sram_correctable"], vec!["dram_correctable"]],
+            Kind::Uncorrected if has("sram_uncorrectable") => {
+                vec![vec!["sram_uncorrectable"], vec!["dram_uncorrectable"]]
+            }
+            Kind::Uncorrected => vec![
+                vec!["sram_uncorrectable_parity"],
+                vec!["sram_uncorrectable_secded"],
+                vec!["dram_uncorrectable"],
+            ],
+        }
+    } else {
+        return Reading::unavailable(format!(
+            "{SOURCE}: no known ECC counters in <ecc_errors/{scope}>"
+        ));
+    };
+    // A partial sum would understate the errors: every part must be readable.
+    let mut total: u64 = 0;
+    for part in parts {
+        let mut p = vec!["ecc_errors", scope];
+        p.extend(part);
+        match g.num::<u64>(&p, &[]) {
+            Reading::Value(n) => match total.checked_add(n) {
+                Some(t) => total = t,
+                None => {
+                    return Reading::unavailable(format!(
+                        "{SOURCE}: <ecc_errors/{scope}> counts overflow"
+                    ))
+                }
+            },
+            Reading::Unavailable(r) => return Reading::Unavailable(r),
+        }
+    }
+    Reading::Value(total)
+}
+
+fn retired_pages(g: &Gpu) -> Reading<RetiredPages> {
+    if child(g.0, "retired_pages").is_none() {
+        return Reading::unavailable(format!("{SOURCE}: <retired_pages> missing"));
+    }
+    let single = g.num::<u64>(
+        &[
+            "retired_pages",
+            "multiple_single_bit_retirement",
+            "retired_count",
+        ],
+        &[],
+    );
+    let double = g.num::<u64>(
+        &["retired_pages", "double_bit_retirement", "retired_count"],
+        &[],
+    );
+    // R390 writes only <pending_retirement>; later drivers add <pending_blacklist>.
+    let pending = g
+        .yes(&["retired_pages", "pending_retirement"])
+        .or(g.yes(&["retired_pages", "pending_blacklist"]));
+    let is_na = |r: &Reading<_>| r.reason().is_some_and(|s: &str| s.contains(" N/A"));
+    if is_na(&single) && is_na(&double) {
+        return Reading::unavailable(format!(
+            "{SOURCE}: N/A: page retirement is not supported on this GPU (Ampere and later remap rows instead)"
+        ));
+    }
+    match (single, double, pending) {
+        (Reading::Value(single_bit), Reading::Value(double_bit), Reading::Value(pending)) => {
+            Reading::Value(RetiredPages {
+                single_bit,
+                double_bit,
+                pending,
+            })
+        }
+        (s, d, p) => Reading::Unavailable(first_reason(&[s.reason(), d.reason(), p.reason()])),
+    }
+}
+
+fn remapped_rows(g: &Gpu) -> Reading<RemappedRows> {
+    let Some(block) = child(g.0, "remapped_rows") else {
+        return Reading::unavailable(format!("{SOURCE}: <remapped_rows> missing"));
+    };
+    if !block.children().any(|c| c.is_element()) {
+        let t = block.text().unwrap_or("").trim();
+        return Reading::unavailable(format!(
+            "{SOURCE}: <remapped_rows> {} (row remapping is Ampere and later)",
+            not_available(t).unwrap_or("empty")
+        ));
+    }
+    let corr = g.num::<u64>(&["remapped_rows", "remapped_row_corr"], &[]);
+    let unc = g.num::<u64>(&["remapped_rows", "remapped_row_unc"], &[]);
+    let pending = g.yes(&["remapped_rows", "remapped_row_pending"]);
+    let failure = g.yes(&["remapped_rows", "remapped_row_failure"]);
+    match (corr, unc, pending, failure) {
+        (
+            Reading::Value(correctable),
+            Reading::Value(uncorrectable),
+            Reading::Value(pending),
+            Reading::Value(failure),
+        ) => Reading::Value(RemappedRows {
+            correctable,
+            uncorrectable,
+            pending,
+            failure,
+        }),
+        (c, u, p, f) => Reading::Unavailable(first_reason(&[
+            c.reason(),
+            u.reason(),
+            p.reason(),
+            f.reason(),
+        ])),
+    }
+}
+
+fn processes(g: &Gpu) -> Reading<Vec<GpuProcess>> {
+    let Some(block) = child(g.0, "processes") else {
+        return Reading::unavailable(format!("{SOURCE}: <processes> missing"));
+    };
+    let entries: Vec<Node> = block
+        .children()
+        .filter(|n| n.has_tag_name("process_info"))
+        .collect();
+    if entries.is_empty() {
+        // "<processes>N/A</processes>" is not the same as an empty list.
+        if let Some(why) =
+            not_available(block.text().unwrap_or("").trim()).filter(|w| *w != "empty")
+        {
+            return Reading::unavailable(format!("{SOURCE}: <processes> {why}"));
+        }
+    }
+    let mut out = Vec::new();
+    for p in entries {
+        let pid_text = plain_text_ref(child(p, "pid"));
+        // A process list with one unreadable entry would undercount what runs on the GPU.
+        let Some(pid) = pid_text.and_then(|t| t.parse::<u32>().ok()) else {
+            return Reading::unavailable(format!(
+                "{SOURCE}: <processes/process_info/pid> unreadable: {:?}",
+                pid_text.unwrap_or("missing")
+            ));
+        };
+        let used_mib = plain_text_ref(child(p, "used_memory"))
+            .and_then(|t| number::<u64>(t, &["MiB"], "used_memory").into_value());
+        out.push(GpuProcess {
+            pid,
+            name: plain_text(child(p, "process_name")),
+            used_mib,
+        });
+    }
+    Reading::Value(out)
+}
+
+fn fabric(g: &Gpu) -> Reading<Fabric> {
+    g.string(&["fabric", "state"])
+        .or_reason_suffix("no NVSwitch fabric")
+        .map(|state| Fabric {
+            state,
+            status: plain_text(path(g.0, &["fabric", "status"])),
+        })
+}
+
+// ----- small readers -------------------------------------------------------------------------
+
+fn child<'a, 'input>(node: Node<'a, 'input>, name: &str) -> Option<Node<'a, 'input>> {
+    node.children()
+        .find(|c| c.is_element() && c.has_tag_name(name))
+}
+
+fn path<'a, 'input>(node: Node<'a, 'input>, p: &[&str]) -> Option<Node<'a, 'input>> {
+    p.iter().try_fold(node, |n, name| child(n, name))
+}
+
+/// The trimmed text of an element, `None` when it is missing or says it is not available.
+fn plain_text_ref<'a>(node: Option<Node<'a, '_>>) -> Option<&'a str> {
+    let t = node?.text()?.trim();
+    not_available(t).is_none().then_some(t)
+}
+
+fn plain_text(node: Option<Node>) -> Option<String> {
+    plain_text_ref(node).map(str::to_string)
+}
+
+/// nvidia-smi's ways of saying a value is not there; `Some(what it said)` for those.
+fn not_available(t: &str) -> Option<&'static str> {
+    let bare = t.trim_start_matches('[').trim_end_matches(']').trim();
+    Some(match bare {
+        "" => "empty",
+        "N/A" => "N/A",
+        "Not Supported" => "not supported",
+        "Unknown" | "Unknown Error" => "unknown error",
+        "Insufficient Permissions" => "insufficient permissions",
+        "GPU is lost" => "GPU is lost",
+        "Requested functionality has been deprecated" => "deprecated",
+        _ => return None,
+    })
+}
+
+fn unexpected<T>(what: &str, text: &str) -> Reading<T> {
+    Reading::unavailable(format!(
+        "{SOURCE}: <{what}> unexpected value {:?}",
+        shorten(text, 40)
+    ))
+}
+
+fn yes_no(t: &str, what: &str) -> Reading<bool> {
+    match t {
+        "Yes" => Reading::Value(true),
+        "No" => Reading::Value(false),
+        _ => unexpected(what, t),
+    }
+}
+
+/// "143771 MiB" -> 143771 when "MiB" is among `units`; a bare number when `units` is empty.
+fn number<T: std::str::FromStr>(t: &str, units: &[&str], what: &str) -> Reading<T> {
+    match strip_unit(t, units) {
+        Some(n) => match n.parse::<T>() {
+            Ok(v) => Reading::Value(v),
+            Err(_) => unexpected(what, t),
+        },
+        None => unexpected(what, t),
+    }
+}
+
+fn float(t: &str, unit: &str, what: &str) -> Reading<f64> {
+    match strip_unit(t, &[unit]).and_then(|n| n.parse::<f64>().ok()) {
+        // "inf" and "NaN" parse as floats but are not readings.
+        Some(v) if v.is_finite() && v >= 0.0 => Reading::Value(v),
+        _ => unexpected(what, t),
+    }
+}
+
+fn strip_unit<'t>(t: &'t str, units: &[&str]) -> Option<&'t str> {
+    if units.is_empty() {
+        return Some(t.trim());
+    }
+    units
+        .iter()
+        .find_map(|u| t.strip_suffix(u))
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+}
+
+/// "233510DE" (also "0x233510DE") -> 0x233510DE; more than 32 bits is unreadable, not wrapped.
+fn hex_u32(t: &str, what: &str) -> Reading<u32> {
+    let digits = t
+        .strip_prefix("0x")
+        .or_else(|| t.strip_prefix("0X"))
+        .unwrap_or(t);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return unexpected(what, t);
+    }
+    match u32::from_str_radix(digits, 16) {
+        Ok(v) => Reading::Value(v),
+        Err(_) => unexpected(what, t),
+    }
+}
+
+fn first_reason(reasons: &[Option<&str>]) -> String {
+    reasons
+        .iter()
+        .flatten()
+        .next()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|| format!("{SOURCE}: unreadable"))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,480 @@
+use super::*;
+use crate::facts::ThrottleReason as T;
+
+const H200: &str =
+    include_str!("../../../../../fixtures/snapshots/h200-x2-vm/cmd/nvidia-smi-q.xml");
+const R470_V100: &str = include_str!("../testdata/nvsmi-r470-v100.xml");
+const R525_A100_MIG: &str = include_str!("../testdata/nvsmi-r525-a100-mig.xml");
+const R550_VGPU: &str = include_str!("../testdata/nvsmi-r550-vgpu.xml");
+
+fn v<T: Clone + std::fmt::Debug>(r: &Reading<T>) -> T {
+    match r {
+        Reading::Value(v) => v.clone(),
+        Reading::Unavailable(why) => panic!("expected a value, got unavailable: {why}"),
+    }
+}
+
+fn why<T: std::fmt::Debug>(r: &Reading<T>) -> &str {
+    match r.reason() {
+        Some(r) => r,
+        None => panic!("expected unavailable, got {r:?}"),
+    }
+}
+
+#[test]
+fn h200_fixture_fills_every_field() {
+    let log = parse(H200).unwrap();
+    assert_eq!(log.driver_version.as_deref(), Some("580.159.04"));
+    assert_eq!(log.cuda_version.as_deref(), Some("13.0"));
+    assert_eq!(log.gpus.len(), 2);
+    let g = &log.gpus[0];
+    assert_eq!(g.index, 0);
+    assert_eq!(g.pci_bus_id, "0000:00:06.0");
+    assert_eq!(log.gpus[1].index, 1);
+    assert_eq!(log.gpus[1].pci_bus_id, "0000:00:07.0");
+    assert_eq!(g.source, "nvidia-smi");
+    assert_eq!(v(&g.name), "NVIDIA H200");
+    assert_eq!(v(&g.uuid), "GPU-00000000-0000-0000-0000-000000000060");
+    assert_eq!(v(&g.serial), "0000000000000");
+    assert_eq!(v(&g.pci_device_id), 0x2335);
+    assert_eq!(v(&g.pci_subsystem_id), 0x18BF10DE);
+    assert_eq!(v(&g.architecture), "Hopper");
+    assert_eq!(v(&g.vbios), "96.00.A5.00.1A");
+    assert_eq!(v(&g.board_part_number), "692-2G520-0282-001");
+    assert_eq!(
+        why(&g.compute_capability),
+        "nvidia-smi -q does not report it"
+    );
+    assert_eq!(why(&g.sm_count), "nvidia-smi -q does not report it");
+
+    assert_eq!(v(&g.memory.total_mib), 143771);
+    assert_eq!(v(&g.memory.used_mib), 0);
+    assert_eq!(v(&g.memory.free_mib), 143156);
+    assert_eq!(v(&g.memory.reserved_mib), 616);
+
+    assert_eq!(v(&g.pcie.gen_current), 5);
+    assert_eq!(v(&g.pcie.gen_max), 5);
+    assert_eq!(v(&g.pcie.gen_max_gpu), 5);
+    assert_eq!(
+        why(&g.pcie.gen_max_host),
+        "nvidia-smi: <pci/pci_gpu_link_info/pcie_gen/max_host_link_gen> N/A"
+    );
+    assert_eq!(v(&g.pcie.width_current), 16);
+    assert_eq!(v(&g.pcie.width_max), 16);
+    assert_eq!(v(&g.pcie.replay_counter), 0);
+
+    assert_eq!(v(&g.power.draw_w), 78.46);
+    assert_eq!(v(&g.power.limit_w), 700.0);
+    assert_eq!(v(&g.power.default_limit_w), 700.0);
+    assert_eq!(v(&g.power.min_limit_w), 200.0);
+    assert_eq!(v(&g.power.max_limit_w), 700.0);
+
+    assert_eq!(v(&g.clocks.sm_mhz), 345);
+    assert_eq!(v(&g.clocks.mem_mhz), 3201);
+    assert_eq!(v(&g.clocks.sm_max_mhz), 1980);
+    assert_eq!(v(&g.clocks.mem_max_mhz), 3201);
+    assert_eq!(v(&g.clocks.app_sm_mhz), 1980);
+    assert_eq!(v(&g.clocks.app_mem_mhz), 3201);
+    assert_eq!(v(&g.clocks.default_app_sm_mhz), 1980);
+
+    assert_eq!(v(&g.throttle_reasons), vec![T::GpuIdle]);
+    assert_eq!(v(&g.performance_state), "P0");
+    assert!(v(&g.persistence_mode));
+    assert!(!v(&g.mig.current));
+    assert!(!v(&g.mig.pending));
+    assert_eq!(v(&g.virtualization), VirtualizationMode::PassThrough);
+    assert_eq!(v(&g.compute_mode), "Default");
+
+    assert!(v(&g.ecc.current));
+    assert!(v(&g.ecc.pending));
+    assert_eq!(v(&g.ecc.volatile_corrected), 0);
+    assert_eq!(v(&g.ecc.volatile_uncorrected), 0);
+    assert_eq!(v(&g.ecc.aggregate_corrected), 0);
+    assert_eq!(v(&g.ecc.aggregate_uncorrected), 0);
+    assert!(why(&g.retired_pages).contains("Ampere and later remap rows"));
+    assert_eq!(
+        v(&g.remapped_rows),
+        RemappedRows {
+            correctable: 0,
+            uncorrectable: 0,
+            pending: false,
+            failure: false
+        }
+    );
+    assert_eq!(v(&g.temperature_c), 34);
+    assert_eq!(v(&g.utilization_pct), 0);
+    assert_eq!(v(&g.processes), vec![]);
+    assert_eq!(
+        why(&g.nvlinks),
+        "nvidia-smi -q does not list NVLink links; see nvidia-smi nvlink -s"
+    );
+    assert_eq!(
+        v(&g.fabric),
+        Fabric {
+            state: "Completed".into(),
+            status: Some("Success".into())
+        }
+    );
+}
+
+#[test]
+fn r470_v100_old_tag_names() {
+    let log = parse(R470_V100).unwrap();
+    assert_eq!(log.driver_version.as_deref(), Some("470.141.03"));
+    assert_eq!(log.cuda_version.as_deref(), Some("11.4"));
+    assert_eq!(log.gpus.len(), 2);
+    let g = &log.gpus[0];
+    assert_eq!(g.pci_bus_id, "0000:3b:00.0");
+    assert_eq!(v(&g.pci_device_id), 0x1DB5);
+    assert!(why(&g.architecture).contains("<product_architecture> missing"));
+    assert!(why(&g.board_part_number).contains("missing"));
+    // Two reasons at once, each decoded on its own.
+    assert_eq!(v(&g.throttle_reasons), vec![T::SwPowerCap, T::HwSlowdown]);
+    assert_eq!(v(&g.power.draw_w), 298.12);
+    // The enforced limit wins over the requested <power_limit>.
+    assert_eq!(v(&g.power.limit_w), 250.0);
+    assert_eq!(v(&g.power.default_limit_w), 300.0);
+    assert_eq!(v(&g.pcie.gen_max), 3);
+    assert!(why(&g.pcie.gen_max_gpu).contains("max_device_link_gen> missing"));
+    assert_eq!(v(&g.pcie.replay_counter), 12);
+    assert!(!v(&g.persistence_mode));
+    assert!(why(&g.mig.current).contains("N/A (no MIG on this GPU)"));
+    assert_eq!(v(&g.virtualization), VirtualizationMode::None);
+    assert_eq!(v(&g.ecc.volatile_corrected), 3);
+    assert_eq!(v(&g.ecc.volatile_uncorrected), 0);
+    assert_eq!(v(&g.ecc.aggregate_corrected), 41);
+    assert_eq!(v(&g.ecc.aggregate_uncorrected), 2);
+    assert_eq!(
+        v(&g.retired_pages),
+        RetiredPages {
+            single_bit: 4,
+            double_bit: 1,
+            pending: true
+        }
+    );
+    assert!(why(&g.remapped_rows).contains("Ampere and later"));
+    assert!(why(&g.fabric).contains("<fabric/state> missing"));
+    assert!(why(&g.memory.reserved_mib).contains("missing"));
+    assert_eq!(
+        v(&g.processes),
+        vec![GpuProcess {
+            pid: 48213,
+            name: Some("/usr/bin/python3".into()),
+            used_mib: Some(30207)
+        }]
+    );
+
+    let g1 = &log.gpus[1];
+    assert_eq!(g1.index, 1);
+    assert_eq!(g1.pci_bus_id, "0000:86:00.0");
+    // "N/A" reasons are ignored, the readable ones count.
+    assert_eq!(v(&g1.throttle_reasons), vec![T::GpuIdle]);
+    assert_eq!(v(&g1.pcie.gen_current), 1);
+    assert_eq!(v(&g1.pcie.width_current), 8);
+    assert!(!v(&g1.ecc.pending));
+    assert_eq!(v(&g1.power.limit_w), 300.0);
+}
+
+#[test]
+fn r525_a100_mig_enabled() {
+    let log = parse(R525_A100_MIG).unwrap();
+    let g = &log.gpus[0];
+    assert_eq!(g.pci_bus_id, "0001:c7:00.0");
+    assert_eq!(v(&g.pci_device_id), 0x20B2);
+    assert!(v(&g.mig.current));
+    assert!(!v(&g.mig.pending));
+    // Under MIG the whole-GPU usage is N/A; the size is still known.
+    assert_eq!(v(&g.memory.total_mib), 81920);
+    assert!(why(&g.memory.used_mib).contains("N/A"));
+    assert!(why(&g.utilization_pct).contains("N/A"));
+    assert_eq!(v(&g.pcie.gen_max_host), 4);
+    // R450..R530 Ampere layout: sram_uncorrectable in one element.
+    assert_eq!(v(&g.ecc.volatile_corrected), 12);
+    assert_eq!(v(&g.ecc.volatile_uncorrected), 1);
+    assert_eq!(v(&g.ecc.aggregate_corrected), 30);
+    assert_eq!(v(&g.ecc.aggregate_uncorrected), 5);
+    assert!(why(&g.retired_pages).contains("not supported on this GPU"));
+    assert_eq!(
+        v(&g.remapped_rows),
+        RemappedRows {
+            correctable: 2,
+            uncorrectable: 1,
+            pending: true,
+            failure: false
+        }
+    );
+    assert!(why(&g.fabric).contains("N/A (no NVSwitch fabric)"));
+    assert_eq!(
+        v(&g.processes),
+        vec![
+            GpuProcess {
+                pid: 7001,
+                name: Some("python".into()),
+                used_mib: Some(1180)
+            },
+            GpuProcess {
+                pid: 7002,
+                name: None,
+                used_mib: None
+            }
+        ]
+    );
+}
+
+#[test]
+fn r550_vgpu_guest_is_mostly_unavailable() {
+    let log = parse(R550_VGPU).unwrap();
+    let g = &log.gpus[0];
+    assert_eq!(v(&g.virtualization), VirtualizationMode::Vgpu);
+    assert!(why(&g.serial).ends_with("N/A"));
+    assert!(why(&g.pcie.gen_current).ends_with("N/A"));
+    assert!(why(&g.pcie.width_max).ends_with("N/A"));
+    assert!(why(&g.power.draw_w).contains("<gpu_power_readings/power_draw> N/A"));
+    assert!(why(&g.power.limit_w).contains("current_power_limit> N/A"));
+    assert!(why(&g.throttle_reasons).contains("no readable reason"));
+    assert!(why(&g.ecc.volatile_corrected).contains("N/A"));
+    assert!(why(&g.retired_pages).contains("not supported"));
+    assert!(why(&g.remapped_rows).contains("N/A"));
+    assert!(why(&g.temperature_c).contains("N/A"));
+    assert_eq!(v(&g.clocks.sm_mhz), 1695);
+    assert!(why(&g.clocks.sm_max_mhz).contains("N/A"));
+}
+
+#[test]
+fn virtualization_modes() {
+    use VirtualizationMode as V;
+    assert_eq!(virtualization_mode("None"), V::None);
+    assert_eq!(virtualization_mode("Pass-Through"), V::PassThrough);
+    assert_eq!(virtualization_mode("VGPU"), V::Vgpu);
+    assert_eq!(virtualization_mode("Host VGPU"), V::HostVgpu);
+    assert_eq!(virtualization_mode("Host VSGA"), V::HostVsga);
+    assert_eq!(
+        virtualization_mode("Something New"),
+        V::Other("Something New".into())
+    );
+}
+
+/// A minimal log around one `<gpu>` body.
+fn one_gpu(body: &str) -> String {
+    format!(
+        "<?xml version=\"1.0\" ?>\n<nvidia_smi_log><driver_version>535.104.05</driver_version>\
+         <gpu id=\"00000000:01:00.0\">{body}</gpu></nvidia_smi_log>"
+    )
+}
+
+#[test]
+fn new_power_block_and_event_reasons() {
+    let xml = one_gpu(
+        "<gpu_power_readings><average_power_draw>N/A</average_power_draw>\
+         <instant_power_draw>77.89 W</instant_power_draw>\
+         <current_power_limit>450.00 W</current_power_limit></gpu_power_readings>\
+         <clocks_event_reasons>\
+         <clocks_event_reason_hw_thermal_slowdown>Active</clocks_event_reason_hw_thermal_slowdown>\
+         <clocks_event_reason_hw_power_brake_slowdown>Active</clocks_event_reason_hw_power_brake_slowdown>\
+         <clocks_event_reason_sw_thermal_slowdown>Active</clocks_event_reason_sw_thermal_slowdown>\
+         <clocks_event_reason_sync_boost>Active</clocks_event_reason_sync_boost>\
+         <clocks_event_reason_display_clocks_setting>Active</clocks_event_reason_display_clocks_setting>\
+         <clocks_event_reason_applications_clocks_setting>Active</clocks_event_reason_applications_clocks_setting>\
+         <clocks_event_reason_something_future>Active</clocks_event_reason_something_future>\
+         </clocks_event_reasons>",
+    );
+    let g = &parse(&xml).unwrap().gpus[0];
+    // Average is N/A here (GA100 on R550+): the instant draw is the reading.
+    assert_eq!(v(&g.power.draw_w), 77.89);
+    assert_eq!(v(&g.power.limit_w), 450.0);
+    assert!(why(&g.power.default_limit_w).contains("default_power_limit> missing"));
+    assert_eq!(
+        v(&g.throttle_reasons),
+        vec![
+            T::ApplicationsClocksSetting,
+            T::SyncBoost,
+            T::SwThermalSlowdown,
+            T::HwThermalSlowdown,
+            T::HwPowerBrakeSlowdown,
+            T::DisplayClocksSetting
+        ]
+    );
+}
+
+#[test]
+fn r555_power_draw_inside_new_block() {
+    let xml = one_gpu(
+        "<gpu_power_readings><power_draw>27.22 W</power_draw>\
+         <current_power_limit>72.00 W</current_power_limit></gpu_power_readings>",
+    );
+    let g = &parse(&xml).unwrap().gpus[0];
+    assert_eq!(v(&g.power.draw_w), 27.22);
+    assert_eq!(v(&g.power.limit_w), 72.0);
+}
+
+#[test]
+fn r535_ecc_with_parity_and_secded() {
+    let xml = one_gpu(
+        "<ecc_errors><volatile><sram_correctable>1</sram_correctable>\
+         <sram_uncorrectable_parity>2</sram_uncorrectable_parity>\
+         <sram_uncorrectable_secded>3</sram_uncorrectable_secded>\
+         <dram_correctable>4</dram_correctable><dram_uncorrectable>5</dram_uncorrectable>\
+         </volatile><aggregate><sram_correctable>1</sram_correctable>\
+         <sram_uncorrectable_parity>N/A</sram_uncorrectable_parity>\
+         <sram_uncorrectable_secded>3</sram_uncorrectable_secded>\
+         <dram_correctable>18446744073709551615</dram_correctable>\
+         <dram_uncorrectable>5</dram_uncorrectable></aggregate></ecc_errors>",
+    );
+    let g = &parse(&xml).unwrap().gpus[0];
+    assert_eq!(v(&g.ecc.volatile_corrected), 5);
+    assert_eq!(v(&g.ecc.volatile_uncorrected), 10);
+    // A sum that overflows is unavailable, not wrapped.
+    assert!(why(&g.ecc.aggregate_corrected).contains("overflow"));
+    // A sum with one unreadable part is unavailable, not understated.
+    assert!(why(&g.ecc.aggregate_uncorrected).contains("sram_uncorrectable_parity> N/A"));
+}
+
+#[test]
+fn odd_numbers_are_unavailable() {
+    let xml = one_gpu(
+        "<pci><pci_device_id>1233510DE</pci_device_id><pci_sub_system_id>zz</pci_sub_system_id>\
+         <replay_counter>-1</replay_counter>\
+         <pci_gpu_link_info><link_widths><current_link_width>99999999999x</current_link_width>\
+         <max_link_width>16 x</max_link_width></link_widths></pci_gpu_link_info></pci>\
+         <fb_memory_usage><total>143771 GiB</total><used>  12 MiB </used><free>MiB</free></fb_memory_usage>\
+         <temperature><gpu_temp>-5 C</gpu_temp></temperature>\
+         <utilization><gpu_util>1e3 %</gpu_util></utilization>\
+         <power_readings><power_draw>inf W</power_draw><enforced_power_limit>NaN W</enforced_power_limit>\
+         <default_power_limit>-3 W</default_power_limit><min_power_limit>1e2 W</min_power_limit></power_readings>\
+         <persistence_mode>Maybe</persistence_mode>",
+    );
+    let g = &parse(&xml).unwrap().gpus[0];
+    assert!(why(&g.pci_device_id).contains("unexpected value"));
+    assert!(why(&g.pci_subsystem_id).contains("unexpected value"));
+    assert!(why(&g.pcie.replay_counter).contains("unexpected value"));
+    assert!(why(&g.pcie.width_current).contains("unexpected value"));
+    assert_eq!(v(&g.pcie.width_max), 16);
+    assert!(why(&g.memory.total_mib).contains("unexpected value"));
+    assert_eq!(v(&g.memory.used_mib), 12);
+    assert!(why(&g.memory.free_mib).contains("unexpected value"));
+    assert_eq!(v(&g.temperature_c), -5);
+    assert!(why(&g.utilization_pct).contains("unexpected value"));
+    assert!(why(&g.power.draw_w).contains("unexpected value"));
+    assert!(why(&g.power.limit_w).contains("unexpected value"));
+    assert!(why(&g.power.default_limit_w).contains("unexpected value"));
+    assert_eq!(v(&g.power.min_limit_w), 100.0);
+    assert!(why(&g.persistence_mode).contains("\"Maybe\""));
+    assert!(why(&g.throttle_reasons).contains("missing"));
+}
+
+#[test]
+fn bracketed_and_spelled_out_unavailable_values() {
+    let xml = one_gpu(
+        "<serial>[N/A]</serial><uuid>[Not Supported]</uuid><vbios_version>Unknown Error</vbios_version>\
+         <product_name>[Insufficient Permissions]</product_name><compute_mode></compute_mode>",
+    );
+    let g = &parse(&xml).unwrap().gpus[0];
+    assert_eq!(why(&g.serial), "nvidia-smi: <serial> N/A");
+    assert_eq!(why(&g.uuid), "nvidia-smi: <uuid> not supported");
+    assert_eq!(why(&g.vbios), "nvidia-smi: <vbios_version> unknown error");
+    assert_eq!(
+        why(&g.name),
+        "nvidia-smi: <product_name> insufficient permissions"
+    );
+    assert_eq!(why(&g.compute_mode), "nvidia-smi: <compute_mode> empty");
+}
+
+#[test]
+fn power_readings_all_unreadable_keep_every_reason() {
+    let xml = one_gpu(
+        "<gpu_power_readings><average_power_draw>N/A</average_power_draw>\
+         <instant_power_draw>[Not Supported]</instant_power_draw></gpu_power_readings>",
+    );
+    let g = &parse(&xml).unwrap().gpus[0];
+    assert_eq!(
+        why(&g.power.draw_w),
+        "nvidia-smi: <gpu_power_readings/average_power_draw> N/A; \
+         nvidia-smi: <gpu_power_readings/instant_power_draw> not supported"
+    );
+    assert_eq!(
+        why(&g.power.limit_w),
+        "nvidia-smi: none of <current_power_limit>, <enforced_power_limit>, <power_limit> \
+         in <gpu_power_readings>"
+    );
+    let g = &parse(&one_gpu("")).unwrap().gpus[0];
+    assert!(why(&g.power.max_limit_w).contains("<gpu_power_readings> and <power_readings> missing"));
+}
+
+#[test]
+fn processes_na_is_not_an_empty_list() {
+    let g = &parse(&one_gpu("<processes>N/A</processes>")).unwrap().gpus[0];
+    assert_eq!(why(&g.processes), "nvidia-smi: <processes> N/A");
+    let g = &parse(&one_gpu("<processes>\n\t\t</processes>"))
+        .unwrap()
+        .gpus[0];
+    assert_eq!(v(&g.processes), vec![]);
+}
+
+#[test]
+fn process_with_unreadable_pid_makes_the_list_unavailable() {
+    let xml = one_gpu(
+        "<processes><process_info><pid>12</pid></process_info>\
+         <process_info><pid>N/A</pid></process_info></processes>",
+    );
+    let g = &parse(&xml).unwrap().gpus[0];
+    assert!(why(&g.processes).contains("pid> unreadable"));
+}
+
+#[test]
+fn bus_id_from_pci_element_when_attribute_missing() {
+    let xml = "<nvidia_smi_log><gpu><pci><pci_bus_id>00000000:0A:00.0</pci_bus_id></pci></gpu>\
+               </nvidia_smi_log>";
+    let log = parse(xml).unwrap();
+    assert_eq!(log.gpus[0].pci_bus_id, "0000:0a:00.0");
+    assert_eq!(log.driver_version, None);
+    let no_id = "<nvidia_smi_log><gpu><product_name>x</product_name></gpu></nvidia_smi_log>";
+    assert!(matches!(parse(no_id), Err(ParseError::Malformed(m)) if m.contains("no PCI bus id")));
+}
+
+#[test]
+fn errors() {
+    assert_eq!(parse("").unwrap_err(), ParseError::Empty);
+    assert_eq!(parse(" \r\n\t\n").unwrap_err(), ParseError::Empty);
+    let msg = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. \
+               Make sure that the latest NVIDIA driver is installed and running.";
+    assert_eq!(
+        parse(&format!("\n{msg}\n\n")).unwrap_err(),
+        ParseError::NotXml(msg.to_string())
+    );
+    assert_eq!(
+        parse("Failed to initialize NVML: Driver/library version mismatch\r\nNVML library version: 580.95\r\n")
+            .unwrap_err(),
+        ParseError::NotXml("Failed to initialize NVML: Driver/library version mismatch".into())
+    );
+    assert!(matches!(
+        parse("<?xml version=\"1.0\" ?>\n<other><gpu/></other>"),
+        Err(ParseError::Malformed(m)) if m.contains("<other>")
+    ));
+    // Truncated in the middle of a GPU.
+    let cut = &H200[..H200.len() / 3];
+    assert!(matches!(parse(cut), Err(ParseError::Malformed(_))));
+    // An entity that would read a file is refused, not resolved.
+    let xxe = "<?xml version=\"1.0\"?><!DOCTYPE x [<!ENTITY e SYSTEM \"file:///etc/passwd\">]>\
+               <nvidia_smi_log><driver_version>&e;</driver_version></nvidia_smi_log>";
+    assert!(matches!(parse(xxe), Err(ParseError::Malformed(_))));
+}
+
+#[test]
+fn warning_lines_before_the_xml_are_skipped() {
+    let text = format!("WARNING: infoROM is corrupted at gpu 0000:00:06.0\n{H200}");
+    let log = parse(&text).unwrap();
+    assert_eq!(log.gpus.len(), 2);
+}
+
+#[test]
+fn crlf_and_bom() {
+    let text = format!("\u{feff}{}", H200.replace('\n', "\r\n"));
+    let log = parse(&text).unwrap();
+    assert_eq!(v(&log.gpus[1].memory.total_mib), 143771);
+}
+
+#[test]
+fn zero_gpus() {
+    let log = parse("<nvidia_smi_log><attached_gpus>0</attached_gpus></nvidia_smi_log>").unwrap();
+    assert!(log.gpus.is_empty());
+}

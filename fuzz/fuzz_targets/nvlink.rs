@@ -1,0 +1,15 @@
+#![no_main]
+
+use gpuaudit_core::parse::nvlink;
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    let text = String::from_utf8_lossy(data);
+    if let Ok(gpus) = nvlink::parse_status(&text) {
+        for (_, links) in gpus {
+            for link in links {
+                assert_eq!(link.active, link.speed_gbps.is_some());
+            }
+        }
+    }
+});
