@@ -228,11 +228,8 @@ fn identity(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     }
 
     for g in selected(facts, policy) {
-        out.extend(identity_of(
-            g,
-            ordered.map(|e| e.model.as_str()),
-            allowed.as_deref(),
-        ));
+        let found = identity_of(g, ordered.map(|e| e.model.as_str()), allowed.as_deref());
+        out.extend(found.into_iter().map(|f| f.gpu(g.index)));
     }
     if out.is_empty() {
         out.push(Finding::skip(ID, no_gpu_reason(facts)));
@@ -306,10 +303,8 @@ fn identity_of(g: &GpuFacts, ordered: Option<&str>, allowed: Option<&[&str]>) ->
         if let Some(o) = ordered {
             msg.push_str(&format!(", as ordered ({o})"));
         }
-        if g.sm_count.value().is_none() {
-            msg.push_str(
-                "; SM count not read (it needs CUDA: a live audit with measurements reads it)",
-            );
+        if let Some(r) = g.sm_count.reason() {
+            ev.insert("sm_count_unavailable", r);
         }
         return vec![Finding::pass(ID, msg).evidence(ev)];
     }

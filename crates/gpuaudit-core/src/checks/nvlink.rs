@@ -40,7 +40,7 @@ fn status(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     let multi = facts.gpu_list().len() > 1;
     let mut out: Vec<Finding> = gpus
         .iter()
-        .map(|g| per_gpu(facts, policy, g, multi))
+        .map(|g| per_gpu(facts, policy, g, multi).gpu(g.index))
         .collect();
     if multi {
         out.push(topology(facts, policy));
