@@ -150,7 +150,12 @@ fn render_check(out: &mut String, group: &[&Finding], width: usize, opts: &Table
     let per_gpu = group.iter().filter(|f| f.gpu.is_some()).count();
     if all_pass && per_gpu > 1 && !opts.verbose {
         let first = group[0];
-        let note = format!("  (all {} GPUs pass; --verbose lists each)", per_gpu);
+        let more = per_gpu - 1;
+        let note = format!(
+            "  (+{more} more GPU{} pass{}; -v lists each)",
+            if more == 1 { "" } else { "s" },
+            if more == 1 { "es" } else { "" }
+        );
         line(out, first, width, opts, Some(&note));
         return;
     }
