@@ -239,6 +239,9 @@ pub struct ContainerToolkit {
     /// Paths found among nvidia-container-runtime, nvidia-container-runtime-hook,
     /// nvidia-container-cli, nvidia-ctk, /etc/nvidia-container-runtime/config.toml.
     pub found: Vec<String>,
+    /// Container engines installed on this machine (dockerd, containerd, podman, crio), by
+    /// the path of their program.
+    pub engines: Vec<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
