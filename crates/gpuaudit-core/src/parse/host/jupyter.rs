@@ -173,6 +173,64 @@ pub fn reduce(settings: &[(String, String)]) -> String {
     s
 }
 
+/// The reduced JSON file a snapshot keeps for a `.json` configuration: [`parse_json`] reads it
+/// back to the same settings.
+pub fn reduce_json(settings: &[(String, String)]) -> String {
+    let mut root = serde_json::Map::new();
+    for (k, v) in settings {
+        let parts: Vec<&str> = k.split('.').collect();
+        insert(&mut root, &parts, json_value(v));
+    }
+    serde_json::to_string_pretty(&serde_json::Value::Object(root)).unwrap_or_else(|_| "{}".into())
+        + "\n"
+}
+
+fn insert(
+    m: &mut serde_json::Map<String, serde_json::Value>,
+    parts: &[&str],
+    v: serde_json::Value,
+) {
+    match parts {
+        [] => {}
+        [last] => {
+            m.insert(last.to_string(), v);
+        }
+        [first, rest @ ..] => {
+            let e = m
+                .entry(first.to_string())
+                .or_insert_with(|| serde_json::Value::Object(serde_json::Map::new()));
+            if !e.is_object() {
+                *e = serde_json::Value::Object(serde_json::Map::new());
+            }
+            if let serde_json::Value::Object(inner) = e {
+                insert(inner, rest, v);
+            }
+        }
+    }
+}
+
+fn json_value(v: &str) -> serde_json::Value {
+    use serde_json::Value;
+    match v.trim() {
+        "True" => Value::Bool(true),
+        "False" => Value::Bool(false),
+        "None" => Value::Null,
+        "<set>" => Value::String("<set>".into()),
+        t => {
+            if let Some(s) = parse_string(t) {
+                return Value::String(s);
+            }
+            if let Ok(i) = t.parse::<i64>() {
+                return Value::from(i);
+            }
+            if let Some(n) = t.parse::<f64>().ok().and_then(serde_json::Number::from_f64) {
+                return Value::Number(n);
+            }
+            Value::String(t.to_string())
+        }
+    }
+}
+
 /// A number as Python writes it ("1e6", "1_000_000", "10000000.0", "int(1e10)" is not one).
 pub fn parse_number(v: &str) -> Option<f64> {
     let t = v.trim().replace('_', "");
@@ -246,6 +304,7 @@ mod tests {
                 ("ResourceUseDisplay.mem_limit".into(), "1000".into()),
             ]
         );
+        assert_eq!(parse_json(&reduce_json(&s)).unwrap(), s);
         assert!(parse_json("{not json").is_err());
         assert!(parse_json("[]").is_err());
         assert_eq!(parse_json("").unwrap(), vec![]);

@@ -141,45 +141,45 @@ pub fn native_entries(entries: Vec<CacheEntry>) -> Vec<CacheEntry> {
     }
 }
 
-#[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-
-    /// Build a cache in the new format (what `ldconfig` writes since glibc 2.32).
-    pub fn build_cache(entries: &[(&str, &str, u32)]) -> Vec<u8> {
-        let mut strings = Vec::new();
-        let table_len = HEADER_NEW + entries.len() * ENTRY_NEW;
-        let mut offs = Vec::new();
-        for (k, v, _) in entries {
-            let ko = table_len + strings.len();
-            strings.extend_from_slice(k.as_bytes());
-            strings.push(0);
-            let vo = table_len + strings.len();
-            strings.extend_from_slice(v.as_bytes());
-            strings.push(0);
-            offs.push((ko as u32, vo as u32));
-        }
-        let mut b = Vec::new();
-        b.extend_from_slice(b"glibc-ld.so.cache1.1");
-        b.extend_from_slice(&(entries.len() as u32).to_le_bytes());
-        b.extend_from_slice(&(strings.len() as u32).to_le_bytes());
-        b.extend_from_slice(&[0u8; 4]);
-        b.extend_from_slice(&[0u8; 16]);
-        assert_eq!(b.len(), HEADER_NEW);
-        for ((_, _, flags), (ko, vo)) in entries.iter().zip(offs) {
-            b.extend_from_slice(&flags.to_le_bytes());
-            b.extend_from_slice(&ko.to_le_bytes());
-            b.extend_from_slice(&vo.to_le_bytes());
-            b.extend_from_slice(&0u32.to_le_bytes());
-            b.extend_from_slice(&0u64.to_le_bytes());
-        }
-        b.extend_from_slice(&strings);
-        b
+/// Write a cache in the new format (what `ldconfig` writes since glibc 2.32): for tests and
+/// fixtures. Entries are (soname, path, flags), e.g. 0x0303 for an x86-64 ELF library.
+pub fn encode_ld_so_cache(entries: &[(&str, &str, u32)]) -> Vec<u8> {
+    let mut strings = Vec::new();
+    let table_len = HEADER_NEW + entries.len() * ENTRY_NEW;
+    let mut offs = Vec::new();
+    for (k, v, _) in entries {
+        let ko = table_len + strings.len();
+        strings.extend_from_slice(k.as_bytes());
+        strings.push(0);
+        let vo = table_len + strings.len();
+        strings.extend_from_slice(v.as_bytes());
+        strings.push(0);
+        offs.push((ko as u32, vo as u32));
     }
+    let mut b = Vec::new();
+    b.extend_from_slice(b"glibc-ld.so.cache1.1");
+    b.extend_from_slice(&(entries.len() as u32).to_le_bytes());
+    b.extend_from_slice(&(strings.len() as u32).to_le_bytes());
+    b.extend_from_slice(&[0u8; 4]);
+    b.extend_from_slice(&[0u8; 16]);
+    for ((_, _, flags), (ko, vo)) in entries.iter().zip(offs) {
+        b.extend_from_slice(&flags.to_le_bytes());
+        b.extend_from_slice(&ko.to_le_bytes());
+        b.extend_from_slice(&vo.to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&0u64.to_le_bytes());
+    }
+    b.extend_from_slice(&strings);
+    b
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     #[test]
     fn binary_cache_round_trip() {
-        let b = build_cache(&[
+        let b = encode_ld_so_cache(&[
             (
                 "libnccl.so.2",
                 "/usr/lib/x86_64-linux-gnu/libnccl.so.2",
@@ -213,12 +213,12 @@ pub(crate) mod tests {
     fn binary_cache_garbage() {
         assert!(parse_ld_so_cache(b"").is_err());
         assert!(parse_ld_so_cache(b"not a cache at all").is_err());
-        let mut b = build_cache(&[("libx.so.1", "/lib/libx.so.1", 0x0303)]);
+        let mut b = encode_ld_so_cache(&[("libx.so.1", "/lib/libx.so.1", 0x0303)]);
         // Claim a million entries.
         b[20..24].copy_from_slice(&1_000_000u32.to_le_bytes());
         assert!(parse_ld_so_cache(&b).is_err());
         // Offsets past the end are skipped.
-        let mut b = build_cache(&[("libx.so.1", "/lib/libx.so.1", 0x0303)]);
+        let mut b = encode_ld_so_cache(&[("libx.so.1", "/lib/libx.so.1", 0x0303)]);
         b[HEADER_NEW + 4..HEADER_NEW + 8].copy_from_slice(&u32::MAX.to_le_bytes());
         assert_eq!(parse_ld_so_cache(&b).unwrap().len(), 0);
     }

@@ -28,3 +28,13 @@ pub(crate) fn looks_binary(text: &str) -> bool {
         .count();
     total > 0 && bad * 10 > total
 }
+
+/// At most `n` characters of `s`, with "..." where it was cut (for quoting bad input in
+/// messages).
+pub fn truncate(s: &str, n: usize) -> String {
+    if s.chars().count() <= n {
+        s.to_string()
+    } else {
+        format!("{}...", s.chars().take(n).collect::<String>())
+    }
+}

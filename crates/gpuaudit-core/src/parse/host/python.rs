@@ -1,6 +1,7 @@
 //! Python installs: torch/version.py, wheel metadata (dist-info), and the JSON the torch
 //! query script prints.
 
+use super::truncate;
 use crate::parse::ParseError;
 use serde::{Deserialize, Serialize};
 
@@ -149,14 +150,6 @@ pub fn parse_torch_query(text: &str) -> Result<TorchQuery, ParseError> {
             ParseError::Malformed(format!("no JSON in the output: {}", truncate(first, 160)))
         })?;
     serde_json::from_str(line).map_err(|e| ParseError::Malformed(format!("bad JSON: {e}")))
-}
-
-pub(crate) fn truncate(s: &str, n: usize) -> String {
-    if s.chars().count() <= n {
-        s.to_string()
-    } else {
-        format!("{}...", s.chars().take(n).collect::<String>())
-    }
 }
 
 /// cuDNN's version number as a version: 90100 -> "9.1.0" (cuDNN 9: major*10000), 8902 ->

@@ -73,14 +73,18 @@ pub fn fold(files: &[(String, Vec<Directive>, Vec<usize>)]) -> SshdConfig {
     let mut c = SshdConfig::default();
     let mut current_match: Option<String> = None;
     for (file, directives, bad) in files {
-        c.files.push(file.clone());
+        // A file split around its Include lines comes in several pieces.
+        if !c.files.contains(file) {
+            c.files.push(file.clone());
+        }
         c.ignored.extend(bad.iter().map(|n| format!("{file}:{n}")));
         for (_, k, v) in directives {
             if k == "match" {
                 current_match = (!v.eq_ignore_ascii_case("all")).then(|| v.clone());
                 continue;
             }
-            if k == "include" {
+            // Only the judged keywords are kept (a snapshot keeps no others).
+            if !RELEVANT.contains(&k.as_str()) {
                 continue;
             }
             match &current_match {
@@ -114,6 +118,33 @@ pub fn reduce(files: &[(String, Vec<Directive>, Vec<usize>)]) -> String {
             } else if RELEVANT.contains(&k.as_str()) {
                 s.push_str(&format!("{k} {v}\n"));
             }
+        }
+    }
+    s
+}
+
+/// The reduced copy of one sshd configuration file that a snapshot keeps: one line per line
+/// (so line numbers stay), the judged keywords and `Match`/`Include` lines as they are, other
+/// settings as "Keyword omitted", comments and blank lines empty, lines that are not
+/// "Keyword value" as "?". [`parse_sshd_file`] and [`fold`] give the same result on it.
+pub fn reduce_file(text: &str) -> String {
+    let mut s = String::new();
+    for line in text.lines() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') {
+            s.push('\n');
+            continue;
+        }
+        match parse_sshd_file(line) {
+            Ok((d, _)) if d.len() == 1 => {
+                let (_, k, v) = &d[0];
+                if RELEVANT.contains(&k.as_str()) || k == "match" || k == "include" {
+                    s.push_str(&format!("{k} {v}\n"));
+                } else {
+                    s.push_str(&format!("{k} omitted\n"));
+                }
+            }
+            _ => s.push_str("?\n"),
         }
     }
     s
@@ -166,7 +197,7 @@ pub fn parse_key_line(line: &str) -> Option<Result<KeyLine, String>> {
     if !is_key_type(key_type) {
         return Some(Err(format!(
             "'{}' is not a key type",
-            crate::parse::host::python::truncate(key_type, 40)
+            crate::parse::host::truncate(key_type, 40)
         )));
     }
     Some(Ok(KeyLine {
@@ -359,6 +390,25 @@ mod tests {
         let again = fold(&[("x".into(), rd, rb)]);
         assert_eq!(again.global, c.global);
         assert_eq!(again.matched, c.matched);
+    }
+
+    #[test]
+    fn reduced_file_keeps_lines_and_settings() {
+        let t = "# c\nPort 22\nPasswordAuthentication yes\n???\nMatch User x\n  PermitRootLogin yes\nBanner /etc/issue\n";
+        let r = reduce_file(t);
+        assert_eq!(r.lines().count(), t.lines().count());
+        let (a, abad) = parse_sshd_file(t).unwrap();
+        let (b, bbad) = parse_sshd_file(&r).unwrap();
+        assert_eq!(abad, bbad);
+        assert_eq!(a.len(), b.len());
+        let fa = fold(&[("f".into(), a, abad)]);
+        let fb = fold(&[("f".into(), b, bbad)]);
+        assert_eq!(
+            fa.get("passwordauthentication"),
+            fb.get("passwordauthentication")
+        );
+        assert_eq!(fa.matched, fb.matched);
+        assert!(!r.contains("issue"));
     }
 
     #[test]
