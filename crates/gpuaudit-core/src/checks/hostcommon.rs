@@ -69,3 +69,43 @@ pub(crate) fn facts_with_gpus(n: u32, cc: (u32, u32)) -> Facts {
     f.driver.cuda_version = crate::reading::Reading::Value(crate::facts::CudaVersion::new(13, 0));
     f
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn host_checks_are_registered_with_their_documentation() {
+        for id in [
+            "cuda.libraries",
+            "cuda.framework",
+            "cuda.env",
+            "container.runtime",
+            "storage.mounts",
+            "storage.throughput",
+            "host.shm",
+            "net.somaxconn",
+            "net.loopback",
+            "net.fabric",
+            "env.jupyter",
+            "env.ssh",
+        ] {
+            let c = super::super::find(id).unwrap_or_else(|| panic!("{id} not registered"));
+            assert!(super::super::CATALOG.contains(&id));
+            for (what, text) in [
+                ("what", c.doc.what),
+                ("why", c.doc.why),
+                ("verify", c.doc.verify),
+                ("fix", c.doc.fix),
+            ] {
+                assert!(text.len() > 40, "{id}: {what} is too short");
+                if what != "verify" {
+                    assert!(
+                        !text.contains("  "),
+                        "{id}: {what} has a run of spaces (a broken line continuation?)"
+                    );
+                }
+            }
+        }
+        let lo = super::super::find("net.loopback").unwrap();
+        assert!(lo.doc.verify.contains("\n    c, _ = s.accept()"));
+    }
+}

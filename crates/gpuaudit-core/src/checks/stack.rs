@@ -207,44 +207,59 @@ fn run_libraries(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
         );
     }
 
-    // Several versions of the same library.
+    // Several versions of the same library under one soname (libnccl.so.2 2.18.1 and 2.21.5):
+    // which one a process gets depends on how it was started. Different majors have different
+    // sonames (libcublas.so.11, libcublas.so.13) and cannot be confused by the loader.
     for lib in LIBRARIES
         .iter()
         .filter(|l| !matches!(**l, "libcuda" | "libnvidia-ml"))
     {
-        let of: Vec<&LibraryCopy> = copies.iter().filter(|c| c.library == *lib).collect();
-        let mut versions: Vec<&str> = of.iter().filter_map(|c| c.version.as_deref()).collect();
-        versions.sort_by(|a, b| cmp_versions(a, b));
-        versions.dedup();
-        if versions.len() < 2 {
-            continue;
-        }
-        let severe = matches!(*lib, "libnccl" | "libcublas" | "libcublasLt" | "libcudnn");
-        let first = first_resolved(copies, lib);
-        let msg = format!(
-            "{} versions of {lib} on this machine ({}){}: which one a process loads depends on LD_LIBRARY_PATH and on the framework's RUNPATH{}",
-            versions.len(),
-            versions.join(", "),
-            first
-                .map(|f| format!("; a program without RUNPATH gets {}", f.version.as_deref().unwrap_or(&f.file)))
-                .unwrap_or_default(),
-            if *lib == "libnccl" {
-                ", the usual cause of 'NCCL version mismatch' between ranks"
-            } else {
-                ""
+        let mut majors: Vec<&str> = copies
+            .iter()
+            .filter(|c| c.library == *lib)
+            .filter_map(|c| c.version.as_deref().map(major_of))
+            .collect();
+        majors.sort_by(|a, b| cmp_versions(a, b));
+        majors.dedup();
+        for major in majors {
+            let of: Vec<&LibraryCopy> = copies
+                .iter()
+                .filter(|c| c.library == *lib && c.version.as_deref().map(major_of) == Some(major))
+                .collect();
+            let mut versions: Vec<&str> = of.iter().filter_map(|c| c.version.as_deref()).collect();
+            versions.sort_by(|a, b| cmp_versions(a, b));
+            versions.dedup();
+            if versions.len() < 2 {
+                continue;
             }
-        );
-        let f = if severe {
-            Finding::warn(ID_LIBS, msg)
-        } else {
-            Finding::info(ID_LIBS, msg)
-        };
-        out.push(
-            f.with("library", *lib)
-                .with("versions", &versions)
-                .with("copies", of.iter().map(|c| describe(c)).collect::<Vec<_>>())
-                .fix(format!("keep one {lib} per environment: drop the LD_LIBRARY_PATH entries or packages that bring the others (each Python environment should use its own wheels)")),
-        );
+            let severe = matches!(*lib, "libnccl" | "libcublas" | "libcublasLt" | "libcudnn");
+            let first = first_resolved(copies, lib)
+                .filter(|f| f.version.as_deref().map(major_of) == Some(major));
+            let msg = format!(
+                "{} versions of {lib}.so.{major} on this machine ({}){}: which one a process loads depends on LD_LIBRARY_PATH and on the framework's RUNPATH{}",
+                versions.len(),
+                versions.join(", "),
+                first
+                    .map(|f| format!("; a program without RUNPATH gets {}", f.version.as_deref().unwrap_or(&f.file)))
+                    .unwrap_or_default(),
+                if *lib == "libnccl" {
+                    ", the usual cause of 'NCCL version mismatch' between ranks"
+                } else {
+                    ""
+                }
+            );
+            let f = if severe {
+                Finding::warn(ID_LIBS, msg)
+            } else {
+                Finding::info(ID_LIBS, msg)
+            };
+            out.push(
+                f.with("library", *lib)
+                    .with("versions", &versions)
+                    .with("copies", of.iter().map(|c| describe(c)).collect::<Vec<_>>())
+                    .fix(format!("keep one {lib} per environment: drop the LD_LIBRARY_PATH entries or packages that bring the others (each Python environment should use its own wheels)")),
+            );
+        }
     }
 
     // LD_LIBRARY_PATH shadows a wheel that a framework was installed with.
@@ -262,7 +277,7 @@ fn run_libraries(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
         };
         let differs: Vec<&&LibraryCopy> = wheels
             .iter()
-            .filter(|w| matches!((&w.version, &l.version), (Some(a), Some(b)) if a != b))
+            .filter(|w| matches!((&w.version, &l.version), (Some(a), Some(b)) if a != b && major_of(a) == major_of(b)))
             .collect();
         if differs.is_empty() {
             continue;
@@ -342,6 +357,11 @@ fn run_libraries(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
             .with("copies", copies.iter().map(describe).collect::<Vec<_>>()),
     );
     out
+}
+
+/// "2.21.5" -> "2": the soname's number.
+fn major_of(v: &str) -> &str {
+    v.split('.').next().unwrap_or(v)
 }
 
 /// The copy a program without RUNPATH loads: LD_LIBRARY_PATH, then the cache; `.so.N` names
@@ -903,7 +923,9 @@ mod tests {
         let r = run_libraries(&f, &Policy::default());
         let warns: Vec<&Finding> = r.iter().filter(|x| x.status == Status::Warn).collect();
         assert_eq!(warns.len(), 2, "{r:#?}");
-        assert!(warns[0].message.contains("2.18.1, 2.21.5"));
+        assert!(warns[0]
+            .message
+            .contains("libnccl.so.2 on this machine (2.18.1, 2.21.5)"));
         assert!(warns[0].message.contains("NCCL version mismatch"));
         assert!(warns[1].message.contains("LD_LIBRARY_PATH"));
         assert_eq!(r.last().unwrap().status, Status::Info);

@@ -381,7 +381,7 @@ pub struct JupyterConfig {
     /// (Class.key, value as written): ("ServerApp.iopub_data_rate_limit", "1000"). Token and
     /// password values are never kept: only "<set>" or "''".
     pub settings: Vec<(String, String)>,
-    /// Why (part of) the file could not be read.
+    /// Why the file could not be read or parsed; it starts with the file's path.
     pub error: Option<String>,
 }
 

@@ -10,9 +10,15 @@ use std::io::{ErrorKind, Read};
 /// where copying the file would leak secrets or where the file could not be read.
 pub const UNREADABLE_MARK: &str = "# gpuaudit-unreadable: ";
 
-/// "/etc/ssh/sshd_config" for "etc/ssh/sshd_config".
+/// "/etc/ssh/sshd_config" for "etc/ssh/sshd_config": the machine's path. The snapshot's own
+/// `cmd/` files have no machine path and stay as they are named in the snapshot.
 pub fn abs(rel: &str) -> String {
-    format!("/{}", rel.trim_start_matches('/'))
+    let r = rel.trim_start_matches('/');
+    if r.starts_with("cmd/") {
+        r.to_string()
+    } else {
+        format!("/{r}")
+    }
 }
 
 /// "etc/ssh/sshd_config" for "/etc/ssh/sshd_config".
@@ -112,10 +118,10 @@ pub fn glob(root: &RootFs, pattern: &str, limit: usize) -> Vec<String> {
         for base in &current {
             if comp.contains(['*', '?']) {
                 for name in children(root, base) {
-                    if !name.starts_with('.') || comp.starts_with('.') {
-                        if wildcard(comp, &name) {
-                            next.push(join(base, &name));
-                        }
+                    // Like a shell, '*' does not match hidden names.
+                    let visible = !name.starts_with('.') || comp.starts_with('.');
+                    if visible && wildcard(comp, &name) {
+                        next.push(join(base, &name));
                     }
                 }
             } else {

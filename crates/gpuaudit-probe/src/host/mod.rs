@@ -108,6 +108,18 @@ pub fn gather(root: &RootFs, opts: &HostOptions) -> HostFacts {
     }
 }
 
+/// storage.throughput alone (`gpuaudit bench storage`): a few seconds per directory.
+pub fn measure_storage(
+    dirs: &[gpuaudit_core::facts::DataDir],
+) -> Vec<gpuaudit_core::facts::DirThroughput> {
+    iobench::measure_all(dirs)
+}
+
+/// net.loopback alone: at most 1000 round trips or 2 s.
+pub fn measure_loopback() -> Reading<gpuaudit_core::facts::LoopbackRtt> {
+    loopback::measure()
+}
+
 /// /proc/sys/net/core/somaxconn.
 pub fn gather_somaxconn(root: &RootFs) -> Reading<u32> {
     let rel = "proc/sys/net/core/somaxconn";
