@@ -32,3 +32,35 @@ fn live_and_snapshot_agree() {
         panic!("live and snapshot facts differ (notes: {notes:?})");
     }
 }
+
+/// Collecting from a snapshot gives a snapshot with the same facts: every reduction (sshd,
+/// Jupyter, containerd, the listings) reads back to what it was made from.
+#[test]
+fn recollected_fixtures_keep_their_facts() {
+    let base = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/snapshots");
+    let mut n = 0;
+    for e in std::fs::read_dir(&base).unwrap() {
+        let p = e.unwrap().path();
+        let name = p.file_name().unwrap().to_string_lossy().into_owned();
+        if !name.starts_with("host-") && name != "h200-x2-vm" {
+            continue;
+        }
+        n += 1;
+        let opts = HostOptions::default();
+        let a = gather(&RootFs::new(&p), &opts);
+        let d = tempfile::tempdir().unwrap();
+        collect_into(&RootFs::new(&p), &opts, d.path());
+        let b = gather(&RootFs::new(d.path()), &opts);
+        let sa = serde_json::to_string_pretty(&a).unwrap();
+        let sb = serde_json::to_string_pretty(&b).unwrap();
+        if sa != sb {
+            for (x, y) in sa.lines().zip(sb.lines()) {
+                if x != y {
+                    eprintln!("{name}\n  first:  {x}\n  second: {y}");
+                }
+            }
+            panic!("{name}: facts changed through collect");
+        }
+    }
+    assert!(n >= 8);
+}

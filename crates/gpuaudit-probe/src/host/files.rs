@@ -69,13 +69,11 @@ pub fn children(root: &RootFs, rel: &str) -> Vec<String> {
     root.list(rel).unwrap_or_default()
 }
 
-/// Whether a path exists (following links). Errors other than "not found" count as existing,
-/// so a permission problem is not mistaken for absence.
+/// Whether a path exists (following links) and can be looked at: what an unprivileged run
+/// cannot see (another user's home) counts as absent, as it does for every program that run
+/// starts.
 pub fn exists(root: &RootFs, rel: &str) -> bool {
-    match fs::metadata(root.path(rel)) {
-        Ok(_) => true,
-        Err(e) => e.kind() != ErrorKind::NotFound,
-    }
+    fs::metadata(root.path(rel)).is_ok()
 }
 
 /// `rel` joined with a name.
