@@ -37,7 +37,8 @@ fn live_and_snapshot_agree() {
 /// Jupyter, containerd, the listings) reads back to what it was made from.
 #[test]
 fn recollected_fixtures_keep_their_facts() {
-    let base = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/snapshots");
+    let base =
+        std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/snapshots");
     let mut n = 0;
     for e in std::fs::read_dir(&base).unwrap() {
         let p = e.unwrap().path();

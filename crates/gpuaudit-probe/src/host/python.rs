@@ -573,6 +573,69 @@ mod tests {
         assert_eq!(t.nccl, Reading::Value("2.18.1".into()));
     }
 
+    /// The query script against a stand-in torch package, with the real interpreter where this
+    /// machine has one (the script's own mistakes would otherwise go unnoticed).
+    #[test]
+    fn query_script_runs_against_a_fake_torch() {
+        let Some(python) = ["/usr/bin/python3", "/usr/local/bin/python3"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists())
+        else {
+            eprintln!("no python3: skipped");
+            return;
+        };
+        let d = tempfile::tempdir().unwrap();
+        let site = d.path().join("site");
+        touch(
+            &site,
+            "torch/__init__.py",
+            "__version__ = '2.5.1+cu124'\nfrom . import version, _C, backends, cuda\n",
+        );
+        touch(&site, "torch/version.py", "cuda = '12.4'\nhip = None\n");
+        touch(
+            &site,
+            "torch/_C.py",
+            "def _cuda_getArchFlags():\n    return 'sm_50 sm_80 sm_90'\n",
+        );
+        touch(&site, "torch/backends/__init__.py", "from . import cudnn\n");
+        touch(
+            &site,
+            "torch/backends/cudnn.py",
+            "def version():\n    return 90100\n",
+        );
+        touch(&site, "torch/cuda/__init__.py", "from . import nccl\n");
+        touch(
+            &site,
+            "torch/cuda/nccl.py",
+            "def version():\n    return (2, 21, 5)\n",
+        );
+        let wrapper = d.path().join("python");
+        fs::write(
+            &wrapper,
+            format!(
+                "#!/bin/sh\nPYTHONPATH={} exec {python} \"$@\"\n",
+                site.display()
+            ),
+        )
+        .unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).unwrap();
+        let (out, err) = ask(wrapper.to_str().unwrap(), Duration::from_secs(20));
+        assert!(err.is_none(), "{err:?}");
+        let q = parse_torch_query(&out.unwrap()).unwrap();
+        assert_eq!(q.torch.as_deref(), Some("2.5.1+cu124"));
+        assert_eq!(q.cuda.as_deref(), Some("12.4"));
+        assert_eq!(q.arch_flags.as_deref(), Some("sm_50 sm_80 sm_90"));
+        assert_eq!(q.cudnn, Some(90100));
+        assert_eq!(q.nccl.as_deref(), Some("2.21.5"));
+        assert!(q.file.unwrap().starts_with(site.to_str().unwrap()));
+        // Without torch: the import error is reported, not a crash.
+        fs::remove_dir_all(site.join("torch")).unwrap();
+        let (out, _) = ask(wrapper.to_str().unwrap(), Duration::from_secs(20));
+        let q = parse_torch_query(&out.unwrap()).unwrap();
+        assert!(q.error.unwrap().contains("ModuleNotFoundError"));
+    }
+
     #[test]
     fn ask_times_out_and_reports_missing_interpreters() {
         let (o, e) = ask("/nonexistent/python3", Duration::from_secs(1));
