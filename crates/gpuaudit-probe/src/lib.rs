@@ -8,4 +8,5 @@ pub mod collect;
 pub mod command;
 pub mod gather;
 pub mod nvml;
+pub mod host;
 pub mod root;

@@ -19,6 +19,13 @@ use crate::finding::{Finding, Status};
 use crate::policy::Policy;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+mod container;
+mod hostcommon;
+mod hostenv;
+mod network;
+mod stack;
+mod storage;
+
 /// What `gpuaudit explain ID` prints.
 #[derive(Clone, Copy, Debug)]
 pub struct CheckDoc {
@@ -112,6 +119,11 @@ pub fn all() -> Vec<&'static Check> {
         cuda::CHECKS,
         os::CHECKS,
         memory::CHECKS,
+        stack::CHECKS,
+        container::CHECKS,
+        storage::CHECKS,
+        network::CHECKS,
+        hostenv::CHECKS,
     ];
     let mut checks: Vec<&'static Check> = areas.iter().flat_map(|a| a.iter()).collect();
     checks.sort_by_key(|c| {

@@ -1,0 +1,269 @@
+//! `gpuaudit collect` for the host checks: everything [`super::gather`] reads, written so that
+//! gathering from the snapshot gives the same facts. Files that may hold secrets are reduced
+//! (sshd_config, Jupyter configs, containerd's config.toml); what is not a plain file goes
+//! under `cmd/`; a reading that failed is written as the unreadable marker with its reason.
+
+use super::files::{self, join, read_bytes, read_text, UNREADABLE_MARK};
+use super::{container, env, fabric, jupyter, libraries, python, ssh, storage, HostOptions};
+use crate::root::RootFs;
+use gpuaudit_core::facts::ContainerdConfig;
+use gpuaudit_core::parse::host::jupyter::{reduce, reduce_json};
+use gpuaudit_core::parse::host::listing::{
+    format_data_dirs, format_devices, format_env, format_identity, format_keys, format_libraries,
+};
+use gpuaudit_core::parse::host::python::metadata_header;
+use gpuaudit_core::parse::host::sshd::reduce_file;
+use gpuaudit_core::reading::Reading;
+use std::path::Path;
+
+struct Writer<'a> {
+    out: &'a Path,
+    notes: Vec<String>,
+}
+
+impl Writer<'_> {
+    fn write(&mut self, rel: &str, bytes: &[u8]) {
+        let p = self.out.join(rel.trim_start_matches('/'));
+        let r = p
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|_| std::fs::write(&p, bytes));
+        if let Err(e) = r {
+            self.notes
+                .push(format!("could not write {}: {e}", p.display()));
+        }
+    }
+
+    fn mark(&mut self, rel: &str, reason: &str) {
+        self.write(rel, format!("{UNREADABLE_MARK}{reason}\n").as_bytes());
+    }
+
+    /// An empty file that says "this program exists".
+    fn marker(&mut self, rel: &str) {
+        self.write(rel, b"");
+    }
+
+    fn copy(&mut self, root: &RootFs, rel: &str) {
+        match read_bytes(root, rel) {
+            Ok(Some(b)) => self.write(rel, &b),
+            Ok(None) => {}
+            Err(e) => {
+                self.notes.push(e.clone());
+                self.mark(rel, &e);
+            }
+        }
+    }
+
+    fn reading<T>(&mut self, rel: &str, r: &Reading<T>, format: impl Fn(&T) -> String) {
+        match r {
+            Reading::Value(v) => self.write(rel, format(v).as_bytes()),
+            Reading::Unavailable(why) => {
+                self.notes.push(format!("{rel}: {why}"));
+                self.mark(rel, why);
+            }
+        }
+    }
+}
+
+/// containerd's config reduced to what the check reads (its registry credentials stay home).
+fn containerd_toml(c: &ContainerdConfig) -> String {
+    let mut s = String::from(
+        "# reduced by gpuaudit collect: only the runtimes and CDI settings\nversion = 2\n",
+    );
+    s.push_str("[plugins.\"io.containerd.grpc.v1.cri\"]\n");
+    if let Some(b) = c.cdi_enabled {
+        s.push_str(&format!("enable_cdi = {b}\n"));
+    }
+    s.push_str("[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n");
+    if let Some(d) = &c.default_runtime {
+        s.push_str(&format!("default_runtime_name = {}\n", toml_str(d)));
+    }
+    for r in &c.runtimes {
+        s.push_str(&format!(
+            "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.{}]\n",
+            toml_str(r)
+        ));
+    }
+    s
+}
+
+fn toml_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+pub fn collect_into(root: &RootFs, opts: &HostOptions, out: &Path) -> Vec<String> {
+    let mut w = Writer {
+        out,
+        notes: Vec::new(),
+    };
+
+    // Plain copies.
+    for rel in [
+        storage::MOUNTS,
+        "proc/1/cgroup",
+        "proc/sys/net/core/somaxconn",
+        "proc/meminfo",
+        "proc/modules",
+        ".dockerenv",
+        "run/.containerenv",
+        container::DOCKER,
+    ] {
+        w.copy(root, rel);
+    }
+
+    // The environment and what derives from it.
+    let envr = env::read_env(root);
+    w.reading(env::SNAPSHOT_FILE, &envr, format_env);
+    let env_value = envr.value().cloned().unwrap_or_default();
+    w.reading(
+        storage::DATA_DIRS_FILE,
+        &storage::data_dirs(root, opts, &env_value),
+        |d| format_data_dirs(d),
+    );
+
+    // Python environments: a marker in every site-packages directory (so the same ones are
+    // found), the interpreters, torch/version.py, the NVIDIA wheels' metadata headers.
+    let sites = python::discover(root, &env_value);
+    for s in &sites {
+        w.marker(&join(&s.rel, ".gpuaudit-site"));
+        if let Some(i) = &s.interpreter {
+            w.marker(&files::rel(i));
+        }
+        if python::has_torch(root, s) {
+            w.copy(root, &join(&s.rel, "torch/version.py"));
+        }
+        for (_, _, dist) in python::nvidia_wheels(root, s) {
+            let meta = join(&dist, "METADATA");
+            if let Ok(Some(t)) = read_text(root, &meta) {
+                w.write(&meta, metadata_header(&t).as_bytes());
+            }
+        }
+    }
+    if root.is_live() {
+        if opts.ask_interpreter {
+            let q = python::query_all(root, &sites, opts.interpreter_timeout);
+            match serde_json::to_string_pretty(&q) {
+                Ok(s) => w.write(python::QUERY_FILE, s.as_bytes()),
+                Err(e) => w.notes.push(format!("{}: {e}", python::QUERY_FILE)),
+            }
+        }
+    } else {
+        w.copy(root, python::QUERY_FILE);
+    }
+
+    // Libraries, resolved.
+    w.reading(
+        libraries::LISTING,
+        &libraries::read(root, &env_value, &sites),
+        |l| format_libraries(l),
+    );
+
+    // Containers.
+    let mounts = storage::read_mounts(root);
+    let c = container::read(root, &env_value, mounts.value().map(Vec::as_slice));
+    w.reading(container::DEVICES_FILE, &c.devices, |d| format_devices(d));
+    w.reading(container::IDENTITY_FILE, &c.identity, |(u, g)| {
+        format_identity(*u, g)
+    });
+    if let Some(t) = c.toolkit.value() {
+        for p in t.found.iter().chain(t.engines.iter()) {
+            if p.starts_with("/etc/") {
+                w.copy(root, &files::rel(p));
+            } else {
+                w.marker(&files::rel(p));
+            }
+        }
+    }
+    match container::read_containerd(root) {
+        Reading::Value(Some(cd)) => w.write(container::CONTAINERD, containerd_toml(&cd).as_bytes()),
+        Reading::Value(None) => {}
+        Reading::Unavailable(why) => w.mark(container::CONTAINERD, &why),
+    }
+    for f in container::cdi_files(root) {
+        w.copy(root, &f);
+    }
+
+    // Fabric.
+    for dev in files::children(root, fabric::IB) {
+        let pdir = join(&join(fabric::IB, &dev), "ports");
+        for p in files::children(root, &pdir) {
+            for f in fabric::PORT_FILES {
+                w.copy(root, &join(&join(&pdir, &p), f));
+            }
+        }
+    }
+    for n in fabric::physical_nics(root) {
+        let base = join(fabric::NET, &n);
+        for f in fabric::NIC_FILES {
+            // A NIC that is down refuses to tell its speed; leave the file out, as the reader
+            // then does.
+            if let Ok(Some(b)) = read_bytes(root, &join(&base, f)) {
+                w.write(&join(&base, f), &b);
+            }
+        }
+        let driver = root
+            .link_name(&join(&base, "device/driver"))
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        w.write(&join(&base, "device/driver"), driver.as_bytes());
+    }
+
+    // Jupyter, reduced.
+    for d in jupyter::config_dirs(root, &env_value, &sites) {
+        for f in jupyter::config_files(root, &d) {
+            let Some(cfg) = jupyter::read_file(root, &f) else {
+                continue;
+            };
+            match &cfg.error {
+                Some(e) => w.mark(&f, e),
+                None if f.ends_with(".json") => w.write(&f, reduce_json(&cfg.settings).as_bytes()),
+                None => w.write(&f, reduce(&cfg.settings).as_bytes()),
+            }
+        }
+    }
+
+    // sshd, reduced file by file (line numbers kept), and authorized_keys without keys.
+    match ssh::segments(root) {
+        Ok(None) => {}
+        Ok(Some(segs)) => {
+            let mut done: Vec<&str> = Vec::new();
+            for (file, _, _) in &segs {
+                if done.contains(&file.as_str()) {
+                    continue;
+                }
+                done.push(file);
+                if let Ok(Some(t)) = read_text(root, &files::rel(file)) {
+                    w.write(&files::rel(file), reduce_file(&t).as_bytes());
+                }
+            }
+        }
+        Err(e) => w.mark(ssh::SSHD, &e),
+    }
+    let sshd = ssh::read_sshd(root);
+    w.reading(
+        ssh::KEYS_FILE,
+        &ssh::read_keys(root, sshd.value().and_then(|c| c.as_ref())),
+        |k| format_keys(k),
+    );
+
+    w.notes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn containerd_reduction_reads_back() {
+        let c = ContainerdConfig {
+            runtimes: vec!["nvidia".into(), "runc".into()],
+            default_runtime: Some("nvidia".into()),
+            cdi_enabled: Some(true),
+        };
+        let back =
+            gpuaudit_core::parse::host::container::parse_containerd_toml(&containerd_toml(&c))
+                .unwrap();
+        assert_eq!(back, c);
+    }
+}

@@ -1,0 +1,316 @@
+//! Containers: whether we are in one, the engines and the NVIDIA container toolkit on a host,
+//! their configuration, CDI specifications, /dev/nvidia* nodes, and who we are.
+
+use super::files::{abs, children, exists, join, read_text};
+use crate::root::RootFs;
+use gpuaudit_core::facts::{
+    CdiSpec, ContainerFacts, ContainerToolkit, ContainerdConfig, DeviceNode, DockerDaemon,
+    EnvFacts, Mount,
+};
+use gpuaudit_core::parse::host::container::{
+    container_from_cgroup, parse_cdi, parse_containerd_toml, parse_daemon_json,
+};
+use gpuaudit_core::parse::host::listing::{parse_devices, parse_identity};
+use gpuaudit_core::parse::ParseError;
+use gpuaudit_core::reading::Reading;
+
+pub const DEVICES_FILE: &str = "cmd/dev-nodes.txt";
+pub const IDENTITY_FILE: &str = "cmd/id.txt";
+pub const DOCKER: &str = "etc/docker/daemon.json";
+pub const CONTAINERD: &str = "etc/containerd/config.toml";
+pub const CDI_DIRS: &[&str] = &["etc/cdi", "var/run/cdi", "run/cdi"];
+
+/// Programs of the NVIDIA container toolkit, and its configuration.
+pub const TOOLKIT_PATHS: &[&str] = &[
+    "usr/bin/nvidia-container-runtime",
+    "usr/bin/nvidia-container-runtime-hook",
+    "usr/bin/nvidia-container-cli",
+    "usr/bin/nvidia-ctk",
+    "usr/local/bin/nvidia-container-runtime",
+    "usr/local/bin/nvidia-ctk",
+    "etc/nvidia-container-runtime/config.toml",
+];
+
+/// Container engines' programs.
+pub const ENGINE_PATHS: &[&str] = &[
+    "usr/bin/dockerd",
+    "usr/sbin/dockerd",
+    "usr/local/bin/dockerd",
+    "usr/bin/containerd",
+    "usr/local/bin/containerd",
+    "usr/bin/podman",
+    "usr/bin/crio",
+    "usr/local/bin/crio",
+];
+
+/// A config file: `Value(None)` when absent, `Unavailable` when unreadable or not parseable.
+fn config<T>(
+    root: &RootFs,
+    rel: &str,
+    parse: impl Fn(&str) -> Result<T, ParseError>,
+) -> Reading<Option<T>> {
+    match read_text(root, rel) {
+        Ok(None) => Reading::Value(None),
+        Ok(Some(t)) => match parse(&t) {
+            Ok(v) => Reading::Value(Some(v)),
+            Err(e) => Reading::unavailable(format!("{}: {e}", abs(rel))),
+        },
+        Err(e) => Reading::unavailable(e),
+    }
+}
+
+pub fn read_docker(root: &RootFs) -> Reading<Option<DockerDaemon>> {
+    config(root, DOCKER, parse_daemon_json)
+}
+
+pub fn read_containerd(root: &RootFs) -> Reading<Option<ContainerdConfig>> {
+    config(root, CONTAINERD, parse_containerd_toml)
+}
+
+pub fn cdi_files(root: &RootFs) -> Vec<String> {
+    let mut v = Vec::new();
+    for d in CDI_DIRS {
+        for n in children(root, d) {
+            if n.ends_with(".yaml") || n.ends_with(".yml") || n.ends_with(".json") {
+                v.push(join(d, &n));
+            }
+        }
+    }
+    v
+}
+
+fn read_cdi(root: &RootFs) -> Reading<Vec<CdiSpec>> {
+    let mut specs = Vec::new();
+    for f in cdi_files(root) {
+        match read_text(root, &f) {
+            Ok(Some(t)) => specs.push(parse_cdi(&abs(&f), &t)),
+            Ok(None) => {}
+            Err(e) => specs.push(CdiSpec {
+                path: abs(&f),
+                kind: None,
+                devices: vec![],
+                libcuda_versions: vec![],
+                error: Some(e),
+            }),
+        }
+    }
+    Reading::Value(specs)
+}
+
+/// Signs of a container, and the kind they point to.
+fn detect(
+    root: &RootFs,
+    env: &EnvFacts,
+    mounts: Option<&[Mount]>,
+) -> (Option<String>, Vec<String>) {
+    let mut signs = Vec::new();
+    let mut kinds: Vec<&str> = Vec::new();
+    if exists(root, ".dockerenv") {
+        signs.push("/.dockerenv exists".into());
+        kinds.push("docker");
+    }
+    if exists(root, "run/.containerenv") {
+        signs.push("/run/.containerenv exists".into());
+        kinds.push("podman");
+    }
+    if let Ok(Some(cg)) = read_text(root, "proc/1/cgroup") {
+        if let Some(k) = container_from_cgroup(&cg) {
+            signs.push(format!("/proc/1/cgroup names {k}"));
+            kinds.push(k);
+        }
+    }
+    if env.get("KUBERNETES_SERVICE_HOST").is_some() {
+        signs.push("KUBERNETES_SERVICE_HOST is set".into());
+        kinds.push("kubernetes");
+    }
+    if let Some(c) = env.get("container").filter(|c| !c.is_empty()) {
+        signs.push(format!("container={c} is set"));
+        kinds.push(match c {
+            "podman" => "podman",
+            "docker" => "docker",
+            "lxc" => "lxc",
+            "systemd-nspawn" => "systemd-nspawn",
+            _ => "container",
+        });
+    }
+    if let Some(m) = mounts {
+        if m.iter()
+            .any(|m| m.target.ends_with("/secrets/kubernetes.io/serviceaccount"))
+        {
+            signs.push("a Kubernetes service-account secret is mounted".into());
+            kinds.push("kubernetes");
+        }
+        if let Some(r) = m.iter().rev().find(|m| m.target == "/") {
+            if r.fstype == "overlay" {
+                signs.push("the root file system is an overlay".into());
+                kinds.push("container");
+            }
+        }
+    }
+    // The most specific wins: Kubernetes over the runtime under it, a named runtime over a
+    // bare overlay.
+    let order = [
+        "kubernetes",
+        "podman",
+        "docker",
+        "cri-o",
+        "containerd",
+        "lxc",
+        "systemd-nspawn",
+        "garden",
+        "container",
+    ];
+    let kind = order
+        .iter()
+        .find(|k| kinds.contains(k))
+        .map(|k| k.to_string());
+    (kind, signs)
+}
+
+/// /dev/nvidia* (and /dev/nvidia-caps/*) on the live machine.
+pub fn live_devices() -> Result<Vec<DeviceNode>, String> {
+    use std::os::unix::fs::{FileTypeExt, MetadataExt};
+    let rd = std::fs::read_dir("/dev").map_err(|e| format!("/dev: {e}"))?;
+    let mut names: Vec<String> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("nvidia"))
+        .collect();
+    names.sort();
+    let mut out = Vec::new();
+    for n in names {
+        let p = format!("/dev/{n}");
+        let Ok(m) = std::fs::metadata(&p) else {
+            continue;
+        };
+        if m.is_dir() {
+            continue;
+        }
+        out.push(DeviceNode {
+            path: p,
+            mode: m.mode() & 0o7777,
+            uid: m.uid(),
+            gid: m.gid(),
+            char_device: m.file_type().is_char_device(),
+        });
+    }
+    Ok(out)
+}
+
+/// This process's user and groups.
+pub fn live_identity() -> (u32, Vec<u32>) {
+    // SAFETY: getuid/getgid cannot fail; getgroups writes at most `n` entries into `buf`.
+    unsafe {
+        let uid = libc::getuid();
+        let gid = libc::getgid();
+        let n = libc::getgroups(0, std::ptr::null_mut());
+        let mut groups = vec![gid];
+        if n > 0 {
+            let mut buf = vec![0 as libc::gid_t; n as usize];
+            let got = libc::getgroups(n, buf.as_mut_ptr());
+            if got > 0 {
+                buf.truncate(got as usize);
+                for g in buf {
+                    if !groups.contains(&g) {
+                        groups.push(g);
+                    }
+                }
+            }
+        }
+        (uid, groups)
+    }
+}
+
+pub fn read(root: &RootFs, env: &EnvFacts, mounts: Option<&[Mount]>) -> ContainerFacts {
+    let (kind, signs) = detect(root, env, mounts);
+    let live = root.is_live();
+    let devices: Reading<Vec<DeviceNode>> = if live {
+        live_devices().into()
+    } else {
+        match read_text(root, DEVICES_FILE) {
+            Ok(Some(t)) => parse_devices(&t)
+                .map_err(|e| format!("{}: {e}", abs(DEVICES_FILE)))
+                .into(),
+            Ok(None) => Reading::unavailable(format!("the snapshot has no {DEVICES_FILE}")),
+            Err(e) => Reading::unavailable(e),
+        }
+    };
+    let identity: Reading<(u32, Vec<u32>)> = if live {
+        Reading::Value(live_identity())
+    } else {
+        match read_text(root, IDENTITY_FILE) {
+            Ok(Some(t)) => parse_identity(&t)
+                .map_err(|e| format!("{}: {e}", abs(IDENTITY_FILE)))
+                .into(),
+            Ok(None) => Reading::unavailable(format!("the snapshot has no {IDENTITY_FILE}")),
+            Err(e) => Reading::unavailable(e),
+        }
+    };
+    let found = |paths: &[&str]| -> Vec<String> {
+        paths
+            .iter()
+            .filter(|p| exists(root, p))
+            .map(|p| abs(p))
+            .collect()
+    };
+    let mut engines = found(ENGINE_PATHS);
+    // /usr/sbin and /usr/bin are often the same directory; keep one name per program.
+    let mut seen = std::collections::HashSet::new();
+    engines.retain(|e| seen.insert(e.rsplit('/').next().unwrap_or(e).to_string()));
+    ContainerFacts {
+        inside: Reading::Value(kind),
+        signs,
+        docker: read_docker(root),
+        containerd: read_containerd(root),
+        toolkit: Reading::Value(ContainerToolkit {
+            found: found(TOOLKIT_PATHS),
+            engines,
+        }),
+        cdi: read_cdi(root),
+        devices,
+        identity,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    #[test]
+    fn detects_docker_and_kubernetes() {
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join(".dockerenv"), "").unwrap();
+        fs::create_dir_all(d.path().join("proc/1")).unwrap();
+        fs::write(d.path().join("proc/1/cgroup"), "0::/kubepods.slice/x\n").unwrap();
+        let root = RootFs::new(d.path());
+        let (k, signs) = detect(&root, &EnvFacts::default(), None);
+        assert_eq!(k.as_deref(), Some("kubernetes"));
+        assert_eq!(signs.len(), 2);
+        let d = tempfile::tempdir().unwrap();
+        let (k, _) = detect(&RootFs::new(d.path()), &EnvFacts::default(), None);
+        assert_eq!(k, None);
+    }
+
+    #[test]
+    fn bad_daemon_json_is_a_reason() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir_all(d.path().join("etc/docker")).unwrap();
+        fs::write(d.path().join(DOCKER), "{ not json").unwrap();
+        let root = RootFs::new(d.path());
+        let r = read_docker(&root);
+        assert!(
+            r.reason()
+                .unwrap()
+                .starts_with("/etc/docker/daemon.json: malformed: not JSON"),
+            "{r:?}"
+        );
+        assert_eq!(read_containerd(&root), Reading::Value(None));
+    }
+
+    #[test]
+    fn live_identity_is_sane() {
+        let (_, groups) = live_identity();
+        assert!(!groups.is_empty());
+    }
+}

@@ -1,0 +1,146 @@
+//! The host around the GPU: the CUDA libraries, Python/PyTorch, the environment, containers,
+//! storage, the network, Jupyter and ssh.
+//!
+//! [`gather`] reads everything through a [`RootFs`]: on the live machine it also reads the
+//! process environment, stats device nodes, resolves symbolic links, asks Python interpreters
+//! and (when asked) measures storage and loopback; from a snapshot it reads what
+//! [`collect_into`] wrote there instead. Both go through the same parsers in
+//! `gpuaudit_core::parse::host`, so a snapshot audited on the machine that wrote it gives the
+//! same facts as the live audit.
+//!
+//! Paths in facts and messages are the machine's ("/etc/ssh/sshd_config"), never the snapshot
+//! directory's.
+
+mod cleanup;
+mod collect;
+mod container;
+mod env;
+mod fabric;
+mod files;
+mod iobench;
+mod jupyter;
+mod libraries;
+mod loopback;
+mod python;
+mod ssh;
+mod storage;
+
+use crate::root::RootFs;
+use gpuaudit_core::facts::HostFacts;
+use gpuaudit_core::reading::Reading;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use cleanup::{remove_temp_files, set_terminate_on_signal};
+
+/// What a live gather may do beyond reading files.
+#[derive(Clone, Debug)]
+pub struct HostOptions {
+    /// `--data-dir`: where datasets and models live. Empty: the current directory and the
+    /// Hugging Face and torch caches.
+    pub data_dirs: Vec<PathBuf>,
+    /// Run storage.throughput and net.loopback (live machine only).
+    pub measure: bool,
+    /// Ask each Python environment's interpreter about PyTorch (live machine only).
+    pub ask_interpreter: bool,
+    /// Hard limit for one interpreter (importing torch takes 3 s or more).
+    pub interpreter_timeout: Duration,
+}
+
+impl Default for HostOptions {
+    fn default() -> Self {
+        HostOptions {
+            data_dirs: Vec::new(),
+            measure: false,
+            ask_interpreter: true,
+            interpreter_timeout: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Why measured readings are missing on a snapshot.
+pub const SNAPSHOT_NOT_MEASURED: &str = "snapshot audit: nothing is measured";
+/// Why measured readings are missing on a live audit that did not ask for measurements.
+pub const NOT_ASKED: &str = "measurements were not asked for";
+
+/// Everything about the host around the GPU. Safe to call from a thread; it blocks for as long
+/// as the interpreters (bounded by `interpreter_timeout`, run in parallel) and the
+/// measurements (a few seconds per data directory, 2 s of loopback) take.
+pub fn gather(root: &RootFs, opts: &HostOptions) -> HostFacts {
+    let live = root.is_live();
+    let env = env::read_env(root);
+    let env_value = env.value().cloned().unwrap_or_default();
+    let mounts = storage::read_mounts(root);
+    let data_dirs = storage::data_dirs(root, opts, &env_value);
+    let sites = python::discover(root, &env_value);
+    let python_envs = python::read_envs(root, &sites, opts);
+    let libraries = libraries::read(root, &env_value, &sites);
+    let container = container::read(root, &env_value, mounts.value().map(Vec::as_slice));
+    let (throughput, loopback) = if !live {
+        (
+            Reading::unavailable(SNAPSHOT_NOT_MEASURED),
+            Reading::unavailable(SNAPSHOT_NOT_MEASURED),
+        )
+    } else if !opts.measure {
+        (
+            Reading::unavailable(NOT_ASKED),
+            Reading::unavailable(NOT_ASKED),
+        )
+    } else {
+        let dirs = data_dirs.value().cloned().unwrap_or_default();
+        (
+            Reading::Value(iobench::measure_all(&dirs)),
+            loopback::measure(),
+        )
+    };
+    HostFacts {
+        env,
+        libraries,
+        python: python_envs,
+        container,
+        mounts,
+        data_dirs,
+        throughput,
+        loopback,
+        fabric: fabric::read(root),
+        jupyter: jupyter::read(root, &env_value, &sites),
+        ssh: ssh::read(root),
+    }
+}
+
+/// storage.throughput alone (`gpuaudit bench storage`): a few seconds per directory.
+pub fn measure_storage(
+    dirs: &[gpuaudit_core::facts::DataDir],
+) -> Vec<gpuaudit_core::facts::DirThroughput> {
+    iobench::measure_all(dirs)
+}
+
+/// net.loopback alone: at most 1000 round trips or 2 s.
+pub fn measure_loopback() -> Reading<gpuaudit_core::facts::LoopbackRtt> {
+    loopback::measure()
+}
+
+/// /proc/sys/net/core/somaxconn.
+pub fn gather_somaxconn(root: &RootFs) -> Reading<u32> {
+    let rel = "proc/sys/net/core/somaxconn";
+    match files::read_text(root, rel) {
+        Ok(Some(t)) => match t.trim().parse::<u32>() {
+            Ok(v) => Reading::Value(v),
+            Err(_) => Reading::unavailable(format!(
+                "{}: not a number: '{}'",
+                files::abs(rel),
+                gpuaudit_core::parse::host::truncate(t.trim(), 40)
+            )),
+        },
+        Ok(None) => Reading::unavailable(format!("{}: no such file", files::abs(rel))),
+        Err(e) => Reading::unavailable(e),
+    }
+}
+
+/// Write into the snapshot directory `out` what the host checks read: copies of files under
+/// their root-relative paths (secrets removed), and what is not a plain file (symbolic-link
+/// targets, device nodes, the environment, interpreter answers) under `cmd/`. Returns notes for
+/// what could not be collected.
+pub fn collect_into(root: &RootFs, opts: &HostOptions, out: &Path) -> Vec<String> {
+    collect::collect_into(root, opts, out)
+}

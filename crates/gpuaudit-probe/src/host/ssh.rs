@@ -1,0 +1,211 @@
+//! sshd's configuration (with its Include files) and the authorized_keys of root and /home.
+
+use super::files::{abs, glob, read_text, rel};
+use crate::root::RootFs;
+use gpuaudit_core::facts::{AuthorizedKey, SshFacts, SshdConfig};
+use gpuaudit_core::parse::host::listing::parse_keys;
+use gpuaudit_core::parse::host::sshd::{
+    expand_keys_file, fold, key_bits, parse_key_line, parse_sshd_file, Directive,
+};
+use gpuaudit_core::reading::Reading;
+
+pub const SSHD: &str = "etc/ssh/sshd_config";
+pub const KEYS_FILE: &str = "cmd/authorized-keys.txt";
+
+/// (file as a machine path, its directives, its bad line numbers): the pieces of the
+/// configuration in the order sshd reads them, Includes expanded in place.
+pub type Segment = (String, Vec<Directive>, Vec<usize>);
+
+fn expand(
+    root: &RootFs,
+    file_rel: &str,
+    depth: usize,
+    out: &mut Vec<Segment>,
+) -> Result<(), String> {
+    let text = match read_text(root, file_rel)? {
+        Some(t) => t,
+        None => return Ok(()),
+    };
+    let (directives, bad) =
+        parse_sshd_file(&text).map_err(|e| format!("{}: {e}", abs(file_rel)))?;
+    let mut current: Vec<Directive> = Vec::new();
+    let mut bad = Some(bad);
+    for d in directives {
+        if d.1 != "include" {
+            current.push(d);
+            continue;
+        }
+        out.push((
+            abs(file_rel),
+            std::mem::take(&mut current),
+            bad.take().unwrap_or_default(),
+        ));
+        if depth >= 4 {
+            continue;
+        }
+        for pattern in d.2.split_whitespace() {
+            let p = if pattern.starts_with('/') {
+                rel(pattern)
+            } else {
+                format!("etc/ssh/{pattern}")
+            };
+            for f in glob(root, &p, 64) {
+                expand(root, &f, depth + 1, out)?;
+            }
+        }
+    }
+    out.push((abs(file_rel), current, bad.take().unwrap_or_default()));
+    Ok(())
+}
+
+/// The segments of sshd's configuration; `Ok(None)` when there is no sshd_config.
+pub fn segments(root: &RootFs) -> Result<Option<Vec<Segment>>, String> {
+    if read_text(root, SSHD)?.is_none() {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    expand(root, SSHD, 0, &mut out)?;
+    Ok(Some(out))
+}
+
+pub fn read_sshd(root: &RootFs) -> Reading<Option<SshdConfig>> {
+    match segments(root) {
+        Ok(None) => Reading::Value(None),
+        Ok(Some(s)) => Reading::Value(Some(fold(&s))),
+        Err(e) => Reading::unavailable(e),
+    }
+}
+
+/// (user, home) of root and of each directory in /home.
+fn users(root: &RootFs) -> Vec<(String, String)> {
+    let mut u = vec![("root".to_string(), "/root".to_string())];
+    for h in glob(root, "home/*", 256) {
+        let name = h.rsplit('/').next().unwrap_or(&h).to_string();
+        u.push((name, abs(&h)));
+    }
+    u
+}
+
+/// Parse the real authorized_keys files under the root (key material is read to size RSA keys
+/// and dropped).
+pub fn keys_from_files(
+    root: &RootFs,
+    sshd: Option<&SshdConfig>,
+) -> Result<Vec<AuthorizedKey>, String> {
+    let patterns = sshd
+        .and_then(|c| c.get("authorizedkeysfile"))
+        .unwrap_or(".ssh/authorized_keys .ssh/authorized_keys2")
+        .to_string();
+    let mut keys = Vec::new();
+    let mut unreadable = Vec::new();
+    for (user, home) in users(root) {
+        for p in patterns.split_whitespace().filter(|p| *p != "none") {
+            let file = expand_keys_file(p, &user, &home);
+            match read_text(root, &rel(&file)) {
+                Ok(None) => {}
+                Ok(Some(t)) => {
+                    for line in t.lines() {
+                        if let Some(Ok(k)) = parse_key_line(line) {
+                            keys.push(AuthorizedKey {
+                                file: file.clone(),
+                                user: user.clone(),
+                                bits: key_bits(&k.key_type, &k.blob),
+                                key_type: k.key_type,
+                                options: k.options,
+                            });
+                        }
+                    }
+                }
+                Err(e) => unreadable.push(e),
+            }
+        }
+    }
+    if !unreadable.is_empty() {
+        return Err(format!(
+            "cannot read {} (run as root to check every key)",
+            unreadable.join("; ")
+        ));
+    }
+    Ok(keys)
+}
+
+pub fn read_keys(root: &RootFs, sshd: Option<&SshdConfig>) -> Reading<Vec<AuthorizedKey>> {
+    if !root.is_live() {
+        match read_text(root, KEYS_FILE) {
+            Ok(Some(t)) => {
+                return parse_keys(&t)
+                    .map_err(|e| format!("{}: {e}", abs(KEYS_FILE)))
+                    .into()
+            }
+            Err(e) => return Reading::unavailable(e),
+            Ok(None) => {}
+        }
+    }
+    keys_from_files(root, sshd).into()
+}
+
+pub fn read(root: &RootFs) -> SshFacts {
+    let sshd = read_sshd(root);
+    let keys = read_keys(root, sshd.value().and_then(|c| c.as_ref()));
+    SshFacts {
+        sshd,
+        authorized_keys: keys,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    #[test]
+    fn includes_expand_in_place_and_first_value_wins() {
+        let d = tempfile::tempdir().unwrap();
+        let s = d.path().join("etc/ssh");
+        fs::create_dir_all(s.join("sshd_config.d")).unwrap();
+        fs::write(s.join("sshd_config"), "Include /etc/ssh/sshd_config.d/*.conf\nPasswordAuthentication yes\nPermitRootLogin yes\n").unwrap();
+        fs::write(
+            s.join("sshd_config.d/50-cloud-init.conf"),
+            "PasswordAuthentication no\n",
+        )
+        .unwrap();
+        let root = RootFs::new(d.path());
+        let c = read_sshd(&root).into_value().unwrap().unwrap();
+        assert_eq!(c.get("passwordauthentication"), Some("no"));
+        assert_eq!(c.get("permitrootlogin"), Some("yes"));
+        assert_eq!(
+            c.files,
+            vec![
+                "/etc/ssh/sshd_config",
+                "/etc/ssh/sshd_config.d/50-cloud-init.conf"
+            ]
+        );
+        fs::write(s.join("sshd_config.d/50-cloud-init.conf"), "\0\0\0ELF").unwrap();
+        let r = read_sshd(&root);
+        assert!(
+            r.reason()
+                .unwrap()
+                .starts_with("/etc/ssh/sshd_config.d/50-cloud-init.conf: malformed"),
+            "{r:?}"
+        );
+    }
+
+    #[test]
+    fn keys_are_read_without_material() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir_all(d.path().join("root/.ssh")).unwrap();
+        fs::write(
+            d.path().join("root/.ssh/authorized_keys"),
+            "# comment\nssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIA me@laptop\nfrom=\"10.0.0.1\",no-pty ssh-ed25519 AAAA ci\ngarbage\n",
+        )
+        .unwrap();
+        fs::create_dir_all(d.path().join("home/ann")).unwrap();
+        let root = RootFs::new(d.path());
+        let k = keys_from_files(&root, None).unwrap();
+        assert_eq!(k.len(), 2);
+        assert_eq!(k[0].user, "root");
+        assert!(!k[0].is_restricted());
+        assert!(k[1].is_restricted());
+        assert_eq!(k[1].options, vec!["from", "no-pty"]);
+    }
+}

@@ -1,0 +1,444 @@
+//! The host checks on the fixture snapshots (fixtures/snapshots/host-* and h200-x2-vm): each
+//! bad case is found, the clean one passes, damaged files give `skip` with the reason.
+
+use gpuaudit_core::checks::{find, run_one};
+use gpuaudit_core::facts::{ComputeCapability, CudaVersion, Facts, GpuFacts, KernelModule, Origin};
+use gpuaudit_core::finding::{Finding, Status};
+use gpuaudit_core::policy::{Policy, Profile};
+use gpuaudit_core::reading::Reading;
+use gpuaudit_probe::host::{gather, gather_somaxconn, HostOptions};
+use gpuaudit_probe::root::RootFs;
+use std::path::PathBuf;
+
+const HOST_CHECKS: &[&str] = &[
+    "cuda.libraries",
+    "cuda.framework",
+    "cuda.env",
+    "net.somaxconn",
+    "net.loopback",
+    "net.fabric",
+    "storage.mounts",
+    "storage.throughput",
+    "host.shm",
+    "container.runtime",
+    "env.jupyter",
+    "env.ssh",
+];
+
+fn dir(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/snapshots")
+        .join(name)
+}
+
+/// The facts the host checks use. GPU, driver, module and memory facts come from other
+/// sources (their parsers are tested elsewhere): here they are the fixture's known values.
+fn facts(name: &str) -> Facts {
+    let path = dir(name);
+    let root = RootFs::new(&path);
+    let mut f = Facts::empty(
+        Origin::Snapshot {
+            path: path.display().to_string(),
+            description: None,
+        },
+        "not read by the host tests",
+    );
+    f.host = gather(&root, &HostOptions::default());
+    f.net.somaxconn = gather_somaxconn(&root);
+    let gpus = ["0000:00:06.0", "0000:00:07.0"]
+        .iter()
+        .enumerate()
+        .map(|(i, bus)| {
+            let mut g = GpuFacts::unread(i as u32, bus, "nvidia-smi", "not read by the host tests");
+            g.name = Reading::Value("NVIDIA H200".into());
+            g.compute_capability = Reading::Value(ComputeCapability { major: 9, minor: 0 });
+            g.uuid = Reading::Value(format!("GPU-00000000-0000-0000-0000-0000000000{}0", 6 + i));
+            g
+        })
+        .collect();
+    f.gpus = Reading::Value(gpus);
+    f.driver.version = Reading::Value("580.159.04".into());
+    f.driver.cuda_version = Reading::Value(CudaVersion::new(13, 0));
+    if let Ok(t) = std::fs::read_to_string(path.join("proc/modules")) {
+        f.modules = Reading::Value(
+            t.lines()
+                .filter_map(|l| l.split_whitespace().next())
+                .map(|n| KernelModule {
+                    name: n.to_string(),
+                    size: 0,
+                    used_by: vec![],
+                    state: "Live".into(),
+                    taints: String::new(),
+                })
+                .collect(),
+        );
+    }
+    if let Ok(t) = std::fs::read_to_string(path.join("proc/meminfo")) {
+        if let Some(kb) = t
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        {
+            f.machine.memory_total_kib = Reading::Value(kb);
+        }
+    }
+    f
+}
+
+fn run(f: &Facts, policy: &Policy) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for id in HOST_CHECKS {
+        let check = find(id).unwrap_or_else(|| panic!("{id} is not registered"));
+        let r = run_one(check, f, policy);
+        assert!(!r.is_empty(), "{id} gave no finding");
+        for x in &r {
+            assert_ne!(
+                x.message,
+                "internal error in this check (a bug in gpuaudit; please report it with the snapshot)",
+                "{id} panicked"
+            );
+        }
+        out.extend(r);
+    }
+    if std::env::var_os("GPUAUDIT_SHOW").is_some() {
+        for x in &out {
+            eprintln!(
+                "{:<18} {:<5} {:?} {}",
+                x.check,
+                x.status.as_str(),
+                x.gpu,
+                x.message
+            );
+        }
+    }
+    out
+}
+
+fn of<'a>(f: &'a [Finding], id: &str) -> Vec<&'a Finding> {
+    f.iter().filter(|x| x.check == id).collect()
+}
+
+fn worst(f: &[Finding], id: &str) -> Status {
+    of(f, id)
+        .iter()
+        .map(|x| x.status)
+        .max_by_key(|s| s.severity())
+        .unwrap_or(Status::Skip)
+}
+
+fn has(f: &[Finding], id: &str, status: Status, text: &str) -> bool {
+    of(f, id)
+        .iter()
+        .any(|x| x.status == status && x.message.contains(text))
+}
+
+#[test]
+fn h200_base_snapshot_skips_what_it_lacks() {
+    let f = facts("h200-x2-vm");
+    let r = run(&f, &Policy::default());
+    assert_eq!(worst(&r, "host.shm"), Status::Pass);
+    assert!(has(&r, "host.shm", Status::Pass, "256.0 GiB"));
+    assert_eq!(worst(&r, "net.somaxconn"), Status::Pass);
+    assert_eq!(worst(&r, "cuda.env"), Status::Skip);
+    assert_eq!(worst(&r, "cuda.libraries"), Status::Skip);
+    assert_eq!(worst(&r, "storage.mounts"), Status::Skip);
+    assert!(has(
+        &r,
+        "storage.throughput",
+        Status::Skip,
+        "snapshot audit: nothing is measured"
+    ));
+    assert!(has(&r, "net.loopback", Status::Skip, "snapshot audit"));
+    assert_eq!(worst(&r, "net.fabric"), Status::Info);
+    assert_eq!(worst(&r, "env.ssh"), Status::Pass);
+    assert_eq!(worst(&r, "env.jupyter"), Status::Pass);
+    // --profile train with two GPUs and no RDMA fabric.
+    let t = run(
+        &f,
+        &Policy {
+            profile: Profile::Train,
+            ..Policy::default()
+        },
+    );
+    assert!(has(&t, "net.fabric", Status::Warn, "no InfiniBand or RoCE"));
+}
+
+#[test]
+fn clean_host_passes() {
+    let f = facts("host-clean");
+    let r = run(&f, &Policy::default());
+    for id in HOST_CHECKS {
+        let w = worst(&r, id);
+        let expected_not_pass = matches!(*id, "storage.throughput" | "net.loopback" | "net.fabric");
+        if !expected_not_pass {
+            assert!(
+                w.severity() <= Status::Info.severity() && w != Status::Skip,
+                "{id}: {w:?} {:#?}",
+                of(&r, id)
+            );
+        }
+    }
+    assert!(has(&r, "cuda.framework", Status::Pass, "torch 2.9.1+cu130"));
+    assert!(has(&r, "cuda.libraries", Status::Pass, "libnccl 2.27.7"));
+    assert!(has(
+        &r,
+        "storage.mounts",
+        Status::Pass,
+        "/root (current directory) is on / (ext4"
+    ));
+}
+
+#[test]
+fn bad_stack_is_found() {
+    let f = facts("host-bad-stack");
+    let r = run(&f, &Policy::default());
+    assert!(has(
+        &r,
+        "cuda.libraries",
+        Status::Warn,
+        "3 versions of libnccl.so.2 on this machine (2.14.3, 2.18.1, 2.27.7)"
+    ));
+    // cuBLAS 11 and 13 have different sonames: no conflict.
+    assert!(!has(&r, "cuda.libraries", Status::Warn, "libcublas"));
+    assert!(has(
+        &r,
+        "cuda.libraries",
+        Status::Warn,
+        "LD_LIBRARY_PATH puts libnccl 2.18.1"
+    ));
+    let fw: Vec<&Finding> = of(&r, "cuda.framework")
+        .into_iter()
+        .filter(|x| x.status == Status::Fail)
+        .collect();
+    assert_eq!(fw.len(), 2, "{fw:#?}");
+    assert!(fw[0].message.contains("no kernel image"));
+    assert_eq!(fw[0].gpu, Some(0));
+    assert!(has(&r, "cuda.framework", Status::Pass, "torch 2.9.1+cu130"));
+    assert!(has(&r, "cuda.env", Status::Warn, "shows 1 of the 2 GPUs"));
+    assert!(has(&r, "cuda.env", Status::Warn, "CUDA_LAUNCH_BLOCKING=1"));
+    assert!(has(&r, "cuda.env", Status::Warn, "NCCL_P2P_DISABLE=1"));
+    assert!(has(&r, "cuda.env", Status::Warn, "empty entry"));
+    assert!(has(&r, "cuda.env", Status::Warn, "leaves out GPU 0"));
+    let t = run(
+        &f,
+        &Policy {
+            profile: Profile::Train,
+            ..Policy::default()
+        },
+    );
+    assert!(has(&t, "cuda.env", Status::Fail, "NCCL_P2P_DISABLE=1"));
+}
+
+#[test]
+fn bad_storage_is_found() {
+    let f = facts("host-bad-storage");
+    let r = run(&f, &Policy::default());
+    assert!(has(
+        &r,
+        "storage.mounts",
+        Status::Warn,
+        "rsize=65536 wsize=65536"
+    ));
+    assert!(has(&r, "storage.mounts", Status::Warn, "'soft'"));
+    // The escaped space in the mount point is decoded; that NFS mount is fine.
+    assert!(has(
+        &r,
+        "storage.mounts",
+        Status::Info,
+        "/mnt/team share/models (--data-dir) is on /mnt/team share"
+    ));
+    assert!(has(&r, "host.shm", Status::Fail, "only 64 MiB"));
+    assert_eq!(worst(&r, "net.somaxconn"), Status::Info);
+    let inf = run(
+        &f,
+        &Policy {
+            profile: Profile::Inference,
+            ..Policy::default()
+        },
+    );
+    assert!(has(
+        &inf,
+        "net.somaxconn",
+        Status::Fail,
+        "net.core.somaxconn is 128"
+    ));
+    let t = run(
+        &f,
+        &Policy {
+            profile: Profile::Train,
+            ..Policy::default()
+        },
+    );
+    assert!(has(&t, "storage.mounts", Status::Fail, "'soft'"));
+}
+
+#[test]
+fn bad_container_is_found() {
+    let f = facts("host-bad-container");
+    let r = run(&f, &Policy::default());
+    assert!(has(
+        &r,
+        "container.runtime",
+        Status::Info,
+        "inside a docker container"
+    ));
+    assert!(has(
+        &r,
+        "container.runtime",
+        Status::Fail,
+        "1 of the 2 GPUs have a /dev/nvidiaN"
+    ));
+    assert!(has(
+        &r,
+        "container.runtime",
+        Status::Fail,
+        "/dev/nvidia-uvm is missing"
+    ));
+    assert!(has(
+        &r,
+        "container.runtime",
+        Status::Fail,
+        "user 1000 cannot open /dev/nvidia0"
+    ));
+    assert!(has(&r, "host.shm", Status::Fail, "64 MiB"));
+    assert!(has(&r, "storage.mounts", Status::Info, "writable layer"));
+}
+
+#[test]
+fn bad_docker_host_is_found() {
+    let f = facts("host-bad-docker");
+    let r = run(&f, &Policy::default());
+    assert!(has(
+        &r,
+        "container.runtime",
+        Status::Warn,
+        "registers no nvidia runtime"
+    ));
+    assert!(has(
+        &r,
+        "container.runtime",
+        Status::Warn,
+        "generated for driver 550.54.15"
+    ));
+    assert!(has(
+        &r,
+        "container.runtime",
+        Status::Warn,
+        "lists 1 GPU but the machine has 2"
+    ));
+}
+
+#[test]
+fn bad_access_is_found() {
+    let f = facts("host-bad-access");
+    let r = run(&f, &Policy::default());
+    assert!(has(&r, "env.ssh", Status::Fail, "sshd accepts passwords"));
+    assert!(has(
+        &r,
+        "env.ssh",
+        Status::Warn,
+        "2 keys can log in as root with no restriction"
+    ));
+    assert!(has(
+        &r,
+        "env.ssh",
+        Status::Warn,
+        "ssh-rsa 1024 bits for root"
+    ));
+    assert!(has(
+        &r,
+        "env.jupyter",
+        Status::Warn,
+        "iopub_data_rate_limit is lowered to 1000"
+    ));
+    assert!(has(&r, "env.jupyter", Status::Fail, "empty token"));
+    assert!(has(
+        &r,
+        "env.jupyter",
+        Status::Warn,
+        "notebook directory /mnt/datasets/notebooks is on /mnt/datasets"
+    ));
+}
+
+#[test]
+fn infiniband_port_down_and_no_peermem() {
+    let f = facts("host-ib");
+    let r = run(
+        &f,
+        &Policy {
+            profile: Profile::Train,
+            ..Policy::default()
+        },
+    );
+    assert!(has(&r, "net.fabric", Status::Fail, "mlx5_1 port 1 is DOWN"));
+    assert!(has(
+        &r,
+        "net.fabric",
+        Status::Warn,
+        "nvidia_peermem is not loaded"
+    ));
+    assert!(has(
+        &r,
+        "net.fabric",
+        Status::Pass,
+        "mlx5_0 port 1 InfiniBand 400 Gb/sec (4X NDR)"
+    ));
+}
+
+#[test]
+fn damaged_files_skip_with_reasons() {
+    let f = facts("host-garbage");
+    for p in [
+        Policy::default(),
+        Policy {
+            profile: Profile::Train,
+            ..Policy::default()
+        },
+    ] {
+        let r = run(&f, &p);
+        for id in [
+            "cuda.libraries",
+            "cuda.framework",
+            "cuda.env",
+            "storage.mounts",
+            "host.shm",
+            "net.somaxconn",
+        ] {
+            assert_eq!(worst(&r, id), Status::Skip, "{id}: {:#?}", of(&r, id));
+        }
+        assert!(has(
+            &r,
+            "env.ssh",
+            Status::Skip,
+            "/etc/ssh/sshd_config: malformed: binary content"
+        ));
+        assert!(has(
+            &r,
+            "container.runtime",
+            Status::Skip,
+            "/etc/docker/daemon.json: malformed: not JSON"
+        ));
+        assert!(has(
+            &r,
+            "container.runtime",
+            Status::Skip,
+            "/etc/containerd/config.toml: malformed: not TOML"
+        ));
+        assert!(has(
+            &r,
+            "container.runtime",
+            Status::Skip,
+            "CDI specification /etc/cdi/nvidia.yaml"
+        ));
+        assert!(has(
+            &r,
+            "env.jupyter",
+            Status::Skip,
+            "jupyter_server_config.json: malformed"
+        ));
+        assert!(has(&r, "net.somaxconn", Status::Skip, "not a number"));
+        // Snapshot paths never leak into messages: they name the machine's files.
+        let snap = dir("host-garbage").display().to_string();
+        assert!(r.iter().all(|x| !x.message.contains(&snap)), "{r:#?}");
+    }
+}
