@@ -159,7 +159,19 @@ pub fn collect_base(
     collect_pci(c)?;
     collect_toolkits(c)?;
 
-    c.command("nvidia-smi-q.xml", "nvidia-smi", &["-q", "-x"], timeout)?;
+    match command::run("nvidia-smi", &["-q", "-x"], timeout) {
+        Ok(xml) => c.write("cmd/nvidia-smi-q.xml", &xml)?,
+        Err(smi_err) => match crate::nvml::NvmlSource::load() {
+            Err(nvml_err) => {
+                let why = crate::gather::driver_failure(&nvml_err, &smi_err);
+                c.summary.notes.push(why.clone());
+                c.write("cmd/driver-error.txt", &format!("{why}\n"))?;
+            }
+            Ok(_) => c.summary.notes.push(format!(
+                "{smi_err}: NVML answers but nvidia-smi does not, so the snapshot has no GPU details"
+            )),
+        },
+    }
     c.command(
         "nvidia-smi-topo-m.txt",
         "nvidia-smi",
@@ -185,10 +197,22 @@ pub fn collect_base(
     Ok(())
 }
 
+/// The host and software-stack files (see `host::collect_into`).
+pub fn collect_host(c: &mut Collector, opts: &crate::host::HostOptions) {
+    let notes = crate::host::collect_into(c.src, opts, &c.out);
+    c.summary.notes.extend(notes);
+}
+
 fn collect_pci(c: &mut Collector) -> Result<(), CollectError> {
     let Ok(devs) = c.src.list("sys/bus/pci/devices") else {
         return Ok(());
     };
+    // Present even when empty: "no NVIDIA function on the bus" is a fact too.
+    let dir = c.out.join("sys/bus/pci/devices");
+    fs::create_dir_all(&dir).map_err(|e| CollectError::Write {
+        path: dir,
+        source: e,
+    })?;
     for d in devs {
         let dir = format!("sys/bus/pci/devices/{d}");
         let vendor = c

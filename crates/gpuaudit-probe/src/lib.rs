@@ -7,6 +7,6 @@
 pub mod collect;
 pub mod command;
 pub mod gather;
-pub mod nvml;
 pub mod host;
+pub mod nvml;
 pub mod root;

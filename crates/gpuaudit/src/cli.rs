@@ -60,6 +60,10 @@ pub struct AuditArgs {
     /// Where datasets and models live (storage checks); repeatable.
     #[arg(long = "data-dir", value_name = "PATH")]
     pub data_dirs: Vec<PathBuf>,
+    /// How many connections a server on this machine must be able to queue (net.somaxconn;
+    /// default 1024 with --profile inference).
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<u32>,
     /// Only these GPU indices, e.g. 0,1 or 0-3.
     #[arg(long, value_name = "LIST")]
     pub gpus: Option<String>,
@@ -89,6 +93,9 @@ pub struct CollectArgs {
     /// A description stored in meta.json.
     #[arg(long)]
     pub description: Option<String>,
+    /// Where datasets and models live (recorded for the storage checks); repeatable.
+    #[arg(long = "data-dir", value_name = "PATH")]
+    pub data_dirs: Vec<PathBuf>,
 }
 
 /// "0,1", "0-3", "0,2-3" -> sorted, deduplicated indices.

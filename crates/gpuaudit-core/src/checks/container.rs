@@ -1,7 +1,7 @@
 //! container.runtime: inside a container or not, the NVIDIA container toolkit, CDI, runtime
 //! configuration, device nodes.
 
-use super::hostcommon::{as_seen, gpu_count, plural};
+use super::hostcommon::{gpu_count, plural};
 use super::{Check, CheckDoc, CheckKind};
 use crate::facts::{DeviceNode, Facts};
 use crate::finding::{Finding, Status};
@@ -90,9 +90,8 @@ fn run_container(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
             if let Some(n) = gpus.filter(|n| *n > 0) {
                 if gpu_nodes.len() < n {
                     let msg = format!(
-                        "{} of the {n} GPUs have a /dev/nvidiaN device node{}: {}",
+                        "{} of the {n} GPUs have a /dev/nvidiaN device node: {}",
                         gpu_nodes.len(),
-                        as_seen(facts),
                         if inside.is_some() {
                             "the container was not given the others, and CUDA cannot use them"
                         } else {
@@ -117,10 +116,10 @@ fn run_container(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
                     if !has(node) {
                         let in_container = inside.is_some();
                         let f = if in_container || node == "/dev/nvidiactl" {
-                            Finding::fail(ID, format!("{node} is missing{}: {cost}", as_seen(facts)))
+                            Finding::fail(ID, format!("{node} is missing: {cost}"))
                         } else {
                             // On a host, nvidia-modprobe creates the UVM node on first CUDA use.
-                            Finding::info(ID, format!("{node} does not exist yet{}; nvidia-modprobe creates it at the first CUDA call (if nvidia_uvm can load)", as_seen(facts)))
+                            Finding::info(ID, format!("{node} does not exist yet; nvidia-modprobe creates it at the first CUDA call (if nvidia_uvm can load)"))
                         };
                         out.push(f.fix(if in_container {
                             "start the container through the NVIDIA container toolkit (--gpus all / CDI) rather than with --device flags"
@@ -151,10 +150,7 @@ fn run_container(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
                 }
             }
             if nodes.is_empty() && gpus.is_none_or(|n| n == 0) {
-                out.push(Finding::info(
-                    ID,
-                    format!("no /dev/nvidia* device node{}", as_seen(facts)),
-                ));
+                out.push(Finding::info(ID, format!("no /dev/nvidia* device node")));
             }
         }
         Reading::Unavailable(r) => out.push(Finding::skip(
@@ -213,10 +209,7 @@ fn judge_host(facts: &Facts, out: &mut Vec<Finding>) {
         out.push(
             Finding::info(
                 ID,
-                format!(
-                    "not in a container; no container engine installed{}",
-                    as_seen(facts)
-                ),
+                format!("not in a container; no container engine installed"),
             )
             .with("toolkit", &toolkit),
         );

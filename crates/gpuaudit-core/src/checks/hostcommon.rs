@@ -11,15 +11,6 @@ pub(crate) fn gpu_count(facts: &Facts) -> Option<usize> {
     facts.pci_gpus.value().map(Vec::len)
 }
 
-/// "in a snapshot" wording for messages about what was (not) found.
-pub(crate) fn as_seen(facts: &Facts) -> &'static str {
-    if facts.origin.is_snapshot() {
-        " (as far as the snapshot shows)"
-    } else {
-        ""
-    }
-}
-
 /// The mount a path lives on, and its class.
 pub(crate) fn storage_of<'a>(facts: &'a Facts, path: &str) -> Option<(&'a Mount, FsClass)> {
     let mounts = facts.host.mounts.value()?;

@@ -1,6 +1,6 @@
 //! The environment people work in: env.jupyter, env.ssh.
 
-use super::hostcommon::{as_seen, plural, storage_of};
+use super::hostcommon::{plural, storage_of};
 use super::{Check, CheckDoc, CheckKind};
 use crate::facts::{AuthorizedKey, Facts, JupyterConfig};
 use crate::finding::{Finding, Status};
@@ -94,10 +94,7 @@ fn run_jupyter(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     if configs.is_empty() {
         return vec![Finding::pass(
             ID_JUP,
-            format!(
-                "no Jupyter configuration file{}: the defaults apply",
-                as_seen(facts)
-            ),
+            format!("no Jupyter configuration file: the defaults apply"),
         )];
     }
     let mut out = Vec::new();
@@ -195,10 +192,7 @@ fn run_ssh(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
         Reading::Value(None) => {
             return vec![Finding::pass(
                 ID_SSH,
-                format!(
-                    "no sshd configuration{}: no ssh server to judge",
-                    as_seen(facts)
-                ),
+                format!("no sshd configuration: no ssh server to judge"),
             )];
         }
         Reading::Unavailable(r) => {

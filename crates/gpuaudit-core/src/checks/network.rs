@@ -1,6 +1,6 @@
 //! The network around the GPUs: net.somaxconn, net.loopback, net.fabric.
 
-use super::hostcommon::{as_seen, gpu_count};
+use super::hostcommon::gpu_count;
 use super::{Check, CheckDoc, CheckKind};
 use crate::facts::{Facts, NetInterface};
 use crate::finding::{Finding, Status};
@@ -213,23 +213,18 @@ fn run_fabric(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 s as f64 / 1000.0
             ),
             None if nics.is_empty() => {
-                format!("no physical network interface was listed{}", as_seen(facts))
+                format!("no physical network interface was listed")
             }
             None => "the Ethernet speed is not reported (usual for virtual NICs)".into(),
         };
         let msg = format!(
-            "no InfiniBand or RoCE device{}; {eth}: multi-node training would run NCCL over TCP sockets through the CPU, typically 10x below an RDMA fabric",
-            as_seen(facts)
-        );
+            "no InfiniBand or RoCE device; {eth}: multi-node training would run NCCL over TCP sockets through the CPU, typically 10x below an RDMA fabric");
         let f = if train && gpus > 1 {
             Finding::warn(ID_FABRIC, msg).fix("for multi-node training, use instances with an RDMA fabric (InfiniBand, RoCE, EFA); a single-node job is not affected")
         } else {
             Finding::info(
                 ID_FABRIC,
-                format!(
-                    "no InfiniBand or RoCE device{}; fine for single-node work",
-                    as_seen(facts)
-                ),
+                format!("no InfiniBand or RoCE device; fine for single-node work"),
             )
         };
         out.push(f.with("nics", &nic_ev));

@@ -152,10 +152,8 @@ fn run_libraries(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
             Finding::fail(
                 ID_LIBS,
                 format!(
-                    "libcuda (the driver's user-space library) was not found, so no CUDA program can run on the {}{}",
-                    plural(gpus, "GPU", "GPUs"),
-                    super::hostcommon::as_seen(facts)
-                ),
+                    "libcuda (the driver's user-space library) was not found, so no CUDA program can run on the {}",
+                    plural(gpus, "GPU", "GPUs")),
             )
             .fix("install the driver's user-space package of the same version as the kernel module (e.g. libnvidia-compute-<branch> on Ubuntu); in a container, start it with the NVIDIA container toolkit (--gpus all / --runtime=nvidia / a CDI device) so the host's libcuda is mounted")
         } else {
@@ -386,10 +384,7 @@ fn run_framework(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     if envs.is_empty() {
         return vec![Finding::info(
             ID_FW,
-            format!(
-                "no PyTorch installation found in the Python environments searched{}",
-                super::hostcommon::as_seen(facts)
-            ),
+            format!("no PyTorch installation found in the Python environments searched"),
         )];
     }
     let gpus = gpu_count(facts).unwrap_or(0);

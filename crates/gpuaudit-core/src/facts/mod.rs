@@ -90,7 +90,11 @@ impl Facts {
 
     /// How many InfiniBand/RoCE devices the host has, where that was read.
     pub fn host_ib_devices(&self) -> Option<usize> {
-        None
+        let ports = self.host.fabric.rdma.value()?;
+        let mut devices: Vec<&str> = ports.iter().map(|p| p.device.as_str()).collect();
+        devices.sort_unstable();
+        devices.dedup();
+        Some(devices.len())
     }
 
     /// The sysfs PCI function of a GPU, matched by bus id.

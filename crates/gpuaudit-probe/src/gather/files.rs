@@ -226,18 +226,6 @@ pub fn modules(root: &RootFs) -> Reading<Vec<KernelModule>> {
     parsed(root, "proc/modules", procfs::parse_modules)
 }
 
-pub fn somaxconn(root: &RootFs) -> Reading<u32> {
-    match root.read_trimmed("proc/sys/net/core/somaxconn") {
-        Ok(t) => t.parse().map(Reading::Value).unwrap_or_else(|_| {
-            Reading::unavailable(format!(
-                "{}: not a number: '{t}'",
-                root.display("proc/sys/net/core/somaxconn")
-            ))
-        }),
-        Err(e) => Reading::Unavailable(e),
-    }
-}
-
 pub fn xids_from_text(text: &str) -> Vec<XidEvent> {
     xid::parse_xids(text)
 }

@@ -5,6 +5,7 @@
 pub mod files;
 
 use crate::command;
+use crate::host::{self, HostOptions};
 use crate::nvml::NvmlSource;
 use crate::root::RootFs;
 use gpuaudit_core::facts::{Facts, GpuFacts, MeasuredFacts, NetFacts, Origin, Topology, XidEvent};
@@ -20,12 +21,15 @@ pub const SNAPSHOT_FORMAT: &str = "gpuaudit-snapshot/1";
 pub struct GatherOptions {
     /// Hard limit for each helper command (nvidia-smi, nvcc, ldd).
     pub command_timeout: Duration,
+    /// The host and software-stack sources (data directories, interpreters, host measurements).
+    pub host: HostOptions,
 }
 
 impl Default for GatherOptions {
     fn default() -> Self {
         GatherOptions {
             command_timeout: Duration::from_secs(15),
+            host: HostOptions::default(),
         }
     }
 }
@@ -68,7 +72,7 @@ fn read_meta(dir: &Path) -> Result<Option<String>, SnapshotError> {
 }
 
 /// Facts from a snapshot directory written by `gpuaudit collect` (or by hand).
-pub fn snapshot(dir: &Path, _opts: &GatherOptions) -> Result<Facts, SnapshotError> {
+pub fn snapshot(dir: &Path, opts: &GatherOptions) -> Result<Facts, SnapshotError> {
     if !dir.exists() {
         return Err(SnapshotError::NotFound(dir.to_path_buf()));
     }
@@ -103,9 +107,16 @@ pub fn snapshot(dir: &Path, _opts: &GatherOptions) -> Result<Facts, SnapshotErro
     match cmd("nvidia-smi-q.xml") {
         Ok(xml) => apply_nvsmi(&mut facts, nvsmi_xml::parse(&xml), "nvidia-smi"),
         Err(e) => {
-            facts.driver.query =
-                Reading::Unavailable(format!("snapshot has no nvidia-smi output ({e})"));
-            facts.gpus = Reading::Unavailable(format!("snapshot has no nvidia-smi output ({e})"));
+            // `collect` on a machine where the driver did not answer keeps the reason.
+            let why = cmd("driver-error.txt")
+                .ok()
+                .map(|t| t.trim().to_string())
+                .filter(|t| !t.is_empty())
+                .unwrap_or_else(|| format!("snapshot has no nvidia-smi output ({e})"));
+            facts.driver.query = Reading::Unavailable(why.clone());
+            facts.driver.version = Reading::Unavailable(why.clone());
+            facts.driver.cuda_version = Reading::Unavailable(why.clone());
+            facts.gpus = Reading::Unavailable(why);
         }
     }
     facts.topology = topology_from(cmd("nvidia-smi-topo-m.txt"));
@@ -116,7 +127,8 @@ pub fn snapshot(dir: &Path, _opts: &GatherOptions) -> Result<Facts, SnapshotErro
         Ok(t) => Reading::Value(files::xids_from_text(&t)),
         Err(_) => Reading::unavailable("snapshot has no kernel log extract (cmd/dmesg-xid.txt)"),
     };
-    facts.measured = MeasuredFacts::not_run("snapshot audit: nothing is measured");
+    facts.host = host::gather(&root, &opts.host);
+    facts.measured = MeasuredFacts::not_run(host::SNAPSHOT_NOT_MEASURED);
     finish(&mut facts);
     Ok(facts)
 }
@@ -129,6 +141,9 @@ pub fn live(opts: &GatherOptions) -> Facts {
 
     // nvidia-smi's topology matrix takes a while: ask for it while NVML is read.
     let topo_job = std::thread::spawn(move || command::run("nvidia-smi", &["topo", "-m"], t));
+    // The host sources may ask Python interpreters (seconds): in parallel too.
+    let host_opts = opts.host.clone();
+    let host_job = std::thread::spawn(move || host::gather(&RootFs::live(), &host_opts));
     let nvcc_job = std::thread::spawn(move || {
         // Only where a toolkit directory has no version file of its own.
         let nvcc = "/usr/local/cuda/bin/nvcc";
@@ -171,7 +186,7 @@ pub fn live(opts: &GatherOptions) -> Facts {
             match command::run("nvidia-smi", &["-q", "-x"], t) {
                 Ok(xml) => apply_nvsmi(&mut facts, nvsmi_xml::parse(&xml), "nvidia-smi"),
                 Err(smi_err) => {
-                    let why = format!("{nvml_err}; {smi_err}");
+                    let why = driver_failure(&nvml_err, &smi_err);
                     facts.driver.query = Reading::Unavailable(why.clone());
                     facts.driver.version = Reading::Unavailable(why.clone());
                     facts.driver.cuda_version = Reading::Unavailable(why.clone());
@@ -189,9 +204,18 @@ pub fn live(opts: &GatherOptions) -> Facts {
             .join()
             .unwrap_or_else(|_| Err("nvidia-smi topo -m: failed".into())),
     );
+    facts.host = host_job
+        .join()
+        .unwrap_or_else(|_| gpuaudit_core::facts::HostFacts::unread("the host sources failed"));
     facts.measured = MeasuredFacts::not_run("facts-only audit");
     finish(&mut facts);
     facts
+}
+
+/// Why neither NVML nor nvidia-smi answered, worded the same for the live audit and for
+/// `collect` (which keeps it in `cmd/driver-error.txt`).
+pub fn driver_failure(nvml_err: &str, smi_err: &str) -> String {
+    format!("{nvml_err}; {smi_err}")
 }
 
 fn read_files(
@@ -205,7 +229,7 @@ fn read_files(
     facts.modules = files::modules(root);
     facts.toolkit = files::toolkits(root, nvcc);
     facts.net = NetFacts {
-        somaxconn: files::somaxconn(root),
+        somaxconn: host::gather_somaxconn(root),
     };
     match root.read("proc/driver/nvidia/version") {
         Ok(text) => match procfs::parse_driver_version(&text) {

@@ -39,8 +39,10 @@ pub struct HostOptions {
     /// `--data-dir`: where datasets and models live. Empty: the current directory and the
     /// Hugging Face and torch caches.
     pub data_dirs: Vec<PathBuf>,
-    /// Run storage.throughput and net.loopback (live machine only).
-    pub measure: bool,
+    /// Run storage.throughput (live machine only; `--full`: a few seconds per directory).
+    pub measure_storage: bool,
+    /// Run net.loopback (live machine only; at most 2 s).
+    pub measure_loopback: bool,
     /// Ask each Python environment's interpreter about PyTorch (live machine only).
     pub ask_interpreter: bool,
     /// Hard limit for one interpreter (importing torch takes 3 s or more).
@@ -51,7 +53,8 @@ impl Default for HostOptions {
     fn default() -> Self {
         HostOptions {
             data_dirs: Vec::new(),
-            measure: false,
+            measure_storage: false,
+            measure_loopback: false,
             ask_interpreter: true,
             interpreter_timeout: Duration::from_secs(30),
         }
@@ -62,6 +65,8 @@ impl Default for HostOptions {
 pub const SNAPSHOT_NOT_MEASURED: &str = "snapshot audit: nothing is measured";
 /// Why measured readings are missing on a live audit that did not ask for measurements.
 pub const NOT_ASKED: &str = "measurements were not asked for";
+/// Why storage.throughput is missing on a quick live audit.
+pub const NOT_ASKED_STORAGE: &str = "quick audit: storage throughput runs with --full";
 
 /// Everything about the host around the GPU. Safe to call from a thread; it blocks for as long
 /// as the interpreters (bounded by `interpreter_timeout`, run in parallel) and the
@@ -76,22 +81,20 @@ pub fn gather(root: &RootFs, opts: &HostOptions) -> HostFacts {
     let python_envs = python::read_envs(root, &sites, opts);
     let libraries = libraries::read(root, &env_value, &sites);
     let container = container::read(root, &env_value, mounts.value().map(Vec::as_slice));
-    let (throughput, loopback) = if !live {
-        (
-            Reading::unavailable(SNAPSHOT_NOT_MEASURED),
-            Reading::unavailable(SNAPSHOT_NOT_MEASURED),
-        )
-    } else if !opts.measure {
-        (
-            Reading::unavailable(NOT_ASKED),
-            Reading::unavailable(NOT_ASKED),
-        )
+    let throughput = if !live {
+        Reading::unavailable(SNAPSHOT_NOT_MEASURED)
+    } else if !opts.measure_storage {
+        Reading::unavailable(NOT_ASKED_STORAGE)
     } else {
         let dirs = data_dirs.value().cloned().unwrap_or_default();
-        (
-            Reading::Value(iobench::measure_all(&dirs)),
-            loopback::measure(),
-        )
+        Reading::Value(iobench::measure_all(&dirs))
+    };
+    let loopback = if !live {
+        Reading::unavailable(SNAPSHOT_NOT_MEASURED)
+    } else if !opts.measure_loopback {
+        Reading::unavailable(NOT_ASKED)
+    } else {
+        loopback::measure()
     };
     HostFacts {
         env,

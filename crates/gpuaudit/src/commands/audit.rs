@@ -7,6 +7,7 @@ use gpuaudit_core::render::TableOptions;
 use gpuaudit_core::spec::SpecDb;
 use gpuaudit_core::{Expectation, Policy, Profile, Report};
 use gpuaudit_probe::gather::{self, GatherOptions};
+use gpuaudit_probe::host::HostOptions;
 
 pub fn policy_from(args: &AuditArgs) -> Result<Policy> {
     let profile: Profile = args.profile.parse().map_err(anyhow::Error::msg)?;
@@ -35,7 +36,7 @@ pub fn policy_from(args: &AuditArgs) -> Result<Policy> {
         expect,
         gpus,
         full: args.full,
-        expected_concurrency: None,
+        expected_concurrency: args.concurrency,
     })
 }
 
@@ -43,7 +44,18 @@ pub fn run(args: &AuditArgs) -> Result<u8> {
     let policy = policy_from(args)?;
     let format = output::choose_format(args.format.as_deref(), args.output.as_deref())?;
     let color = output::use_color(&args.color, args.output.as_deref())?;
-    let opts = GatherOptions::default();
+    let live = args.root.is_none();
+    let opts = GatherOptions {
+        host: HostOptions {
+            data_dirs: args.data_dirs.clone(),
+            measure_storage: live && args.full,
+            measure_loopback: live && !args.facts_only,
+            // Importing torch takes seconds: a facts-only audit reads the installed files.
+            ask_interpreter: !args.facts_only,
+            ..HostOptions::default()
+        },
+        ..GatherOptions::default()
+    };
 
     let facts = match &args.root {
         Some(dir) => gather::snapshot(dir, &opts)?,

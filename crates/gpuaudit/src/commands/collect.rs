@@ -2,7 +2,8 @@
 
 use crate::cli::CollectArgs;
 use anyhow::Result;
-use gpuaudit_probe::collect::{collect_base, Collector};
+use gpuaudit_probe::collect::{collect_base, collect_host, Collector};
+use gpuaudit_probe::host::HostOptions;
 use gpuaudit_probe::root::RootFs;
 use std::time::Duration;
 
@@ -19,6 +20,11 @@ pub fn run(args: &CollectArgs) -> Result<u8> {
         )
     });
     collect_base(&mut c, &description, Duration::from_secs(30))?;
+    let host = HostOptions {
+        data_dirs: args.data_dirs.clone(),
+        ..HostOptions::default()
+    };
+    collect_host(&mut c, &host);
     for n in &c.summary.notes {
         eprintln!("gpuaudit collect: {n}");
     }
