@@ -150,7 +150,7 @@ fn run_container(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
                 }
             }
             if nodes.is_empty() && gpus.is_none_or(|n| n == 0) {
-                out.push(Finding::info(ID, format!("no /dev/nvidia* device node")));
+                out.push(Finding::info(ID, "no /dev/nvidia* device node".to_string()));
             }
         }
         Reading::Unavailable(r) => out.push(Finding::skip(
@@ -209,7 +209,7 @@ fn judge_host(facts: &Facts, out: &mut Vec<Finding>) {
         out.push(
             Finding::info(
                 ID,
-                format!("not in a container; no container engine installed"),
+                "not in a container; no container engine installed".to_string(),
             )
             .with("toolkit", &toolkit),
         );

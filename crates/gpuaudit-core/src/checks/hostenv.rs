@@ -94,7 +94,7 @@ fn run_jupyter(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     if configs.is_empty() {
         return vec![Finding::pass(
             ID_JUP,
-            format!("no Jupyter configuration file: the defaults apply"),
+            "no Jupyter configuration file: the defaults apply".to_string(),
         )];
     }
     let mut out = Vec::new();
@@ -192,7 +192,7 @@ fn run_ssh(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
         Reading::Value(None) => {
             return vec![Finding::pass(
                 ID_SSH,
-                format!("no sshd configuration: no ssh server to judge"),
+                "no sshd configuration: no ssh server to judge".to_string(),
             )];
         }
         Reading::Unavailable(r) => {

@@ -212,9 +212,7 @@ fn run_fabric(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 "the fastest Ethernet interface runs at {} Gb/s",
                 s as f64 / 1000.0
             ),
-            None if nics.is_empty() => {
-                format!("no physical network interface was listed")
-            }
+            None if nics.is_empty() => "no physical network interface was listed".to_string(),
             None => "the Ethernet speed is not reported (usual for virtual NICs)".into(),
         };
         let msg = format!(
@@ -224,7 +222,7 @@ fn run_fabric(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         } else {
             Finding::info(
                 ID_FABRIC,
-                format!("no InfiniBand or RoCE device; fine for single-node work"),
+                "no InfiniBand or RoCE device; fine for single-node work".to_string(),
             )
         };
         out.push(f.with("nics", &nic_ev));

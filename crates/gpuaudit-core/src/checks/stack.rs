@@ -384,7 +384,7 @@ fn run_framework(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     if envs.is_empty() {
         return vec![Finding::info(
             ID_FW,
-            format!("no PyTorch installation found in the Python environments searched"),
+            "no PyTorch installation found in the Python environments searched".to_string(),
         )];
     }
     let gpus = gpu_count(facts).unwrap_or(0);
