@@ -4,4 +4,5 @@
 //! measurements (run in a child process). Facts come out; judgement happens in
 //! `gpuaudit-core`.
 
+pub mod measure;
 pub mod root;

@@ -47,6 +47,9 @@ pub struct MeasuredFacts {
     pub nccl: Reading<AllReduce>,
     #[serde(default)]
     pub burn: Reading<Burn>,
+    /// Remarks of the measuring processes (sizes skipped for lack of memory, ...).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 impl MeasuredFacts {
@@ -65,6 +68,7 @@ impl MeasuredFacts {
             p2p: Reading::unavailable(reason),
             nccl: Reading::unavailable(reason),
             burn: Reading::unavailable(reason),
+            notes: Vec::new(),
         }
     }
 
