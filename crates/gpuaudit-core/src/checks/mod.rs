@@ -5,6 +5,8 @@
 //! report one finding per GPU (passing ones included); every check reports at least one
 //! finding, `skip` with the reason where it could not run.
 
+pub mod measured;
+
 use crate::facts::Facts;
 use crate::finding::{Finding, Status};
 use crate::policy::Policy;
@@ -90,7 +92,7 @@ pub const CATALOG: &[&str] = &[
 
 /// Every registered check, in catalog order.
 pub fn all() -> Vec<&'static Check> {
-    let areas: &[&'static [Check]] = &[];
+    let areas: &[&'static [Check]] = &[measured::CHECKS];
     let mut checks: Vec<&'static Check> = areas.iter().flat_map(|a| a.iter()).collect();
     checks.sort_by_key(|c| {
         CATALOG
