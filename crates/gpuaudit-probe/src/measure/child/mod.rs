@@ -84,8 +84,26 @@ pub fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
 pub fn guarded<T>(what: &str, f: impl FnOnce() -> Result<T, Fail>) -> Result<T, Fail> {
     match catch_unwind(AssertUnwindSafe(f)) {
         Ok(r) => r,
-        Err(p) => Err(Fail(format!("{what}: {}", first_line(&panic_text(&*p))))),
+        Err(p) => Err(Fail(format!("{what}: {}", explain_panic(&panic_text(&*p))))),
     }
+}
+
+/// cudarc's panics, in words: a library it could not open, a symbol an old driver or library
+/// lacks.
+fn explain_panic(text: &str) -> String {
+    let t = first_line(text);
+    if let Some(rest) = t.strip_prefix("Unable to dynamically load the \"") {
+        let lib = rest.split('"').next().unwrap_or("?");
+        return format!("the lib{lib} library could not be loaded");
+    }
+    if let Some(rest) = t.strip_prefix("Missing symbol ") {
+        let sym = rest.split(':').next().unwrap_or(rest);
+        return format!(
+            "{sym} is missing from the loaded library (the driver or library is older than \
+             this call needs)"
+        );
+    }
+    t
 }
 
 fn first_line(s: &str) -> String {
@@ -307,5 +325,56 @@ pub fn gbps(bytes: f64, ms: f64) -> f64 {
         0.0
     } else {
         bytes / (ms / 1e3) / 1e9
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::plan::{plan, LibStatus, Options, Target};
+
+    #[test]
+    fn no_driver_library_costs_every_group_and_nothing_else() {
+        // On a machine without libcuda (or where the plan's GPU does not exist) every group
+        // must come back unavailable with a reason, and the function must return normally.
+        let t = Target {
+            index: 0,
+            pci_bus_id: "0000:ff:1f.7".into(),
+            name: None,
+            compute_capability: Some(ComputeCapability { major: 9, minor: 0 }),
+            busy: None,
+            mig: false,
+        };
+        let p = plan(&[t], &Options::default(), &LibStatus::all_found());
+        let req = ChildRequest {
+            plan: p,
+            groups: vec![Group::Pcie, Group::Gemm],
+        };
+        let json = serde_json::to_string(&req).unwrap();
+        assert_eq!(child_main(&[json]), 0);
+    }
+
+    #[test]
+    fn panics_read_as_sentences() {
+        assert_eq!(
+            explain_panic("Unable to dynamically load the \"nccl\" shared library - searched"),
+            "the libnccl library could not be loaded"
+        );
+        assert!(
+            explain_panic("Missing symbol cuMemcpy3DBatchAsync: undefined")
+                .starts_with("cuMemcpy3DBatchAsync is missing")
+        );
+        assert_eq!(explain_panic("boom\nmore"), "boom");
+    }
+
+    #[test]
+    fn ctx_probe_returns_normally_with_or_without_a_driver() {
+        // 1 with a ctx_error line where libcuda is missing, 0 on a GPU machine.
+        assert!(matches!(ctx_probe_main(), 0 | 1));
+    }
+
+    #[test]
+    fn bad_request_is_exit_2() {
+        assert_eq!(child_main(&["{not json".to_string()]), 2);
     }
 }
