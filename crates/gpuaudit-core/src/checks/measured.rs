@@ -25,6 +25,9 @@ pub const SIBLING_FLOOR: f64 = 0.70;
 /// link (63 GB/s) is normal.
 pub const PCIE_WARN: f64 = 0.70;
 pub const PCIE_FAIL: f64 = 0.50;
+/// NVML samples (50 ms apart) that must all have seen a lower PCIe generation during the
+/// copies before it fails (fewer only warn: the generation drops whenever the link idles).
+pub const LINK_SAMPLES_FOR_FAIL: u32 = 20;
 /// Device copy (read + write) against the datasheet memory bandwidth: 85-92% is what HBM
 /// parts reach (H200: 4.3 of 4.8 TB/s).
 pub const MEMORY_WARN: f64 = 0.75;
@@ -85,8 +88,9 @@ pub const CHECKS: &[Check] = &[
                    largest size is compared with the link's theoretical one-direction rate \
                    (generation x width): below 70% warns, below 50% fails; a GPU below 70% of \
                    its siblings fails; a link that trained below its maximum while the copies \
-                   ran fails; a GPU losing more than 30% when all copy at once shares an \
-                   upstream link (warn).",
+                   ran fails (a lower generation seen in fewer than 20 samples warns: links \
+                   drop their generation when idle); a GPU losing more than 30% when all copy \
+                   at once shares an upstream link (warn).",
             why: "Every batch a GPU trains on and every result it returns crosses this link. A \
                   card in a x8 slot, a link stuck at Gen3, a PCIe switch shared by several GPUs \
                   or a noisy riser halves data loading and checkpointing, and slows multi-GPU \
@@ -518,11 +522,17 @@ fn check_pcie(facts: &Facts, policy: &Policy) -> Vec<Finding> {
             }
             status = worse(status, s);
             if let Reading::Value(l) = &g.link_under_load {
-                if (l.gen, l.width) < (gen, width) && (l.gen < gen || l.width < width) {
-                    status = Status::Fail;
+                // Width holds at idle, so a narrower link fails outright; the generation drops
+                // between copies, so a lower one fails only when enough samples saw it.
+                let narrow = l.width < width;
+                let slow = l.gen < gen;
+                if narrow || slow {
+                    let sure = narrow || l.samples >= LINK_SAMPLES_FOR_FAIL;
+                    status = worse(status, if sure { Status::Fail } else { Status::Warn });
                     notes.push(format!(
-                        "the link ran at Gen{} x{} during the copies; it supports Gen{gen} x{width}",
-                        l.gen, l.width
+                        "the link ran at Gen{} x{} during the copies ({} NVML samples); it \
+                         supports Gen{gen} x{width}",
+                        l.gen, l.width, l.samples
                     ));
                     fix = Some(
                         "Reseat the card or move it to a slot that trains at full width and \
@@ -2124,7 +2134,7 @@ mod tests {
         low_link.link_under_load = Reading::Value(PcieLinkState {
             gen: 4,
             width: 16,
-            samples: 10,
+            samples: 40,
         });
         f.measured.pcie = Reading::Value(PcieBandwidth {
             per_gpu: vec![
@@ -2157,6 +2167,30 @@ mod tests {
         let g2 = out.iter().find(|x| x.gpu == Some(2)).unwrap();
         assert_eq!(g2.status, Status::Fail);
         assert!(g2.message.contains("Gen4 x16"), "{}", g2.message);
+        // A lower generation seen in a few samples only (the link idles between copies)
+        // warns; a narrower link fails at once.
+        let mut few = pcie_gpu(55.0, 55.0);
+        few.link_under_load = Reading::Value(PcieLinkState {
+            gen: 1,
+            width: 16,
+            samples: 3,
+        });
+        let mut narrow = pcie_gpu(55.0, 55.0);
+        narrow.link_under_load = Reading::Value(PcieLinkState {
+            gen: 5,
+            width: 8,
+            samples: 3,
+        });
+        f.measured.pcie = Reading::Value(PcieBandwidth {
+            per_gpu: vec![
+                OnGpu::new(0, Reading::Value(few)),
+                OnGpu::new(1, Reading::Value(narrow)),
+            ],
+            all_at_once: Reading::unavailable("x"),
+        });
+        let out = run("pcie.bandwidth", &f);
+        assert_eq!(status(&out, 0), Status::Warn);
+        assert_eq!(status(&out, 1), Status::Fail);
     }
 
     fn membw(copy: f64) -> MemoryBandwidth {

@@ -54,6 +54,8 @@ pub struct Progress {
 
 /// NVML sampling interval (several samples a second, as the burn needs).
 const SAMPLE_MS: u32 = 200;
+/// NVML sampling interval while the host copies run.
+const PCIE_SAMPLE_MS: u32 = 50;
 
 /// Applies the environment overrides meant for tuning runs on the device:
 /// `GPUAUDIT_MEMBW_LAUNCH=4x512,8x256`, `GPUAUDIT_GEMM_SIZE=8192`, `GPUAUDIT_GEMM_LAYOUT=nn|tn`.
@@ -438,7 +440,14 @@ fn sampler(
                 o.extend(batch);
             }
         }
-        next += Duration::from_millis(SAMPLE_MS as u64);
+        // The link's generation drops between copies on an idle GPU: sample the host-copy
+        // group faster so the copies themselves are caught.
+        let every = if group == Some(Group::Pcie) {
+            PCIE_SAMPLE_MS
+        } else {
+            SAMPLE_MS
+        };
+        next += Duration::from_millis(every as u64);
         let now = Instant::now();
         if next > now {
             std::thread::sleep(next - now);
