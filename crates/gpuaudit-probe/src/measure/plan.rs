@@ -448,9 +448,10 @@ impl Plan {
         self.budget(g).is_some()
     }
 
-    /// The child processes to start, each with the groups it runs in order. Quick mode packs
-    /// the cheap groups into one child (each child pays cuInit again); NCCL, the likeliest to
-    /// hang or abort, always gets its own, and so does every group in full mode.
+    /// The child processes to start, each with the groups it runs in order. Quick mode runs
+    /// every group in one child (each child pays cuInit again), NCCL last: results stream out
+    /// group by group, so a crash or hang costs only the group it happened in (the parent
+    /// restarts a child for the groups after it). Full mode gives every group a fresh child.
     pub fn jobs(&self) -> Vec<Vec<Group>> {
         let child: Vec<Group> = Group::ALL
             .into_iter()
@@ -458,17 +459,8 @@ impl Plan {
             .collect();
         match self.mode {
             Mode::Full => child.into_iter().map(|g| vec![g]).collect(),
-            Mode::Quick => {
-                let (alone, packed): (Vec<Group>, Vec<Group>) = child
-                    .into_iter()
-                    .partition(|g| matches!(g, Group::Nccl | Group::Burn));
-                let mut jobs = Vec::new();
-                if !packed.is_empty() {
-                    jobs.push(packed);
-                }
-                jobs.extend(alone.into_iter().map(|g| vec![g]));
-                jobs
-            }
+            Mode::Quick if child.is_empty() => Vec::new(),
+            Mode::Quick => vec![child],
         }
     }
 
@@ -837,13 +829,16 @@ mod tests {
         let nccl = p.nccl.params().unwrap();
         assert!(nccl.sizes.contains(&MIB) && nccl.sizes.contains(&(256 * MIB)));
         assert_eq!(p.context.params().unwrap().runs, 5);
-        // One child for the cheap groups, NCCL on its own.
+        // One child, NCCL (the likeliest to hang) last.
         assert_eq!(
             p.jobs(),
-            vec![
-                vec![Group::Pcie, Group::Memory, Group::Gemm, Group::P2p],
-                vec![Group::Nccl]
-            ]
+            vec![vec![
+                Group::Pcie,
+                Group::Memory,
+                Group::Gemm,
+                Group::P2p,
+                Group::Nccl
+            ]]
         );
         // The quick audit must fit in 10 s on 2 GPUs.
         assert!(p.estimate_ms() < 8_000, "{}", p.estimate_ms());
