@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One library gpuaudit needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -271,6 +271,22 @@ fn site_packages() -> Vec<PathBuf> {
         }
     }
     out.push("/usr/lib/python3/dist-packages".into());
+    // The python3 on PATH knows its own (a venv, conda, pyenv): ask it, briefly.
+    if let Some(text) = run_quietly(
+        "python3",
+        &[
+            "-c",
+            "import site,sys\ntry:\n p=site.getsitepackages()+[site.getusersitepackages()]\nexcept Exception:\n p=[x for x in sys.path if x.endswith('-packages')]\nprint('\\n'.join(p))",
+        ],
+        Duration::from_secs(3),
+    ) {
+        for l in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+            let d = PathBuf::from(l);
+            if !out.contains(&d) {
+                out.push(d);
+            }
+        }
+    }
     out.retain(|d| d.is_dir());
     out
 }
@@ -350,7 +366,6 @@ fn run_quietly(cmd: &str, args: &[&str], limit: Duration) -> Option<String> {
         std::io::Read::read_to_string(&mut stdout, &mut s).ok();
         s
     });
-    let start = Instant::now();
     let status = match child.wait_timeout(limit) {
         Ok(Some(st)) => st,
         _ => {
@@ -359,7 +374,6 @@ fn run_quietly(cmd: &str, args: &[&str], limit: Duration) -> Option<String> {
             return None;
         }
     };
-    let _ = start;
     let out = reader.join().ok()?;
     status.success().then_some(out)
 }
@@ -590,5 +604,28 @@ mod tests {
             assert_eq!(parts[1], tmp.path());
         }
         assert!(!dir_path.exists(), "the link directory is removed on drop");
+    }
+}
+
+#[cfg(test)]
+mod live_tests {
+    #[test]
+    fn python_is_asked_for_its_site_packages() {
+        // Whatever this machine has, the search must not fail; where python3 runs, its
+        // site-packages directories are among the candidates.
+        let sp = super::site_packages();
+        if let Ok(o) = std::process::Command::new("python3")
+            .args(["-c", "import site; print(site.getsitepackages()[0])"])
+            .output()
+        {
+            let d = String::from_utf8_lossy(&o.stdout).trim().to_string();
+            if !d.is_empty() && std::path::Path::new(&d).is_dir() {
+                assert!(
+                    sp.iter().any(|p| p.to_string_lossy() == d),
+                    "{sp:?} lacks {d}"
+                );
+            }
+        }
+        let _ = super::live_search_path(Some(13));
     }
 }
