@@ -13,6 +13,16 @@
 //!
 //! A hung GPU, an aborting library or a missing symbol costs the group it happened in (one
 //! finding), never the audit. No GPU setting is ever changed.
+//!
+//! Supported software: drivers from CUDA 11.0 (R450) on. cudarc is built with `cuda-12000`
+//! bindings and dynamic loading; every driver symbol called (cuInit, cuDevicePrimaryCtx*,
+//! cuMemAlloc_v2, cuMemcpy*Async_v2, cuMemcpyPeerAsync, cuEvent*, cuModuleLoadDataEx,
+//! cuLaunchKernel, cuCtxEnablePeerAccess, ...) exists since CUDA 11.0 and is kept by newer
+//! drivers for binary compatibility, and the kernels are PTX ISA 7.0 for compute_70 (Volta
+//! and later, JIT-compiled by the driver). cuBLAS/cuBLASLt 11, 12 or 13 (the newest major the
+//! driver supports is chosen), fp8 GEMMs need cuBLASLt 11.8+ and compute capability 8.9+.
+//! NCCL: any 2.x with ncclCommInitAll/ncclAllReduce/group calls (bindings `nccl-02022`). A
+//! symbol an older library lacks fails its group with the symbol's name.
 
 mod child;
 mod fill;

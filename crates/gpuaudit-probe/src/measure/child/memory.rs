@@ -19,7 +19,7 @@ pub fn run(ctx: &Ctx, p: &MemoryParams) -> R<Vec<OnGpu<MemoryBandwidth>>> {
     let n = ctx.gpus.len();
     let mut out = Vec::new();
     for (gi, g) in ctx.gpus.iter().enumerate() {
-        let r = one(ctx, gi, g, &ctx.kernels[gi], p, |f, msg| {
+        let r = one(ctx, g, &ctx.kernels[gi], p, |f, msg| {
             progress(Group::Memory, (gi as f64 + f) / n as f64, msg)
         });
         out.push(OnGpu::new(
@@ -50,7 +50,6 @@ fn time_median(g: &Gpu, s: &Stream, repeats: u32, mut f: impl FnMut() -> R<()>) 
 
 fn one(
     ctx: &Ctx,
-    gi: usize,
     g: &Gpu,
     k: &Kernels,
     p: &MemoryParams,
@@ -243,7 +242,6 @@ fn one(
         verify.push(check_triad(g, a.ptr, nf)?);
         triad_gbps = Some(best);
     }
-    let _ = gi;
     Ok(MemoryBandwidth {
         buffer_bytes: buf,
         copy_gbps: copy_best,
