@@ -103,27 +103,46 @@ pub fn busy_reason(processes: Option<usize>, utilization_pct: Option<u32>) -> Op
 
 /// The GPUs as the parent knows them, with a fresh busy reading from NVML where it answers.
 fn targets(facts: &Facts, nvml: Option<&Nvml>) -> Vec<Target> {
+    let read = |g: &GpuFacts| -> (Option<usize>, Option<u32>) {
+        let dev = nvml.and_then(|n| n.device_by_index(g.index).ok());
+        let procs = dev
+            .as_ref()
+            .and_then(|d| d.running_compute_processes().ok().map(|p| p.len()))
+            .or_else(|| g.processes.value().map(Vec::len));
+        let util = dev
+            .as_ref()
+            .and_then(|d| d.utilization_rates().ok().map(|u| u.gpu))
+            .or_else(|| g.utilization_pct.value().copied());
+        (procs, util)
+    };
+    let mut readings: Vec<(Option<usize>, Option<u32>)> =
+        facts.gpu_list().iter().map(read).collect();
+    // NVML's utilisation is an average over the last second or so: a process that just
+    // ended (a previous gpuaudit run) still shows. Utilisation without processes is read
+    // again after a fresh window before it counts.
+    if nvml.is_some()
+        && readings
+            .iter()
+            .any(|(p, u)| *p == Some(0) && u.is_some_and(|u| u >= 10))
+    {
+        std::thread::sleep(Duration::from_millis(1100));
+        for (g, r) in facts.gpu_list().iter().zip(readings.iter_mut()) {
+            if r.0 == Some(0) && r.1.is_some_and(|u| u >= 10) {
+                *r = read(g);
+            }
+        }
+    }
     facts
         .gpu_list()
         .iter()
-        .map(|g: &GpuFacts| {
-            let dev = nvml.and_then(|n| n.device_by_index(g.index).ok());
-            let procs = dev
-                .as_ref()
-                .and_then(|d| d.running_compute_processes().ok().map(|p| p.len()))
-                .or_else(|| g.processes.value().map(Vec::len));
-            let util = dev
-                .as_ref()
-                .and_then(|d| d.utilization_rates().ok().map(|u| u.gpu))
-                .or_else(|| g.utilization_pct.value().copied());
-            Target {
-                index: g.index,
-                pci_bus_id: g.pci_bus_id.clone(),
-                name: g.name.value().cloned(),
-                compute_capability: g.compute_capability.value().copied(),
-                busy: busy_reason(procs, util),
-                mig: g.mig.current.value().copied().unwrap_or(false),
-            }
+        .zip(readings)
+        .map(|(g, (procs, util))| Target {
+            index: g.index,
+            pci_bus_id: g.pci_bus_id.clone(),
+            name: g.name.value().cloned(),
+            compute_capability: g.compute_capability.value().copied(),
+            busy: busy_reason(procs, util),
+            mig: g.mig.current.value().copied().unwrap_or(false),
         })
         .collect()
 }
