@@ -8,5 +8,6 @@ pub mod collect;
 pub mod command;
 pub mod gather;
 pub mod host;
+pub mod measure;
 pub mod nvml;
 pub mod root;

@@ -36,6 +36,45 @@ pub enum Command {
         /// A check id, e.g. pcie.link (see `gpuaudit checks`).
         id: String,
     },
+    /// Run measurements alone, with their full tables (sizes, per GPU, matrices).
+    Bench(BenchArgs),
+    /// Sustained GEMM load on every GPU with clock/power/temperature/throttle sampling.
+    Burn(BurnArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct BenchArgs {
+    /// Which measurements: context, pcie, memory, gemm, p2p, nccl, burn (or their check ids).
+    /// None: all but the burn.
+    #[arg(value_name = "NAME")]
+    pub names: Vec<String>,
+    #[command(flatten)]
+    pub common: MeasureArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct BurnArgs {
+    /// How long, in seconds.
+    #[arg(value_name = "SECS", default_value_t = 60)]
+    pub seconds: u32,
+    #[command(flatten)]
+    pub common: MeasureArgs,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct MeasureArgs {
+    /// Only these GPU indices, e.g. 0,1 or 0-3.
+    #[arg(long, value_name = "LIST")]
+    pub gpus: Option<String>,
+    /// Measure GPUs even when other processes use them.
+    #[arg(long)]
+    pub force: bool,
+    /// table | json.
+    #[arg(long, value_name = "FORMAT")]
+    pub format: Option<String>,
+    /// Write the result to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
 }
 
 #[derive(Args, Debug, Default, Clone)]

@@ -7,12 +7,21 @@
 mod cli;
 mod commands;
 mod output;
+mod progress;
 
 use clap::Parser;
+use gpuaudit_probe::measure;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     install_panic_hook();
+    // The measurement children are this binary re-executed: route them before clap.
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some(measure::CHILD_SUBCOMMAND) => return exit_code(measure::child_main(&args[2..])),
+        Some(measure::CTX_PROBE_SUBCOMMAND) => return exit_code(measure::ctx_probe_main()),
+        _ => {}
+    }
     let cli = cli::Cli::parse();
     let result = match cli.command {
         None => commands::audit::run(&cli.audit),
@@ -20,6 +29,8 @@ fn main() -> ExitCode {
         Some(cli::Command::Collect(c)) => commands::collect::run(&c),
         Some(cli::Command::Checks) => commands::catalog::list(),
         Some(cli::Command::Explain { id }) => commands::catalog::explain(&id),
+        Some(cli::Command::Bench(b)) => commands::bench::bench(&b),
+        Some(cli::Command::Burn(b)) => commands::bench::burn(&b),
     };
     match result {
         Ok(code) => ExitCode::from(code),
@@ -30,6 +41,10 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+fn exit_code(code: i32) -> ExitCode {
+    ExitCode::from(u8::try_from(code).unwrap_or(2))
 }
 
 /// Panics inside guarded NVML calls are turned into readings; keep them off the terminal.

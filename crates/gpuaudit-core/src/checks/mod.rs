@@ -8,6 +8,7 @@
 mod common;
 mod cuda;
 mod gpu;
+pub mod measured;
 mod memory;
 mod nvlink;
 mod os;
@@ -105,8 +106,8 @@ pub const CATALOG: &[&str] = &[
 ];
 
 /// The report's flat list of measured figures, with the datasheet expectation and ratio.
-pub fn measurements(_facts: &Facts) -> Vec<crate::facts::Measurement> {
-    Vec::new()
+pub fn measurements(facts: &Facts) -> Vec<crate::facts::Measurement> {
+    measured::measurements(facts)
 }
 
 /// Every registered check, in catalog order.
@@ -124,6 +125,7 @@ pub fn all() -> Vec<&'static Check> {
         storage::CHECKS,
         network::CHECKS,
         hostenv::CHECKS,
+        measured::CHECKS,
     ];
     let mut checks: Vec<&'static Check> = areas.iter().flat_map(|a| a.iter()).collect();
     checks.sort_by_key(|c| {

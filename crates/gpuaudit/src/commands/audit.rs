@@ -2,12 +2,16 @@
 
 use crate::cli::{parse_gpu_list, AuditArgs};
 use crate::output;
+use crate::progress::Bar;
 use anyhow::{bail, Result};
+use gpuaudit_core::facts::{Facts, MeasuredFacts};
 use gpuaudit_core::render::TableOptions;
 use gpuaudit_core::spec::SpecDb;
+use gpuaudit_core::Reading;
 use gpuaudit_core::{Expectation, Policy, Profile, Report};
 use gpuaudit_probe::gather::{self, GatherOptions};
 use gpuaudit_probe::host::HostOptions;
+use gpuaudit_probe::measure;
 
 pub fn policy_from(args: &AuditArgs) -> Result<Policy> {
     let profile: Profile = args.profile.parse().map_err(anyhow::Error::msg)?;
@@ -57,7 +61,8 @@ pub fn run(args: &AuditArgs) -> Result<u8> {
         ..GatherOptions::default()
     };
 
-    let facts = match &args.root {
+    let mut bar = Bar::spinner("reading the machine");
+    let mut facts = match &args.root {
         Some(dir) => gather::snapshot(dir, &opts)?,
         None => gather::live(&opts),
     };
@@ -80,6 +85,19 @@ pub fn run(args: &AuditArgs) -> Result<u8> {
             );
         }
     }
+    if live && !args.facts_only {
+        let mopts = measure::Options {
+            full: args.full,
+            force: args.force,
+            gpus: policy.gpus.clone(),
+            ..measure::Options::default()
+        };
+        let measured = measure::run(&facts, &mopts, &mut |p| {
+            bar.update(&p.message, p.done_ms, p.total_ms)
+        });
+        apply_measured(&mut facts, measured);
+    }
+    bar.finish();
     let report = Report::build(&facts, &policy);
     let table = TableOptions {
         color,
@@ -87,4 +105,23 @@ pub fn run(args: &AuditArgs) -> Result<u8> {
     };
     output::emit(&report, format, &table, args.output.as_deref())?;
     Ok(report.exit_code() as u8)
+}
+
+/// Keep what was measured, and fill what the management library could not say (NVML has no
+/// SM count for a whole GPU; CUDA has).
+pub fn apply_measured(facts: &mut Facts, measured: MeasuredFacts) {
+    if let Reading::Value(gpus) = &mut facts.gpus {
+        for g in gpus.iter_mut() {
+            let Some(d) = measured.device(g.index) else {
+                continue;
+            };
+            if g.sm_count.value().is_none() {
+                g.sm_count = Reading::Value(d.sm_count);
+            }
+            if g.compute_capability.value().is_none() {
+                g.compute_capability = Reading::Value(d.compute_capability);
+            }
+        }
+    }
+    facts.measured = measured;
 }

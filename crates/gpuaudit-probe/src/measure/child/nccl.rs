@@ -1,0 +1,231 @@
+//! All-reduce across the GPUs with NCCL, one process driving every GPU (ncclCommInitAll and
+//! group calls), float32 sums out of place, timed with events on every GPU; nccl-tests'
+//! definitions: algbw = size / time, busbw = algbw × 2(n−1)/n.
+
+use super::cu::{self, helper_grid, human_bytes, kargs, launch, DevBuf, Event, Stream, R};
+use super::{gbps, guarded, progress, Ctx, Fail};
+use crate::measure::plan::{Group, NcclParams};
+use cudarc::nccl::sys as nc;
+use gpuaudit_core::facts::{allreduce_busbw, AllReduce, AllReducePoint, Verify};
+use std::ffi::{c_void, CStr};
+
+fn nck(r: nc::ncclResult_t, call: &str) -> R<()> {
+    let code = r as u32;
+    if code == 0 {
+        return Ok(());
+    }
+    // SAFETY: returns a pointer to a static string (or null).
+    let p = unsafe { nc::ncclGetErrorString(r) };
+    let text = if p.is_null() {
+        format!("NCCL error {code}")
+    } else {
+        // SAFETY: a NUL-terminated static string from NCCL.
+        unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    };
+    Err(Fail(format!("{call}: {text} ({code})")))
+}
+
+/// The communicators, destroyed on drop.
+struct Comms(Vec<nc::ncclComm_t>);
+
+impl Drop for Comms {
+    fn drop(&mut self) {
+        for c in &self.0 {
+            if !c.is_null() {
+                // SAFETY: each communicator was created by ncclCommInitAll, destroyed once.
+                unsafe {
+                    let _ = nc::ncclCommDestroy(*c);
+                }
+            }
+        }
+    }
+}
+
+fn version() -> Option<String> {
+    let mut v = 0i32;
+    // SAFETY: writes one int.
+    let r = unsafe { nc::ncclGetVersion(&mut v) };
+    if r as u32 != 0 || v <= 0 {
+        return None;
+    }
+    // NCCL >= 2.9 encodes major*10000 + minor*100 + patch; older, major*1000 + minor*100 + patch.
+    Some(if v >= 10000 {
+        format!("{}.{}.{}", v / 10000, (v / 100) % 100, v % 100)
+    } else {
+        format!("{}.{}.{}", v / 1000, (v / 100) % 10, v % 100)
+    })
+}
+
+pub fn run(ctx: &Ctx, p: &NcclParams) -> R<AllReduce> {
+    if std::env::var("NCCL_NVLS_ENABLE").as_deref() != Ok("0") {
+        // NVLink multicast (NVLS) must never be used; the parent always sets this.
+        return Err(Fail(
+            "NCCL_NVLS_ENABLE is not 0 in the measuring process: refusing to run NCCL".into(),
+        ));
+    }
+    let gpus = &ctx.gpus;
+    let n = gpus.len();
+    if n < 2 {
+        return Err(Fail("fewer than two GPUs could be opened".into()));
+    }
+    let nccl_version = guarded("loading libnccl", || Ok(version()))?;
+    let mut max = p.sizes.iter().copied().max().unwrap_or(1 << 20);
+    for g in gpus {
+        let (free, _) = g.mem_info()?;
+        max = max.min((free / 4) & !0xFFFF);
+    }
+    let sizes: Vec<u64> = p.sizes.iter().copied().filter(|s| *s <= max).collect();
+    if sizes.is_empty() {
+        return Err(Fail("not enough free device memory".into()));
+    }
+    progress(Group::Nccl, 0.02, format!("ncclCommInitAll over {n} GPUs"));
+    let devs: Vec<i32> = gpus.iter().map(|g| g.ordinal as i32).collect();
+    let mut comms = Comms(vec![std::ptr::null_mut(); n]);
+    // SAFETY: `comms` has room for n communicators; `devs` lists n CUDA ordinals.
+    nck(
+        unsafe { nc::ncclCommInitAll(comms.0.as_mut_ptr(), n as i32, devs.as_ptr()) },
+        "ncclCommInitAll",
+    )?;
+
+    struct Rank {
+        send: DevBuf,
+        recv: DevBuf,
+        stream: Stream,
+        start: Event,
+        end: Event,
+    }
+    let mut ranks = Vec::new();
+    for (r, g) in gpus.iter().enumerate() {
+        let rank = Rank {
+            send: DevBuf::new(g, max)?,
+            recv: DevBuf::new(g, max)?,
+            stream: Stream::new(g)?,
+            start: Event::new(g)?,
+            end: Event::new(g)?,
+        };
+        let count = max / 4;
+        let value = (r + 1) as f32;
+        launch(
+            ctx.kernels[r].fill_f32_const,
+            helper_grid(g),
+            256,
+            &rank.stream,
+            &mut kargs![rank.send.ptr, count, value],
+        )?;
+        rank.stream.sync()?;
+        ranks.push(rank);
+    }
+
+    let all_reduce = |count: u64| -> R<()> {
+        // SAFETY: group calls on every rank's communicator, buffers and stream.
+        nck(unsafe { nc::ncclGroupStart() }, "ncclGroupStart")?;
+        let mut res = Ok(());
+        for (r, rank) in ranks.iter().enumerate() {
+            // SAFETY: send/recv hold at least `count` floats on rank r's GPU.
+            let e = unsafe {
+                nc::ncclAllReduce(
+                    rank.send.ptr as *const c_void,
+                    rank.recv.ptr as *mut c_void,
+                    count as usize,
+                    nc::ncclDataType_t::ncclFloat32,
+                    nc::ncclRedOp_t::ncclSum,
+                    comms.0[r],
+                    rank.stream.raw as nc::cudaStream_t,
+                )
+            };
+            if res.is_ok() {
+                res = nck(e, "ncclAllReduce");
+            }
+        }
+        // The group must be closed even when a call failed.
+        // SAFETY: closes the group opened above.
+        let end = nck(unsafe { nc::ncclGroupEnd() }, "ncclGroupEnd");
+        res.and(end)
+    };
+    let sync_all = || -> R<()> {
+        for (g, rank) in gpus.iter().zip(&ranks) {
+            g.bind()?;
+            rank.stream.sync()?;
+        }
+        Ok(())
+    };
+
+    let mut points = Vec::new();
+    for (si, &size) in sizes.iter().enumerate() {
+        progress(
+            Group::Nccl,
+            0.1 + 0.9 * si as f64 / sizes.len() as f64,
+            format!("all-reduce {} over {n} GPUs", human_bytes(size)),
+        );
+        let count = (size / 4).max(1);
+        for _ in 0..p.warmup {
+            all_reduce(count)?;
+        }
+        sync_all()?;
+        let iters = p.iterations(size);
+        for (g, rank) in gpus.iter().zip(&ranks) {
+            g.bind()?;
+            rank.start.record(&rank.stream)?;
+        }
+        for _ in 0..iters {
+            all_reduce(count)?;
+        }
+        for (g, rank) in gpus.iter().zip(&ranks) {
+            g.bind()?;
+            rank.end.record(&rank.stream)?;
+        }
+        sync_all()?;
+        let mut ms = 0f64;
+        for (g, rank) in gpus.iter().zip(&ranks) {
+            g.bind()?;
+            ms = ms.max(rank.start.ms_to(&rank.end)?);
+        }
+        let per = ms / iters as f64;
+        let algbw = gbps((count * 4) as f64, per);
+        points.push(AllReducePoint {
+            size_bytes: count * 4,
+            time_us: per * 1e3,
+            algbw_gbps: algbw,
+            busbw_gbps: allreduce_busbw(algbw, n as u32),
+            iterations: iters,
+        });
+    }
+
+    // Every element of every output must be 1 + 2 + ... + n, exactly.
+    let last = sizes.last().copied().unwrap_or(8);
+    let want = (n * (n + 1) / 2) as f32;
+    let mut verify = Vec::new();
+    for (r, (g, rank)) in gpus.iter().zip(&ranks).enumerate() {
+        g.bind()?;
+        let counter = DevBuf::new(g, 8)?;
+        cu::memset_d32_async(counter.ptr, 0, 2, &rank.stream)?;
+        let count = (last / 4).max(1);
+        launch(
+            ctx.kernels[r].check_f32_const,
+            helper_grid(g),
+            256,
+            &rank.stream,
+            &mut kargs![rank.recv.ptr, count, want, counter.ptr],
+        )?;
+        rank.stream.sync()?;
+        let v = cu::dtoh(g, counter.ptr, 8)?;
+        let bad = u64::from_le_bytes(v[..8].try_into().map_err(|_| Fail("short read".into()))?);
+        verify.push(Verify {
+            what: format!(
+                "GPU {}: every element of the {} sum equals {want}",
+                g.index,
+                human_bytes(last)
+            ),
+            ok: bad == 0,
+            detail: (bad > 0).then(|| format!("{bad} elements differ")),
+        });
+    }
+    drop(ranks);
+    drop(comms);
+    Ok(AllReduce {
+        gpus: gpus.iter().map(|g| g.index).collect(),
+        nccl_version,
+        points,
+        verify,
+    })
+}

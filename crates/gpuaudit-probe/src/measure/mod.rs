@@ -1,0 +1,566 @@
+//! The GPU measurements (DESIGN.md, "Measurements: method and bar").
+//!
+//! [`run`] is the parent side: it finds the CUDA libraries without loading them, plans
+//! (a pure function: [`plan::plan`]), runs context-creation probes as fresh processes, runs
+//! the GPU work in child processes with hard time limits, samples NVML meanwhile, and
+//! returns [`MeasuredFacts`]. The children are this same binary, re-executed with a hidden
+//! subcommand that the command line routes to [`child_main`] / [`ctx_probe_main`]:
+//!
+//! ```text
+//! gpuaudit __measure        reads a ChildRequest (JSON) on stdin; JSON lines on stdout
+//! gpuaudit __ctx-probe      one context-creation sample; one JSON line on stdout
+//! ```
+//!
+//! A hung GPU, an aborting library or a missing symbol costs the group it happened in (one
+//! finding), never the audit. No GPU setting is ever changed.
+//!
+//! Supported software: drivers from CUDA 11.0 (R450) on. cudarc is built with `cuda-12000`
+//! bindings and dynamic loading; every driver symbol called (cuInit, cuDevicePrimaryCtx*,
+//! cuMemAlloc_v2, cuMemcpy*Async_v2, cuMemcpyPeerAsync, cuEvent*, cuModuleLoadDataEx,
+//! cuLaunchKernel, cuCtxEnablePeerAccess, ...) exists since CUDA 11.0 and is kept by newer
+//! drivers for binary compatibility, and the kernels are PTX ISA 7.0 for compute_70 (Volta
+//! and later, JIT-compiled by the driver). cuBLAS/cuBLASLt 11, 12 or 13 (the newest major the
+//! driver supports is chosen), fp8 GEMMs need cuBLASLt 11.8+ and compute capability 8.9+.
+//! NCCL: any 2.x with ncclCommInitAll/ncclAllReduce/group calls (bindings `nccl-02022`). A
+//! symbol an older library lacks fails its group with the symbol's name.
+
+mod child;
+mod fill;
+pub mod libs;
+mod parent;
+pub mod plan;
+pub mod protocol;
+
+pub use child::{child_main, ctx_probe_main};
+pub use plan::{GemmLayout, Group, LaunchShape, Options};
+
+use gpuaudit_core::facts::{
+    ContextLatency, Facts, GpuFacts, GpuFlag, LibraryUse, MeasuredFacts, OnGpu, SkippedGpu, Stats,
+};
+use gpuaudit_core::Reading;
+use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
+use nvml_wrapper::Nvml;
+use parent::{ChildCmd, Sample};
+use plan::{LibStatus, Plan, Target};
+use protocol::{ChildMsg, GroupResult};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The hidden subcommand of the measurement child.
+pub const CHILD_SUBCOMMAND: &str = "__measure";
+/// The hidden subcommand of one context-creation probe.
+pub const CTX_PROBE_SUBCOMMAND: &str = "__ctx-probe";
+
+/// Progress for the command line's bar. Positions are in milliseconds of expected run time,
+/// so the bar moves at the pace the work does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// What runs now: "bf16 GEMM on GPU 0".
+    pub message: String,
+    pub done_ms: u64,
+    pub total_ms: u64,
+}
+
+/// NVML sampling interval (several samples a second, as the burn needs).
+const SAMPLE_MS: u32 = 200;
+/// NVML sampling interval while the host copies run.
+const PCIE_SAMPLE_MS: u32 = 50;
+
+/// Applies the environment overrides meant for tuning runs on the device:
+/// `GPUAUDIT_MEMBW_LAUNCH=4x512,8x256`, `GPUAUDIT_GEMM_SIZE=8192`, `GPUAUDIT_GEMM_LAYOUT=nn|tn`.
+pub fn apply_env_overrides(opts: &mut Options) {
+    if opts.memory_launch.is_none() {
+        opts.memory_launch = std::env::var("GPUAUDIT_MEMBW_LAUNCH")
+            .ok()
+            .and_then(|s| LaunchShape::parse_list(&s));
+    }
+    if opts.gemm_size.is_none() {
+        opts.gemm_size = std::env::var("GPUAUDIT_GEMM_SIZE")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .filter(|n| (256..=65536).contains(n));
+    }
+    if opts.gemm_layout.is_none() {
+        opts.gemm_layout = std::env::var("GPUAUDIT_GEMM_LAYOUT")
+            .ok()
+            .and_then(|s| GemmLayout::parse(&s));
+    }
+}
+
+/// Why a GPU counts as busy: compute processes on it, or utilisation while nothing of ours
+/// runs. `None`: idle.
+pub fn busy_reason(processes: Option<usize>, utilization_pct: Option<u32>) -> Option<String> {
+    match (processes, utilization_pct) {
+        (Some(n), _) if n > 0 => Some(format!(
+            "{n} process{} running on it",
+            if n == 1 { "" } else { "es" }
+        )),
+        (_, Some(u)) if u >= 10 => Some(format!("utilization {u}%")),
+        _ => None,
+    }
+}
+
+/// The GPUs as the parent knows them, with a fresh busy reading from NVML where it answers.
+fn targets(facts: &Facts, nvml: Option<&Nvml>) -> Vec<Target> {
+    let read = |g: &GpuFacts| -> (Option<usize>, Option<u32>) {
+        let dev = nvml.and_then(|n| n.device_by_index(g.index).ok());
+        let procs = dev
+            .as_ref()
+            .and_then(|d| d.running_compute_processes().ok().map(|p| p.len()))
+            .or_else(|| g.processes.value().map(Vec::len));
+        let util = dev
+            .as_ref()
+            .and_then(|d| d.utilization_rates().ok().map(|u| u.gpu))
+            .or_else(|| g.utilization_pct.value().copied());
+        (procs, util)
+    };
+    let mut readings: Vec<(Option<usize>, Option<u32>)> =
+        facts.gpu_list().iter().map(read).collect();
+    // NVML's utilisation is an average over the last second or so: a process that just
+    // ended (a previous gpuaudit run) still shows. Utilisation without processes is read
+    // again after a fresh window before it counts.
+    if nvml.is_some()
+        && readings
+            .iter()
+            .any(|(p, u)| *p == Some(0) && u.is_some_and(|u| u >= 10))
+    {
+        std::thread::sleep(Duration::from_millis(1100));
+        for (g, r) in facts.gpu_list().iter().zip(readings.iter_mut()) {
+            if r.0 == Some(0) && r.1.is_some_and(|u| u >= 10) {
+                *r = read(g);
+            }
+        }
+    }
+    facts
+        .gpu_list()
+        .iter()
+        .zip(readings)
+        .map(|(g, (procs, util))| Target {
+            index: g.index,
+            pci_bus_id: g.pci_bus_id.clone(),
+            name: g.name.value().cloned(),
+            compute_capability: g.compute_capability.value().copied(),
+            busy: busy_reason(procs, util),
+            mig: g.mig.current.value().copied().unwrap_or(false),
+        })
+        .collect()
+}
+
+/// Measures what `opts` asks on the GPUs of `facts`. Never panics; every group that could
+/// not run says why. `progress` is called often (from this thread).
+pub fn run(facts: &Facts, opts: &Options, progress: &mut dyn FnMut(&Progress)) -> MeasuredFacts {
+    let mut opts = opts.clone();
+    apply_env_overrides(&mut opts);
+    let nvml = Nvml::init().ok();
+    let targets = targets(facts, nvml.as_ref());
+    let driver_major = facts.driver.cuda_version.value().map(|v| v.major);
+    let found = libs::find(&libs::live_search_path(driver_major), &|p| p.is_file());
+    let status = LibStatus {
+        cuda: found.cuda.as_ref().err().cloned(),
+        cublas: found.cublas.as_ref().err().cloned(),
+        cublaslt: found.cublaslt.as_ref().err().cloned(),
+        nccl: found.nccl.as_ref().err().cloned(),
+    };
+    let plan = plan::plan(&targets, &opts, &status);
+    let mut m = run_plan(&plan, &found, nvml.as_ref(), progress);
+    m.libraries = libs::Lib::ALL
+        .into_iter()
+        .map(|l| LibraryUse {
+            name: l.name().to_string(),
+            path: match found.get(l) {
+                Ok(p) => Reading::Value(p.display().to_string()),
+                Err(e) => Reading::Unavailable(e.clone()),
+            },
+        })
+        .collect();
+    m
+}
+
+/// A result slot per group, starting as the plan's reason for not running it.
+fn skipped(plan: &Plan, g: Group) -> String {
+    plan.skip_reason(g)
+        .map(str::to_string)
+        .unwrap_or_else(|| "not measured".into())
+}
+
+fn run_plan(
+    plan: &Plan,
+    found: &libs::Found,
+    nvml: Option<&Nvml>,
+    progress: &mut dyn FnMut(&Progress),
+) -> MeasuredFacts {
+    let mut m = MeasuredFacts {
+        not_run: None,
+        mode: Some(plan.mode.as_str().to_string()),
+        cuda_driver_version: None,
+        libraries: Vec::new(),
+        devices: Reading::unavailable("no measurement process ran"),
+        skipped_gpus: plan.skipped_gpus.clone(),
+        context: Reading::Unavailable(skipped(plan, Group::Context)),
+        pcie: Reading::Unavailable(skipped(plan, Group::Pcie)),
+        memory: Reading::Unavailable(skipped(plan, Group::Memory)),
+        gemm: Reading::Unavailable(skipped(plan, Group::Gemm)),
+        p2p: Reading::Unavailable(skipped(plan, Group::P2p)),
+        nccl: Reading::Unavailable(skipped(plan, Group::Nccl)),
+        burn: Reading::Unavailable(skipped(plan, Group::Burn)),
+        notes: Vec::new(),
+    };
+    let anything = Group::ALL.into_iter().any(|g| plan.runs(g));
+    if !anything {
+        return m;
+    }
+    let exe = match std::env::current_exe() {
+        Ok(p) => p,
+        Err(e) => {
+            let why = format!("cannot find gpuaudit's own executable to run measurements: {e}");
+            fail_all(&mut m, plan, &why);
+            return m;
+        }
+    };
+    let links = match libs::LinkDir::create(found) {
+        Ok(l) => l,
+        Err(e) => {
+            let why =
+                format!("could not prepare the library links in the temporary directory: {e}");
+            fail_all(&mut m, plan, &why);
+            return m;
+        }
+    };
+    let env = parent::child_env(Some(links.ld_library_path()));
+    let total_ms = plan.estimate_ms().max(1);
+    let mut done_ms = 0u64;
+    let mut report = |message: String, at: u64, done: &mut u64| {
+        *done = (*done).max(at.min(total_ms));
+        progress(&Progress {
+            message,
+            done_ms: *done,
+            total_ms,
+        });
+    };
+
+    // Context creation first, while nothing else of ours holds the GPUs.
+    if let Some(p) = plan.context.params() {
+        let cmd = ChildCmd {
+            program: exe.clone(),
+            args: vec![CTX_PROBE_SUBCOMMAND.into()],
+            env: env.clone(),
+        };
+        let per = p.budget.estimate_ms / p.runs.max(1) as u64;
+        let limit = Duration::from_secs((p.budget.timeout_s / p.runs.max(1) as u64).max(20));
+        let base = done_ms;
+        let (samples, failures) = parent::run_ctx_probes(&cmd, p.runs, limit, |i| {
+            report(
+                format!("context creation {}/{}", i + 1, p.runs),
+                base + per * i as u64,
+                &mut done_ms,
+            );
+        });
+        done_ms = done_ms.max(base + p.budget.estimate_ms);
+        m.context = context_facts(&samples, &failures, plan, nvml);
+    }
+
+    // NVML samples while the children run, tagged with the group in progress.
+    let phase: Mutex<(Option<Group>, bool)> = Mutex::new((None, false));
+    let stop = AtomicBool::new(false);
+    let samples: Mutex<Vec<Sample>> = Mutex::new(Vec::new());
+    let gpus: Vec<u32> = plan.gpus.iter().map(|g| g.index).collect();
+    let mut child_devices: Option<(Vec<gpuaudit_core::facts::CudaDevice>, Vec<SkippedGpu>)> = None;
+    let mut driver_version = None;
+    let mut results: Vec<GroupResult> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    std::thread::scope(|s| {
+        if let Some(nvml) = nvml {
+            s.spawn(|| sampler(nvml, &gpus, &phase, &stop, &samples));
+        }
+        let cmd = ChildCmd {
+            program: exe.clone(),
+            args: vec![CHILD_SUBCOMMAND.into()],
+            env: env.clone(),
+        };
+        for job in plan.jobs() {
+            let mut base = done_ms + plan.child_startup_ms();
+            let mut group_est = 0u64;
+            let job_results = parent::run_job(&cmd, plan, &job, &mut |msg| match msg {
+                ChildMsg::Hello {
+                    driver_version: v, ..
+                } => driver_version = *v,
+                ChildMsg::Devices {
+                    devices,
+                    unavailable,
+                } => {
+                    if child_devices.is_none() {
+                        child_devices = Some((devices.clone(), unavailable.clone()));
+                    }
+                }
+                ChildMsg::Start { group } => {
+                    if let Ok(mut p) = phase.lock() {
+                        *p = (Some(*group), false);
+                    }
+                    group_est = plan.budget(*group).map_or(0, |b| b.estimate_ms);
+                    report(format!("{} measurement", group.name()), base, &mut done_ms);
+                }
+                ChildMsg::Progress {
+                    group,
+                    fraction,
+                    message,
+                } => {
+                    if let Ok(mut p) = phase.lock() {
+                        if p.0 == Some(*group) {
+                            p.1 = true;
+                        }
+                    }
+                    let at = base + (group_est as f64 * fraction.clamp(0.0, 1.0)) as u64;
+                    report(message.clone(), at, &mut done_ms);
+                }
+                ChildMsg::Result(r) => {
+                    if let Ok(mut p) = phase.lock() {
+                        *p = (None, false);
+                    }
+                    base += plan.budget(r.group()).map_or(0, |b| b.estimate_ms);
+                    report(format!("{} done", r.group().name()), base, &mut done_ms);
+                }
+                ChildMsg::Log { message } => {
+                    if notes.len() < 100 && !notes.contains(message) {
+                        notes.push(message.clone());
+                    }
+                }
+                ChildMsg::Done => {}
+            });
+            results.extend(job_results);
+            if let Ok(mut p) = phase.lock() {
+                *p = (None, false);
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    drop(links);
+
+    m.cuda_driver_version = driver_version;
+    m.notes = notes;
+    if let Some((devices, unavailable)) = child_devices {
+        m.devices = Reading::Value(devices);
+        for u in unavailable {
+            if !m.skipped_gpus.iter().any(|s| s.gpu == u.gpu) {
+                m.skipped_gpus.push(u);
+            }
+        }
+    }
+    let samples = samples.into_inner().unwrap_or_default();
+    for r in results {
+        match r {
+            GroupResult::Pcie(v) => m.pcie = v,
+            GroupResult::Memory(v) => m.memory = v,
+            GroupResult::Gemm(v) => m.gemm = v,
+            GroupResult::P2p(v) => m.p2p = v,
+            GroupResult::Nccl(v) => m.nccl = v,
+            GroupResult::Burn(v) => m.burn = v,
+        }
+    }
+    attach_samples(&mut m, &samples, nvml.is_some());
+    add_skipped(&mut m);
+    report("measurements done".into(), total_ms, &mut done_ms);
+    m
+}
+
+fn fail_all(m: &mut MeasuredFacts, plan: &Plan, why: &str) {
+    for g in Group::ALL {
+        if plan.runs(g) {
+            match g {
+                Group::Context => m.context = Reading::unavailable(why),
+                Group::Pcie => m.pcie = Reading::unavailable(why),
+                Group::Memory => m.memory = Reading::unavailable(why),
+                Group::Gemm => m.gemm = Reading::unavailable(why),
+                Group::P2p => m.p2p = Reading::unavailable(why),
+                Group::Nccl => m.nccl = Reading::unavailable(why),
+                Group::Burn => m.burn = Reading::unavailable(why),
+            }
+        }
+    }
+}
+
+fn context_facts(
+    samples: &[protocol::CtxSample],
+    failures: &[String],
+    plan: &Plan,
+    nvml: Option<&Nvml>,
+) -> Reading<ContextLatency> {
+    let stats = |f: fn(&protocol::CtxSample) -> f64| -> Option<Stats> {
+        Stats::of(&samples.iter().map(f).collect::<Vec<_>>())
+    };
+    let (Some(init), Some(ctx), Some(alloc), Some(total)) = (
+        stats(|s| s.init_ms),
+        stats(|s| s.context_ms),
+        stats(|s| s.alloc_ms),
+        stats(|s| s.total_ms),
+    ) else {
+        let mut f = failures.to_vec();
+        f.dedup();
+        return Reading::Unavailable(if f.is_empty() {
+            "no context-creation probe completed".into()
+        } else {
+            f.join("; ")
+        });
+    };
+    let persistence_mode = match nvml {
+        None => Reading::unavailable("NVML unavailable"),
+        Some(n) => {
+            let v: Vec<GpuFlag> = plan
+                .gpus
+                .iter()
+                .filter_map(|g| {
+                    let d = n.device_by_index(g.index).ok()?;
+                    Some(GpuFlag {
+                        gpu: g.index,
+                        enabled: d.is_in_persistent_mode().ok()?,
+                    })
+                })
+                .collect();
+            if v.is_empty() {
+                Reading::unavailable("NVML did not report persistence mode")
+            } else {
+                Reading::Value(v)
+            }
+        }
+    };
+    Reading::Value(ContextLatency {
+        runs: samples.len() as u32,
+        visible_gpus: samples.first().map(|s| s.devices),
+        init_ms: init,
+        context_ms: ctx,
+        alloc_ms: alloc,
+        total_ms: total,
+        persistence_mode,
+        failures: failures.to_vec(),
+    })
+}
+
+/// Samples NVML every [`SAMPLE_MS`] while a group runs, until `stop`.
+fn sampler(
+    nvml: &Nvml,
+    gpus: &[u32],
+    phase: &Mutex<(Option<Group>, bool)>,
+    stop: &AtomicBool,
+    out: &Mutex<Vec<Sample>>,
+) {
+    let devices: Vec<(u32, nvml_wrapper::Device<'_>)> = gpus
+        .iter()
+        .filter_map(|i| nvml.device_by_index(*i).ok().map(|d| (*i, d)))
+        .collect();
+    let mut next = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        let (group, loaded) = phase.lock().map(|p| *p).unwrap_or((None, false));
+        if group.is_some() {
+            let mut batch = Vec::new();
+            for (i, d) in &devices {
+                batch.push(Sample {
+                    gpu: *i,
+                    group,
+                    loaded,
+                    sm_mhz: d.clock_info(Clock::SM).ok(),
+                    power_w: d.power_usage().ok().map(|mw| mw as f64 / 1000.0),
+                    temp_c: d.temperature(TemperatureSensor::Gpu).ok(),
+                    throttle: d.current_throttle_reasons().ok().map(|r| r.bits()),
+                    pcie_gen: d.current_pcie_link_gen().ok(),
+                    pcie_width: d.current_pcie_link_width().ok(),
+                });
+            }
+            if let Ok(mut o) = out.lock() {
+                o.extend(batch);
+            }
+        }
+        // The link's generation drops between copies on an idle GPU: sample the host-copy
+        // group faster so the copies themselves are caught.
+        let every = if group == Some(Group::Pcie) {
+            PCIE_SAMPLE_MS
+        } else {
+            SAMPLE_MS
+        };
+        next += Duration::from_millis(every as u64);
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else {
+            next = now;
+        }
+    }
+}
+
+fn attach_samples(m: &mut MeasuredFacts, samples: &[Sample], have_nvml: bool) {
+    if !have_nvml {
+        return;
+    }
+    if let Reading::Value(p) = &mut m.pcie {
+        for g in &mut p.per_gpu {
+            if let Reading::Value(v) = &mut g.result {
+                v.link_under_load = parent::link_under_load(samples, g.gpu);
+            }
+        }
+    }
+    if let Reading::Value(b) = &mut m.burn {
+        for g in &mut b.per_gpu {
+            if let Reading::Value(v) = &mut g.result {
+                v.telemetry = parent::telemetry(samples, g.gpu, SAMPLE_MS);
+            }
+        }
+    }
+}
+
+/// Per-GPU groups list every GPU: the ones left out carry the reason.
+fn add_skipped(m: &mut MeasuredFacts) {
+    let skipped = m.skipped_gpus.clone();
+    fn add<T>(v: &mut Vec<OnGpu<T>>, skipped: &[SkippedGpu]) {
+        for s in skipped {
+            if !v.iter().any(|x| x.gpu == s.gpu) {
+                v.push(OnGpu::new(s.gpu, Reading::unavailable(s.reason.clone())));
+            }
+        }
+        v.sort_by_key(|x| x.gpu);
+    }
+    if let Reading::Value(p) = &mut m.pcie {
+        add(&mut p.per_gpu, &skipped);
+    }
+    if let Reading::Value(v) = &mut m.memory {
+        add(v, &skipped);
+    }
+    if let Reading::Value(v) = &mut m.gemm {
+        add(v, &skipped);
+    }
+    if let Reading::Value(b) = &mut m.burn {
+        add(&mut b.per_gpu, &skipped);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn busy_means_processes_or_utilisation() {
+        assert_eq!(
+            busy_reason(Some(2), Some(0)).as_deref(),
+            Some("2 processes running on it")
+        );
+        assert_eq!(
+            busy_reason(Some(1), None).as_deref(),
+            Some("1 process running on it")
+        );
+        assert_eq!(
+            busy_reason(Some(0), Some(35)).as_deref(),
+            Some("utilization 35%")
+        );
+        assert_eq!(busy_reason(Some(0), Some(3)), None);
+        assert_eq!(busy_reason(None, None), None);
+    }
+
+    #[test]
+    fn nothing_planned_means_no_process_is_started() {
+        let facts = Facts::empty(gpuaudit_core::facts::Origin::Live, "test");
+        let mut seen = 0;
+        let m = run(&facts, &Options::default(), &mut |_| seen += 1);
+        assert_eq!(m.pcie.reason(), Some("no NVIDIA GPU found"));
+        assert_eq!(m.mode.as_deref(), Some("quick"));
+        assert_eq!(m.libraries.len(), 4);
+        assert_eq!(seen, 0);
+    }
+}

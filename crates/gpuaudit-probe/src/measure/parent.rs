@@ -1,0 +1,739 @@
+//! The parent side: runs the children with hard time limits, reads their lines, samples NVML
+//! meanwhile, and assembles [`MeasuredFacts`]. Nothing here loads a CUDA library.
+
+use super::plan::{Budget, Group, Plan};
+use super::protocol::{ChildMsg, ChildRequest, CtxProbeLine, CtxSample, GroupResult};
+use gpuaudit_core::facts::{PcieLinkState, Stats, Telemetry, ThrottleReason, ThrottleSeen};
+use gpuaudit_core::Reading;
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+use wait_timeout::ChildExt;
+
+/// How to start a child: the program and the arguments before the request.
+#[derive(Clone, Debug)]
+pub struct ChildCmd {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// Environment changes: `Some(v)` sets, `None` removes.
+    pub env: Vec<(String, Option<OsString>)>,
+}
+
+impl ChildCmd {
+    fn command(&self) -> Command {
+        let mut c = Command::new(&self.program);
+        c.args(&self.args);
+        for (k, v) in &self.env {
+            match v {
+                Some(v) => {
+                    c.env(k, v);
+                }
+                None => {
+                    c.env_remove(k);
+                }
+            }
+        }
+        c
+    }
+}
+
+/// The environment every measuring process gets: gpuaudit's library links first, NVLink
+/// multicast off, and the settings that would distort a measurement removed.
+pub fn child_env(ld_library_path: Option<OsString>) -> Vec<(String, Option<OsString>)> {
+    let mut env = vec![
+        ("NCCL_NVLS_ENABLE".to_string(), Some(OsString::from("0"))),
+        (
+            "CUDA_DEVICE_ORDER".into(),
+            Some(OsString::from("PCI_BUS_ID")),
+        ),
+        // Serialising every launch, or forcing fp32 GEMMs onto TF32 (or off it), would
+        // measure the setting instead of the GPU; cuda.env reports them.
+        ("CUDA_LAUNCH_BLOCKING".into(), None),
+        ("NVIDIA_TF32_OVERRIDE".into(), None),
+    ];
+    if let Some(p) = ld_library_path {
+        env.push(("LD_LIBRARY_PATH".into(), Some(p)));
+    }
+    env
+}
+
+/// The last lines a child wrote that were not protocol messages (stderr, library chatter).
+#[derive(Debug, Default)]
+struct Tail {
+    lines: VecDeque<String>,
+}
+
+impl Tail {
+    const KEEP: usize = 12;
+    fn push(&mut self, l: &str) {
+        let l = l.trim();
+        if l.is_empty() {
+            return;
+        }
+        if self.lines.len() == Self::KEEP {
+            self.lines.pop_front();
+        }
+        self.lines.push_back(l.chars().take(300).collect());
+    }
+    fn text(&self, n: usize) -> String {
+        let skip = self.lines.len().saturating_sub(n);
+        self.lines
+            .iter()
+            .skip(skip)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(" | ")
+    }
+}
+
+/// How a child run ended.
+#[derive(Debug, PartialEq)]
+pub enum ChildEnd {
+    /// It reported `done`.
+    Done,
+    /// It exited or was killed by a signal before finishing.
+    Died {
+        during: Option<Group>,
+        reason: String,
+    },
+    /// It ran past a time limit and was killed.
+    TimedOut { during: Option<Group>, after_s: u64 },
+}
+
+/// Describes an exit status in words ("killed by signal 11 (SIGSEGV)").
+pub fn describe_status(st: &ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(sig) = st.signal() {
+            let name = match sig {
+                4 => " (SIGILL)",
+                6 => " (SIGABRT: the process aborted)",
+                7 => " (SIGBUS)",
+                9 => " (SIGKILL: killed, perhaps by the kernel's OOM killer)",
+                11 => " (SIGSEGV: invalid memory access)",
+                15 => " (SIGTERM)",
+                _ => "",
+            };
+            return format!("killed by signal {sig}{name}");
+        }
+    }
+    match st.code() {
+        Some(101) => "exited with status 101 (a panic)".into(),
+        Some(c) => format!("exited with status {c}"),
+        None => "ended".into(),
+    }
+}
+
+enum Line {
+    Out(String),
+    Err(String),
+    OutClosed,
+}
+
+fn kill(child: &mut Child) {
+    let _ = child.kill();
+    let _ = child.wait_timeout(Duration::from_secs(5));
+}
+
+/// Runs one child for `req`, calling `on_msg` for each message. The running group must
+/// finish within its budget's limit; the child must start (and move between groups) within
+/// `startup`.
+pub fn run_child(
+    cmd: &ChildCmd,
+    req: &ChildRequest,
+    startup: Duration,
+    on_msg: &mut dyn FnMut(&ChildMsg),
+) -> ChildEnd {
+    let mut c = cmd.command();
+    c.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = match c.spawn() {
+        Ok(ch) => ch,
+        Err(e) => {
+            return ChildEnd::Died {
+                during: None,
+                reason: format!(
+                    "could not start the measurement process {}: {e}",
+                    cmd.program.display()
+                ),
+            }
+        }
+    };
+    let payload = serde_json::to_string(req).unwrap_or_default();
+    if let Some(mut stdin) = child.stdin.take() {
+        // The child may die before reading; a broken pipe shows as its exit below.
+        let _ = stdin.write_all(payload.as_bytes());
+    }
+    let (tx, rx) = mpsc::channel::<Line>();
+    let mut readers = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        let tx = tx.clone();
+        readers.push(std::thread::spawn(move || {
+            for l in BufReader::new(out).lines() {
+                match l {
+                    Ok(l) => {
+                        if tx.send(Line::Out(l)).is_err() {
+                            return;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+            let _ = tx.send(Line::OutClosed);
+        }));
+    }
+    if let Some(mut err) = child.stderr.take() {
+        let tx = tx.clone();
+        readers.push(std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            loop {
+                match err.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        buf.extend_from_slice(&chunk[..n]);
+                        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
+                            let line: Vec<u8> = buf.drain(..=pos).collect();
+                            let _ = tx.send(Line::Err(String::from_utf8_lossy(&line).into()));
+                        }
+                        if buf.len() > 64 * 1024 {
+                            buf.clear();
+                        }
+                    }
+                }
+            }
+            if !buf.is_empty() {
+                let _ = tx.send(Line::Err(String::from_utf8_lossy(&buf).into()));
+            }
+        }));
+    }
+    drop(tx);
+
+    let budget_of = |g: Group| -> Duration {
+        Duration::from_secs(
+            req.plan
+                .budget(g)
+                .map_or(120, |b: Budget| b.timeout_s.max(1)),
+        )
+    };
+    let mut tail = Tail::default();
+    let mut current: Option<Group> = None;
+    let mut deadline = Instant::now() + startup;
+    let mut limit = startup;
+    let mut done = false;
+    let end = loop {
+        match rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(Line::Out(l)) => match ChildMsg::parse(&l) {
+                Some(msg) => {
+                    match &msg {
+                        ChildMsg::Start { group } => {
+                            current = Some(*group);
+                            limit = budget_of(*group);
+                            deadline = Instant::now() + limit;
+                        }
+                        ChildMsg::Result(r) if current == Some(r.group()) => {
+                            current = None;
+                            limit = startup;
+                            deadline = Instant::now() + startup;
+                        }
+                        ChildMsg::Done => done = true,
+                        _ => {}
+                    }
+                    on_msg(&msg);
+                }
+                None => tail.push(&l),
+            },
+            Ok(Line::Err(l)) => tail.push(&l),
+            Ok(Line::OutClosed) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                // Stdout closed: the child is exiting. Give it a moment, then judge.
+                let st = match child.wait_timeout(Duration::from_secs(10)) {
+                    Ok(Some(st)) => Some(st),
+                    _ => {
+                        kill(&mut child);
+                        None
+                    }
+                };
+                // Drain what stderr still has.
+                while let Ok(l) = rx.recv_timeout(Duration::from_millis(200)) {
+                    if let Line::Err(l) | Line::Out(l) = l {
+                        if ChildMsg::parse(&l).is_none() {
+                            tail.push(&l);
+                        }
+                    }
+                }
+                if done && st.is_some_and(|s| s.success()) {
+                    break ChildEnd::Done;
+                }
+                let how = st.map_or("stopped answering".to_string(), |s| describe_status(&s));
+                let t = tail.text(4);
+                let during = current;
+                let what = during.map_or("while starting".to_string(), |g| {
+                    format!("during the {} measurement", g.name())
+                });
+                break ChildEnd::Died {
+                    during,
+                    reason: if t.is_empty() {
+                        format!("the measurement process {how} {what}")
+                    } else {
+                        format!("the measurement process {how} {what}; its last output: {t}")
+                    },
+                };
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        if Instant::now() > deadline {
+            kill(&mut child);
+            break ChildEnd::TimedOut {
+                during: current,
+                after_s: limit.as_secs(),
+            };
+        }
+    };
+    // The readers end when the pipes close. Not joined: a grandchild that inherited the
+    // pipes (none of ours should) must not hold the audit up.
+    drop(readers);
+    end
+}
+
+/// Runs a job (groups in one child), restarting a child for the groups left after one died,
+/// so a crash costs only the group it happened in. Returns each group's result.
+pub fn run_job(
+    cmd: &ChildCmd,
+    plan: &Plan,
+    groups: &[Group],
+    on_msg: &mut dyn FnMut(&ChildMsg),
+) -> Vec<GroupResult> {
+    let startup = Duration::from_secs(plan.startup_timeout_s.max(1));
+    let mut pending: Vec<Group> = groups.to_vec();
+    let mut results: Vec<GroupResult> = Vec::new();
+    while !pending.is_empty() {
+        let req = ChildRequest {
+            plan: plan.clone(),
+            groups: pending.clone(),
+        };
+        let mut got: Vec<GroupResult> = Vec::new();
+        let end = run_child(cmd, &req, startup, &mut |m| {
+            if let ChildMsg::Result(r) = m {
+                // Only what was asked, once.
+                let g = r.group();
+                if req.groups.contains(&g) && !got.iter().any(|x| x.group() == g) {
+                    got.push(r.clone());
+                }
+            }
+            on_msg(m);
+        });
+        let reported: Vec<Group> = got.iter().map(|r| r.group()).collect();
+        results.extend(got);
+        pending.retain(|g| !reported.contains(g));
+        let (failed, reason, retry) = match end {
+            ChildEnd::Done => (
+                None,
+                "the measurement process ended without reporting it".into(),
+                false,
+            ),
+            ChildEnd::Died { during, reason } => (during, reason, during.is_some()),
+            ChildEnd::TimedOut { during, after_s } => {
+                let what = during.map_or("starting".to_string(), |g| g.name().to_string());
+                (
+                    during,
+                    format!(
+                        "the measurement process timed out after {after_s} s ({what}) and was killed: a GPU or library hung"
+                    ),
+                    during.is_some(),
+                )
+            }
+        };
+        match failed {
+            Some(g) if retry => {
+                if let Some(r) = GroupResult::unavailable(g, &reason) {
+                    results.push(r);
+                }
+                pending.retain(|x| *x != g);
+            }
+            _ => {
+                // Died while starting (or finished without a result): starting again would
+                // fail the same way.
+                for g in pending.drain(..) {
+                    if let Some(r) = GroupResult::unavailable(g, &reason) {
+                        results.push(r);
+                    }
+                }
+            }
+        }
+    }
+    results
+}
+
+/// Context creation, `runs` fresh processes in sequence.
+pub fn run_ctx_probes(
+    cmd: &ChildCmd,
+    runs: u32,
+    limit: Duration,
+    mut on_run: impl FnMut(u32),
+) -> (Vec<CtxSample>, Vec<String>) {
+    let mut samples = Vec::new();
+    let mut failures = Vec::new();
+    for i in 0..runs {
+        on_run(i);
+        let mut c = cmd.command();
+        c.stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = match c.spawn() {
+            Ok(ch) => ch,
+            Err(e) => {
+                failures.push(format!("could not start the probe process: {e}"));
+                break;
+            }
+        };
+        let mut out = child.stdout.take();
+        let reader = std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(o) = out.as_mut() {
+                let _ = o.read_to_string(&mut s);
+            }
+            s
+        });
+        let mut err = child.stderr.take();
+        let err_reader = std::thread::spawn(move || {
+            let mut s = String::new();
+            if let Some(o) = err.as_mut() {
+                let _ = o.read_to_string(&mut s);
+            }
+            s
+        });
+        let status = match child.wait_timeout(limit) {
+            Ok(Some(st)) => Some(st),
+            _ => {
+                kill(&mut child);
+                None
+            }
+        };
+        let text = reader.join().unwrap_or_default();
+        let errtext = err_reader.join().unwrap_or_default();
+        match (status, CtxProbeLine::parse(&text)) {
+            (Some(_), Some(CtxProbeLine::CtxSample(s))) => samples.push(s),
+            (Some(_), Some(CtxProbeLine::CtxError { stage, error })) => {
+                let _ = stage;
+                failures.push(error);
+            }
+            (Some(st), None) => {
+                let mut t = Tail::default();
+                errtext.lines().for_each(|l| t.push(l));
+                failures.push(format!(
+                    "the probe process {}{}",
+                    describe_status(&st),
+                    if t.lines.is_empty() {
+                        String::new()
+                    } else {
+                        format!("; its last output: {}", t.text(3))
+                    }
+                ));
+            }
+            (None, _) => failures.push(format!(
+                "the probe process did not finish within {} s and was killed",
+                limit.as_secs()
+            )),
+        }
+        // A probe that cannot even load the driver will not succeed the next time.
+        if samples.is_empty() && failures.len() >= 2 {
+            break;
+        }
+    }
+    (samples, failures)
+}
+
+// ---------------------------------------------------------------- NVML samples
+
+/// One NVML reading of one GPU while a group ran.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sample {
+    pub gpu: u32,
+    pub group: Option<Group>,
+    /// The group had reported progress (past its setup) when the sample was taken.
+    pub loaded: bool,
+    pub sm_mhz: Option<u32>,
+    pub power_w: Option<f64>,
+    pub temp_c: Option<u32>,
+    pub throttle: Option<u64>,
+    pub pcie_gen: Option<u32>,
+    pub pcie_width: Option<u32>,
+}
+
+/// The highest link state seen on `gpu` while the host copies ran.
+pub fn link_under_load(samples: &[Sample], gpu: u32) -> Reading<PcieLinkState> {
+    let s: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.gpu == gpu && s.group == Some(Group::Pcie))
+        .collect();
+    let gen = s.iter().filter_map(|s| s.pcie_gen).max();
+    let width = s.iter().filter_map(|s| s.pcie_width).max();
+    match (gen, width) {
+        (Some(gen), Some(width)) => Reading::Value(PcieLinkState {
+            gen,
+            width,
+            samples: s.len() as u32,
+        }),
+        _ if s.is_empty() => Reading::unavailable("no NVML sample taken during the copies"),
+        _ => Reading::unavailable("NVML did not report the link during the copies"),
+    }
+}
+
+/// Clocks, power, temperature and throttle reasons of `gpu` during the burn.
+pub fn telemetry(samples: &[Sample], gpu: u32, interval_ms: u32) -> Reading<Telemetry> {
+    let s: Vec<&Sample> = samples
+        .iter()
+        .filter(|s| s.gpu == gpu && s.group == Some(Group::Burn) && s.loaded)
+        .collect();
+    if s.is_empty() {
+        return Reading::unavailable("no NVML sample taken during the burn");
+    }
+    let clocks: Vec<f64> = s.iter().filter_map(|x| x.sm_mhz.map(f64::from)).collect();
+    let q = (clocks.len() / 4).max(1);
+    let first = gpuaudit_core::facts::median(&clocks[..q.min(clocks.len())]);
+    let last = gpuaudit_core::facts::median(&clocks[clocks.len().saturating_sub(q)..]);
+    let power: Vec<f64> = s.iter().filter_map(|x| x.power_w).collect();
+    let temp: Vec<f64> = s.iter().filter_map(|x| x.temp_c.map(f64::from)).collect();
+    let mut throttle = Vec::new();
+    for (bit, reason) in ThrottleReason::BITS {
+        let n = s
+            .iter()
+            .filter(|x| x.throttle.is_some_and(|m| m & bit != 0))
+            .count();
+        if n > 0 {
+            throttle.push(ThrottleSeen {
+                reason,
+                samples: n as u32,
+            });
+        }
+    }
+    Reading::Value(Telemetry {
+        samples: s.len() as u32,
+        interval_ms,
+        sm_clock_mhz: Stats::of(&clocks),
+        sm_clock_first_mhz: first,
+        sm_clock_last_mhz: last,
+        power_w: Stats::of(&power),
+        temperature_c: Stats::of(&temp),
+        throttle,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::plan::{plan, LibStatus, Options, Target};
+    use gpuaudit_core::facts::ComputeCapability;
+
+    fn two_gpu_plan(full: bool) -> Plan {
+        let t = |i: u32| Target {
+            index: i,
+            pci_bus_id: format!("0000:00:0{}.0", 6 + i),
+            name: None,
+            compute_capability: Some(ComputeCapability { major: 9, minor: 0 }),
+            busy: None,
+            mig: false,
+        };
+        plan(
+            &[t(0), t(1)],
+            &Options {
+                full,
+                timeout_s: Some(2),
+                ..Options::default()
+            },
+            &LibStatus::all_found(),
+        )
+    }
+
+    /// A fake child: a shell script standing in for `gpuaudit __measure`.
+    fn sh(script: &str) -> ChildCmd {
+        ChildCmd {
+            program: "/bin/sh".into(),
+            args: vec!["-c".into(), format!("cat >/dev/null; {script}")],
+            env: vec![],
+        }
+    }
+
+    #[test]
+    fn a_child_that_reports_everything_is_done() {
+        let p = two_gpu_plan(false);
+        let cmd = sh(r#"
+            echo '{"type":"hello","pid":1,"driver_version":13000}'
+            echo 'NCCL INFO chatter'
+            echo '{"type":"start","group":"p2p"}'
+            echo '{"type":"progress","group":"p2p","fraction":0.5,"message":"x"}'
+            echo '{"type":"result","group":"p2p","result":{"unavailable":"fake"}}'
+            echo '{"type":"done"}'"#);
+        let mut seen = Vec::new();
+        let r = run_job(&cmd, &p, &[Group::P2p], &mut |m| seen.push(m.clone()));
+        assert_eq!(r.len(), 1);
+        assert_eq!(r[0], GroupResult::P2p(Reading::unavailable("fake")));
+        assert!(seen.iter().any(|m| matches!(m, ChildMsg::Progress { .. })));
+    }
+
+    #[test]
+    fn a_crash_costs_only_its_group() {
+        let p = two_gpu_plan(false);
+        // First run: pcie ok, then dies in memory with an abort. The restarted child (the
+        // same script; it only answers what it is asked) reports gemm as well.
+        let cmd = sh(r#"
+            echo '{"type":"start","group":"pcie"}'
+            echo '{"type":"result","group":"pcie","result":{"unavailable":"ok-pcie"}}'
+            if [ ! -e "$MARK" ]; then
+              touch "$MARK"
+              echo '{"type":"start","group":"memory"}'
+              echo 'terminate called after throwing an instance' >&2
+              kill -ABRT $$
+            fi
+            echo '{"type":"start","group":"gemm"}'
+            echo '{"type":"result","group":"gemm","result":{"unavailable":"ok-gemm"}}'
+            echo '{"type":"done"}'"#);
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = cmd;
+        cmd.env.push((
+            "MARK".into(),
+            Some(dir.path().join("mark").into_os_string()),
+        ));
+        let r = run_job(
+            &cmd,
+            &p,
+            &[Group::Pcie, Group::Memory, Group::Gemm],
+            &mut |_| {},
+        );
+        let find = |g: Group| r.iter().find(|x| x.group() == g).cloned();
+        match find(Group::Memory) {
+            Some(GroupResult::Memory(Reading::Unavailable(why))) => {
+                assert!(why.contains("SIGABRT"), "{why}");
+                assert!(why.contains("during the memory measurement"), "{why}");
+                assert!(why.contains("terminate called"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(
+            find(Group::Gemm),
+            Some(GroupResult::Gemm(Reading::unavailable("ok-gemm")))
+        );
+        assert!(find(Group::Pcie).is_some());
+    }
+
+    #[test]
+    fn a_hung_group_is_killed_after_its_limit() {
+        let p = two_gpu_plan(false);
+        let cmd = sh(r#"
+            echo '{"type":"start","group":"nccl"}'
+            sleep 30"#);
+        let t = Instant::now();
+        let r = run_job(&cmd, &p, &[Group::Nccl], &mut |_| {});
+        assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+        match &r[..] {
+            [GroupResult::Nccl(Reading::Unavailable(why))] => {
+                assert!(why.contains("timed out after 2 s"), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_child_that_cannot_start_fails_every_group_once() {
+        let p = two_gpu_plan(false);
+        let cmd = ChildCmd {
+            program: "/nonexistent/gpuaudit".into(),
+            args: vec![],
+            env: vec![],
+        };
+        let r = run_job(&cmd, &p, &[Group::Pcie, Group::Gemm], &mut |_| {});
+        assert_eq!(r.len(), 2);
+        for x in r {
+            let why = match x {
+                GroupResult::Pcie(Reading::Unavailable(w))
+                | GroupResult::Gemm(Reading::Unavailable(w)) => w,
+                other => panic!("{other:?}"),
+            };
+            assert!(why.contains("could not start"), "{why}");
+        }
+    }
+
+    #[test]
+    fn ctx_probe_samples_and_failures() {
+        let ok = sh(
+            r#"echo '{"type":"ctx_sample","init_ms":300.0,"context_ms":90.0,"alloc_ms":1.0,"total_ms":391.0,"devices":2}'"#,
+        );
+        let (s, f) = run_ctx_probes(&ok, 3, Duration::from_secs(5), |_| {});
+        assert_eq!(s.len(), 3);
+        assert!(f.is_empty());
+        let bad = sh(
+            r#"echo '{"type":"ctx_error","stage":"cuInit","error":"cuInit: CUDA_ERROR_NO_DEVICE: no CUDA-capable device is detected"}'"#,
+        );
+        let (s, f) = run_ctx_probes(&bad, 5, Duration::from_secs(5), |_| {});
+        assert!(s.is_empty());
+        assert_eq!(f.len(), 2, "stops early when nothing works");
+        assert!(f[0].contains("CUDA_ERROR_NO_DEVICE"));
+        let crash = sh("echo 'Segmentation fault' >&2; kill -SEGV $$");
+        let (_, f) = run_ctx_probes(&crash, 1, Duration::from_secs(5), |_| {});
+        assert!(f[0].contains("SIGSEGV"), "{}", f[0]);
+    }
+
+    fn sample(gpu: u32, group: Group, sm: u32, throttle: u64) -> Sample {
+        Sample {
+            gpu,
+            group: Some(group),
+            loaded: true,
+            sm_mhz: Some(sm),
+            power_w: Some(650.0),
+            temp_c: Some(60),
+            throttle: Some(throttle),
+            pcie_gen: Some(5),
+            pcie_width: Some(16),
+        }
+    }
+
+    #[test]
+    fn telemetry_summarises_each_reason_on_its_own() {
+        let mut v: Vec<Sample> = (0..8).map(|_| sample(0, Group::Burn, 1980, 0x4)).collect();
+        v.extend((0..8).map(|_| sample(0, Group::Burn, 1700, 0x4 | 0x40)));
+        v.push(sample(1, Group::Burn, 100, 0x8));
+        let t = telemetry(&v, 0, 200).into_value().unwrap();
+        assert_eq!(t.samples, 16);
+        assert_eq!(t.sm_clock_first_mhz, Some(1980.0));
+        assert_eq!(t.sm_clock_last_mhz, Some(1700.0));
+        assert_eq!(
+            t.throttle,
+            vec![
+                ThrottleSeen {
+                    reason: ThrottleReason::SwPowerCap,
+                    samples: 16
+                },
+                ThrottleSeen {
+                    reason: ThrottleReason::HwThermalSlowdown,
+                    samples: 8
+                }
+            ]
+        );
+        assert!(telemetry(&v, 2, 200).reason().is_some());
+    }
+
+    #[test]
+    fn link_state_is_the_best_seen_under_load() {
+        let mut a = sample(0, Group::Pcie, 0, 0);
+        a.pcie_gen = Some(1);
+        let b = sample(0, Group::Pcie, 0, 0);
+        let l = link_under_load(&[a, b], 0).into_value().unwrap();
+        assert_eq!((l.gen, l.width, l.samples), (5, 16, 2));
+        assert!(link_under_load(&[], 0).reason().is_some());
+    }
+
+    #[test]
+    fn exit_status_words() {
+        let st = Command::new("/bin/sh")
+            .args(["-c", "exit 3"])
+            .status()
+            .unwrap();
+        assert_eq!(describe_status(&st), "exited with status 3");
+    }
+}

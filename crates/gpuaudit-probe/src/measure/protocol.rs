@@ -1,0 +1,198 @@
+//! What the measurement child writes on stdout: one JSON object per line.
+//!
+//! Anything else on stdout (a library printing, `NCCL_DEBUG=INFO`) is not an error: the
+//! parent keeps the last such lines for the finding if the child dies.
+
+use super::plan::{Group, Plan};
+use gpuaudit_core::facts::GemmResult;
+use gpuaudit_core::facts::{
+    AllReduce, Burn, CudaDevice, MemoryBandwidth, OnGpu, P2pMatrix, PcieBandwidth, SkippedGpu,
+};
+use gpuaudit_core::Reading;
+use serde::{Deserialize, Serialize};
+
+/// What the parent sends on the child's stdin.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChildRequest {
+    pub plan: Plan,
+    /// The groups this child runs, in order.
+    pub groups: Vec<Group>,
+}
+
+/// A group's result, typed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "group", content = "result", rename_all = "snake_case")]
+pub enum GroupResult {
+    Pcie(Reading<PcieBandwidth>),
+    Memory(Reading<Vec<OnGpu<MemoryBandwidth>>>),
+    Gemm(Reading<Vec<OnGpu<Vec<GemmResult>>>>),
+    P2p(Reading<P2pMatrix>),
+    Nccl(Reading<AllReduce>),
+    Burn(Reading<Burn>),
+}
+
+impl GroupResult {
+    pub fn group(&self) -> Group {
+        match self {
+            GroupResult::Pcie(_) => Group::Pcie,
+            GroupResult::Memory(_) => Group::Memory,
+            GroupResult::Gemm(_) => Group::Gemm,
+            GroupResult::P2p(_) => Group::P2p,
+            GroupResult::Nccl(_) => Group::Nccl,
+            GroupResult::Burn(_) => Group::Burn,
+        }
+    }
+
+    /// The same group, not measured, with the reason.
+    pub fn unavailable(group: Group, reason: &str) -> Option<GroupResult> {
+        let r = reason.to_string();
+        Some(match group {
+            Group::Context => return None,
+            Group::Pcie => GroupResult::Pcie(Reading::Unavailable(r)),
+            Group::Memory => GroupResult::Memory(Reading::Unavailable(r)),
+            Group::Gemm => GroupResult::Gemm(Reading::Unavailable(r)),
+            Group::P2p => GroupResult::P2p(Reading::Unavailable(r)),
+            Group::Nccl => GroupResult::Nccl(Reading::Unavailable(r)),
+            Group::Burn => GroupResult::Burn(Reading::Unavailable(r)),
+        })
+    }
+}
+
+/// One line of the child's stdout.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ChildMsg {
+    /// The child started and initialised CUDA.
+    Hello {
+        pid: u32,
+        /// cuDriverGetVersion (13000 = CUDA 13.0).
+        driver_version: Option<u32>,
+    },
+    /// The GPUs as CUDA sees them, and those it could not use.
+    Devices {
+        devices: Vec<CudaDevice>,
+        unavailable: Vec<SkippedGpu>,
+    },
+    /// A group starts (its time limit starts now).
+    Start { group: Group },
+    /// Within the running group, `fraction` (0..1) is done.
+    Progress {
+        group: Group,
+        fraction: f64,
+        message: String,
+    },
+    /// A group finished.
+    Result(GroupResult),
+    /// A remark for the log (stderr with --verbose).
+    Log { message: String },
+    /// Everything asked for ran.
+    Done,
+}
+
+impl ChildMsg {
+    pub fn to_line(&self) -> String {
+        // Serialising these types cannot fail (no maps with non-string keys); fall back to a
+        // log line that the parent ignores rather than panic in the child.
+        serde_json::to_string(self)
+            .unwrap_or_else(|e| format!(r#"{{"type":"log","message":"unserialisable: {e}"}}"#))
+    }
+
+    /// A line of the child's stdout, or `None` when it is not one of ours.
+    pub fn parse(line: &str) -> Option<ChildMsg> {
+        let t = line.trim();
+        if !t.starts_with('{') {
+            return None;
+        }
+        serde_json::from_str(t).ok()
+    }
+}
+
+/// One context-creation sample, printed by `__ctx-probe` as one JSON line.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CtxSample {
+    pub init_ms: f64,
+    pub context_ms: f64,
+    pub alloc_ms: f64,
+    pub total_ms: f64,
+    /// cuDeviceGetCount after cuInit.
+    pub devices: u32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum CtxProbeLine {
+    CtxSample(CtxSample),
+    CtxError { stage: String, error: String },
+}
+
+impl CtxProbeLine {
+    pub fn parse(out: &str) -> Option<CtxProbeLine> {
+        out.lines()
+            .rev()
+            .find_map(|l| serde_json::from_str(l.trim()).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn messages_round_trip() {
+        let msgs = vec![
+            ChildMsg::Hello {
+                pid: 7,
+                driver_version: Some(13000),
+            },
+            ChildMsg::Start { group: Group::Gemm },
+            ChildMsg::Progress {
+                group: Group::Gemm,
+                fraction: 0.5,
+                message: "bf16 on GPU 0".into(),
+            },
+            ChildMsg::Result(GroupResult::Nccl(Reading::unavailable(
+                "ncclCommInitAll: x",
+            ))),
+            ChildMsg::Done,
+        ];
+        for m in msgs {
+            let line = m.to_line();
+            assert!(!line.contains('\n'));
+            assert_eq!(ChildMsg::parse(&line), Some(m));
+        }
+    }
+
+    #[test]
+    fn foreign_lines_are_not_messages() {
+        assert_eq!(ChildMsg::parse("NCCL INFO Bootstrap : Using eth0"), None);
+        assert_eq!(ChildMsg::parse("{\"not\":\"ours\"}"), None);
+        assert_eq!(ChildMsg::parse(""), None);
+    }
+
+    #[test]
+    fn result_line_shape() {
+        let line = ChildMsg::Result(GroupResult::P2p(Reading::unavailable("one GPU"))).to_line();
+        assert_eq!(
+            line,
+            r#"{"type":"result","group":"p2p","result":{"unavailable":"one GPU"}}"#
+        );
+    }
+
+    #[test]
+    fn ctx_probe_lines() {
+        let ok = CtxProbeLine::CtxSample(CtxSample {
+            init_ms: 320.0,
+            context_ms: 90.0,
+            alloc_ms: 1.5,
+            total_ms: 412.0,
+            devices: 2,
+        });
+        let text = format!("noise\n{}\n", serde_json::to_string(&ok).unwrap());
+        assert_eq!(CtxProbeLine::parse(&text), Some(ok));
+        let err = r#"{"type":"ctx_error","stage":"cuInit","error":"CUDA_ERROR_NO_DEVICE"}"#;
+        assert!(matches!(
+            CtxProbeLine::parse(err),
+            Some(CtxProbeLine::CtxError { .. })
+        ));
+    }
+}
