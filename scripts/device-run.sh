@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# One call on a GPU machine: what BENCHMARKS.md records. Every output lands in $OUT (as one
+# tarball, results.tar.gz, plus the summary log). Steps are chosen with STEPS (default: all):
+#   facts   facts-only audit timed 5 times
+#   collect collect a snapshot, audit it, compare with the live findings (scripts/parity.py)
+#   quick   the default audit (facts + quick measurements), timed
+#   full    gpuaudit --full (all measurements and a 60 s burn), timed
+#   bench   scripts/bench-device.sh: gpuaudit bench and the anchors side by side, the ratio table
+#   burn    gpuaudit burn $BURN_SECS
+#
+#   STEPS="facts collect quick" OUT=/tmp/o scripts/device-run.sh .dev/gpuaudit
+set -u
+cd "$(dirname "$0")/.."
+BIN=${1:-.dev/gpuaudit}
+OUT=${OUT:-$(mktemp -d /tmp/gpuaudit-dev.XXXXXX)}
+W=$OUT/w
+mkdir -p "$W"
+STEPS=${STEPS:-facts collect quick full bench}
+# Never NVLink multicast on these machines.
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1
+has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
+now() { date +%s.%N; }
+secs() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.3f}')" "$1" "$(now)"; }
+
+echo "== machine"
+nvidia-smi -L
+nvidia-smi --query-gpu=index,name,driver_version,persistence_mode,power.limit,clocks.sm,clocks.max.sm --format=csv
+git log -1 --format='commit %H %cd' 2>/dev/null || true
+date -u
+
+if has facts; then
+  echo "== facts-only audit, 5 runs"
+  for i in 1 2 3 4 5; do
+    t=$(now); "$BIN" --facts-only --format json >"$W/facts-only.json" 2>"$W/facts-only.err"; rc=$?
+    echo "facts-only run $i: $(secs "$t") s, exit $rc"
+  done
+  "$BIN" --facts-only --format table --color never >"$W/facts-only.txt" 2>&1
+fi
+
+if has collect; then
+  echo "== collect, audit the snapshot, compare"
+  t=$(now); "$BIN" collect --out "$W/snap" 2>"$W/collect.err"; echo "collect: $(secs "$t") s, exit $?"
+  cat "$W/collect.err"
+  "$BIN" --facts-only --format json >"$W/live-for-parity.json" 2>/dev/null
+  "$BIN" --root "$W/snap" --format json >"$W/snap-audit.json" 2>"$W/snap-audit.err"
+  python3 scripts/parity.py "$W/live-for-parity.json" "$W/snap-audit.json"
+fi
+
+if has quick; then
+  echo "== quick audit (facts + quick measurements)"
+  t=$(now); timeout 300 "$BIN" --format json >"$W/quick.json" 2>"$W/quick.err"; rc=$?
+  echo "quick audit: $(secs "$t") s, exit $rc"
+  tail -5 "$W/quick.err"
+  "$BIN" --root "$W/snap" --format table --color never >/dev/null 2>&1
+  python3 - "$W/quick.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for f in r["findings"]:
+    if f["status"] != "pass":
+        print(f'  {f["status"]:4} {f["check"]:22} {f["gpu"] if f["gpu"] is not None else "-"}  {f["message"][:200]}')
+for m in r["measurements"]:
+    print(f'  m {m["name"]:32} gpu={m["gpu"]} peer={m.get("peer")} {m["value"]:.2f} {m["unit"]} exp={m.get("expected")} ratio={m.get("ratio")}')
+PY
+fi
+
+if has full; then
+  echo "== full audit (all measurements, 60 s burn)"
+  t=$(now); timeout 400 "$BIN" --full --format json >"$W/full.json" 2>"$W/full.err"; rc=$?
+  echo "full audit: $(secs "$t") s, exit $rc"
+  tail -5 "$W/full.err"
+  python3 - "$W/full.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+for f in r["findings"]:
+    if f["status"] != "pass":
+        print(f'  {f["status"]:4} {f["check"]:22} {f["gpu"] if f["gpu"] is not None else "-"}  {f["message"][:200]}')
+PY
+fi
+
+if has burn; then
+  echo "== burn ${BURN_SECS:-15} s"
+  t=$(now); timeout 300 "$BIN" burn "${BURN_SECS:-15}" --format table >"$W/burn.txt" 2>"$W/burn.err"; rc=$?
+  echo "burn: $(secs "$t") s, exit $rc"; tail -40 "$W/burn.txt"; tail -5 "$W/burn.err"
+fi
+
+if has bench; then
+  echo "== bench and anchors"
+  OUT="$W/bench" RUN_QUICK=0 scripts/bench-device.sh "$BIN" 2>&1 | tail -80
+fi
+
+tar -C "$OUT" -czf "$OUT/results.tar.gz" w 2>/dev/null && rm -rf "$W"
+ls -la "$OUT"
