@@ -42,9 +42,8 @@ if has collect; then
   echo "== collect, audit the snapshot, compare"
   t=$(now); "$BIN" collect --out "$W/snap" 2>"$W/collect.err"; echo "collect: $(secs "$t") s, exit $?"
   cat "$W/collect.err"
-  "$BIN" --facts-only --format json >"$W/live-for-parity.json" 2>/dev/null
   "$BIN" --root "$W/snap" --format json >"$W/snap-audit.json" 2>"$W/snap-audit.err"
-  python3 scripts/parity.py "$W/live-for-parity.json" "$W/snap-audit.json"
+  tar -C "$W" -czf "$OUT/snapshot.tar.gz" snap
 fi
 
 if has quick; then
@@ -52,7 +51,8 @@ if has quick; then
   t=$(now); timeout 300 "$BIN" --format json >"$W/quick.json" 2>"$W/quick.err"; rc=$?
   echo "quick audit: $(secs "$t") s, exit $rc"
   tail -5 "$W/quick.err"
-  "$BIN" --root "$W/snap" --format table --color never >/dev/null 2>&1
+  # The live findings (read before the measurements) against the snapshot's.
+  [ -s "$W/snap-audit.json" ] && python3 scripts/parity.py "$W/quick.json" "$W/snap-audit.json"
   python3 - "$W/quick.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))

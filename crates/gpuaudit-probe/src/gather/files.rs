@@ -253,7 +253,14 @@ pub fn toolkits(root: &RootFs, nvcc_output: Option<&str>) -> Reading<Vec<Toolkit
             seen_real.push(real);
         }
         if let Some(t) = toolkit_in(root, d, nvcc_output) {
-            out.push(t);
+            // A snapshot holds /usr/local/cuda and the directory it links to as two copies:
+            // the same version read from the same file is the same toolkit.
+            if !out
+                .iter()
+                .any(|k| k.version == t.version && k.source == t.source)
+            {
+                out.push(t);
+            }
         }
     }
     if out.is_empty() {

@@ -133,8 +133,27 @@ pub fn snapshot(dir: &Path, opts: &GatherOptions) -> Result<Facts, SnapshotError
     Ok(facts)
 }
 
+/// The host sources still being read (Python interpreters take seconds).
+pub struct PendingHost(std::thread::JoinHandle<gpuaudit_core::facts::HostFacts>);
+
+impl PendingHost {
+    pub fn join(self) -> gpuaudit_core::facts::HostFacts {
+        self.0
+            .join()
+            .unwrap_or_else(|_| gpuaudit_core::facts::HostFacts::unread("the host sources failed"))
+    }
+}
+
 /// Facts from the machine gpuaudit runs on.
 pub fn live(opts: &GatherOptions) -> Facts {
+    let (mut facts, host) = live_deferred(opts);
+    facts.host = host.join();
+    facts
+}
+
+/// Like [`live`], but the host sources go on reading in the background, so that the GPU
+/// measurements can run meanwhile; `facts.host` is filled by the caller from the handle.
+pub fn live_deferred(opts: &GatherOptions) -> (Facts, PendingHost) {
     let root = RootFs::live();
     let mut facts = Facts::empty(Origin::Live, "not read");
     let t = opts.command_timeout;
@@ -204,12 +223,9 @@ pub fn live(opts: &GatherOptions) -> Facts {
             .join()
             .unwrap_or_else(|_| Err("nvidia-smi topo -m: failed".into())),
     );
-    facts.host = host_job
-        .join()
-        .unwrap_or_else(|_| gpuaudit_core::facts::HostFacts::unread("the host sources failed"));
     facts.measured = MeasuredFacts::not_run("facts-only audit");
     finish(&mut facts);
-    facts
+    (facts, PendingHost(host_job))
 }
 
 /// Why neither NVML nor nvidia-smi answered, worded the same for the live audit and for

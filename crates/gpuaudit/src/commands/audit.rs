@@ -62,9 +62,12 @@ pub fn run(args: &AuditArgs) -> Result<u8> {
     };
 
     let mut bar = Bar::spinner("reading the machine");
-    let mut facts = match &args.root {
-        Some(dir) => gather::snapshot(dir, &opts)?,
-        None => gather::live(&opts),
+    let (mut facts, pending_host) = match &args.root {
+        Some(dir) => (gather::snapshot(dir, &opts)?, None),
+        None => {
+            let (f, h) = gather::live_deferred(&opts);
+            (f, Some(h))
+        }
     };
     if let Some(sel) = &policy.gpus {
         let have: Vec<u32> = facts.gpu_list().iter().map(|g| g.index).collect();
@@ -96,6 +99,9 @@ pub fn run(args: &AuditArgs) -> Result<u8> {
             bar.update(&p.message, p.done_ms, p.total_ms)
         });
         apply_measured(&mut facts, measured);
+    }
+    if let Some(h) = pending_host {
+        facts.host = h.join();
     }
     bar.finish();
     let report = Report::build(&facts, &policy);

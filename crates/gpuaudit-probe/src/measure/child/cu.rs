@@ -507,17 +507,26 @@ pub fn dtoh_strided(
         )?;
         return Ok(out);
     }
-    // SAFETY: an all-zero CUDA_MEMCPY2D is a valid starting point (null pointers, zero
-    // sizes); every field used is set below.
-    let mut c: sys::CUDA_MEMCPY2D = unsafe { std::mem::zeroed() };
-    c.srcMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-    c.srcDevice = src;
-    c.srcPitch = stride as usize;
-    c.dstMemoryType = sys::CUmemorytype::CU_MEMORYTYPE_HOST;
-    c.dstHost = out.as_mut_ptr() as *mut c_void;
-    c.dstPitch = elem as usize;
-    c.WidthInBytes = elem as usize;
-    c.Height = count as usize;
+    // Every field spelt out: `mem::zeroed` is not a valid CUDA_MEMCPY2D in Rust, since its
+    // memory-type enums have no zero variant (zeroing one aborts the process).
+    let c = sys::CUDA_MEMCPY2D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        srcHost: std::ptr::null(),
+        srcDevice: src,
+        srcArray: std::ptr::null_mut(),
+        srcPitch: stride as usize,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
+        dstHost: out.as_mut_ptr() as *mut c_void,
+        dstDevice: 0,
+        dstArray: std::ptr::null_mut(),
+        dstPitch: elem as usize,
+        WidthInBytes: elem as usize,
+        Height: count as usize,
+    };
     // SAFETY: the descriptor names `count` rows of `elem` bytes; `out` holds them all.
     ck(unsafe { sys::cuMemcpy2D_v2(&c) }, "cuMemcpy2D")?;
     Ok(out)
@@ -552,6 +561,7 @@ pub struct Kernels {
     pub check_pattern: sys::CUfunction,
     pub copy_v4: sys::CUfunction,
     pub copy_v4_cs: sys::CUfunction,
+    pub copy_tile8: sys::CUfunction,
     pub read_xor: sys::CUfunction,
     pub triad_f32: sys::CUfunction,
     pub fill_f32_const: sys::CUfunction,
@@ -617,6 +627,7 @@ impl Kernels {
             check_pattern: f("check_pattern")?,
             copy_v4: f("copy_v4")?,
             copy_v4_cs: f("copy_v4_cs")?,
+            copy_tile8: f("copy_tile8")?,
             read_xor: f("read_xor")?,
             triad_f32: f("triad_f32")?,
             fill_f32_const: f("fill_f32_const")?,

@@ -88,7 +88,7 @@ fn one(
     let mut sweep = Vec::new();
     let mut verify = Vec::new();
     let grid = |sh: &LaunchShape| g.sm_count.saturating_mul(sh.blocks_per_sm).max(1);
-    let total_steps = (p.shapes.len() * if p.all_kernels { 5 } else { 2 } + 1) as f64;
+    let total_steps = (p.shapes.len() * if p.all_kernels { 6 } else { 2 } + 1) as f64;
     let mut step = 0.0;
     let mut tick = |what: &str| {
         step += 1.0;
@@ -102,6 +102,7 @@ fn one(
     let mut variants = vec![("copy", k.copy_v4)];
     if p.both_copy_variants {
         variants.push(("copy_cs", k.copy_v4_cs));
+        variants.push(("copy_tile8", k.copy_tile8));
     }
     let mut copy_best = 0f64;
     for (name, f) in &variants {
