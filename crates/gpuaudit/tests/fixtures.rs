@@ -22,6 +22,7 @@ const ALL: &[&str] = &[
     "h200-x2-gen4-slot",
     "h200-x2-damaged",
     "h200-x2-nvlink-degraded",
+    "h200-x2-live",
 ];
 
 #[test]
@@ -183,4 +184,15 @@ fn gpu_selection_limits_per_gpu_findings() {
     assert_eq!(statuses(&r, "pcie.link", Some(1)), Vec::<String>::new());
     assert_eq!(worst(&r, "pcie.link", Some(0)), "pass");
     assert_eq!(r["gpus"].as_array().map(|a| a.len()), Some(1));
+}
+
+#[test]
+fn snapshot_collected_on_the_h200s_audits_clean() {
+    // Collected by `gpuaudit collect` on the 2xH200 machine; its live audit had the same
+    // facts findings (scripts/parity.py, BENCHMARKS.md).
+    let (code, r) = audit("h200-x2-live", &[]);
+    assert_eq!(code, 0, "{}", digest(&r));
+    assert_eq!(worst(&r, "nvlink.status", None), "pass");
+    assert_eq!(worst(&r, "cuda.framework", None), "pass");
+    assert_eq!(worst(&r, "gpu.identity", Some(1)), "pass");
 }

@@ -1447,8 +1447,9 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
             for r in rs {
                 let Some(p) = r.result.value() else { continue };
                 let how = format!(
-                    "{}x{}x{} {} GEMM ({} layout) on random data via {}, median of {} batches \
-                     of {}, output checked against the CPU; expected: the datasheet's dense peak",
+                    "{}x{}x{} {} GEMM ({} layout) on random data via {}, best of {} batches of {} \
+                     back-to-back GEMMs timed with events, output checked against the CPU; \
+                     expected: the datasheet's dense peak",
                     p.m,
                     p.n,
                     p.k,

@@ -385,13 +385,16 @@ pub enum GemmDtype {
 }
 
 impl GemmDtype {
+    /// In the order they are measured: the types training and inference use most come
+    /// first, while the GPU is cool (each GEMM heats it, and a hot GPU at its power limit
+    /// clocks lower), as a user timing one GEMM by hand would see them.
     pub const ALL: [GemmDtype; 6] = [
-        GemmDtype::Fp64,
-        GemmDtype::Fp32,
-        GemmDtype::Tf32,
-        GemmDtype::Fp16,
         GemmDtype::Bf16,
+        GemmDtype::Fp16,
         GemmDtype::Fp8,
+        GemmDtype::Tf32,
+        GemmDtype::Fp32,
+        GemmDtype::Fp64,
     ];
 
     pub fn as_str(self) -> &'static str {

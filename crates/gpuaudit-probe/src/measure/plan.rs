@@ -941,7 +941,7 @@ mod tests {
         );
         assert_eq!(
             p.gemm.params().unwrap().dtypes,
-            vec![GemmDtype::Fp64, GemmDtype::Fp32]
+            vec![GemmDtype::Fp32, GemmDtype::Fp64]
         );
         assert!(p.burn.skip_reason().is_some());
         assert!(p.runs(Group::Pcie) && p.runs(Group::P2p));
