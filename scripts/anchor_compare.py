@@ -311,7 +311,7 @@ def compare(ga_path, an_path):
             ga_v = find(ms, "gemm_tflops", gpu=i, dtype=dt)
             an_v = g.get(f"gemm_{dt}_TFLOPs")
             if ga_v is not None or an_v is not None:
-                add(f"GPU{i} GEMM {dt} TFLOPS", ga_v, an_v, "hi" if dt != "fp8" else None)
+                add(f"GPU{i} GEMM {dt} TFLOPS", ga_v, an_v, "hi")
     for a in range(n):
         for b in range(n):
             if a == b:

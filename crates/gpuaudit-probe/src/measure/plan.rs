@@ -333,8 +333,12 @@ pub struct GemmParams {
     pub dtypes: Vec<GemmDtype>,
     /// Square size (sized down in the child where memory is short).
     pub size: u64,
-    /// Timed batches per dtype (median taken).
+    /// Timed batches per dtype (the best is kept).
     pub batches: u32,
+    /// Idle time before each dtype after the first, so that each starts on a GPU that has
+    /// cooled a little (a hot GPU at its power limit clocks lower).
+    #[serde(default)]
+    pub cooldown_ms: u64,
     /// CPU-checked output elements per dtype.
     pub verify_samples: u32,
     pub workspace_bytes: u64,
@@ -680,10 +684,12 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
                 })
             } else {
                 let size = opts.gemm_size.unwrap_or(if full { 8192 } else { 4096 });
-                let per_dtype = if full { 350 } else { 60 };
+                let cooldown_ms = if full { 1000 } else { 0 };
+                let per_dtype = if full { 350 + cooldown_ms } else { 60 };
                 Step::Run(GemmParams {
                     size,
                     batches: if full { 3 } else { 2 },
+                    cooldown_ms,
                     verify_samples: if full { 32 } else { 16 },
                     workspace_bytes: 32 * MIB,
                     layout: opts.gemm_layout.unwrap_or_default(),

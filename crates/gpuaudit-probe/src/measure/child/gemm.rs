@@ -249,6 +249,43 @@ fn lt_types(d: GemmDtype) -> (lt::cudaDataType, lt::cudaDataType, lt::cublasComp
     }
 }
 
+/// How an fp8 GEMM is set up: cuBLASLt versions differ in which of these they accept, so the
+/// plan is tried from the fastest setup down (`Fp8Setup::TRIES`).
+#[derive(Clone, Copy, Debug)]
+struct Fp8Setup {
+    /// Hopper's fast fp8 accumulation (what inference and Transformer Engine forward passes
+    /// use; without it the figure is about half).
+    fast_accum: bool,
+    /// Per-tensor scales of 1.0 passed explicitly, as NVIDIA's fp8 sample does.
+    scales: bool,
+}
+
+impl Fp8Setup {
+    const TRIES: [Fp8Setup; 3] = [
+        Fp8Setup {
+            fast_accum: true,
+            scales: true,
+        },
+        Fp8Setup {
+            fast_accum: true,
+            scales: false,
+        },
+        Fp8Setup {
+            fast_accum: false,
+            scales: false,
+        },
+    ];
+
+    fn describe(self) -> &'static str {
+        match (self.fast_accum, self.scales) {
+            (true, true) => "fast accumulation, unit scales",
+            (true, false) => "fast accumulation",
+            (false, _) => "fp32 accumulation",
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
 fn lt_plan(
     h: &LtHandle,
     gpu: &Gpu,
@@ -257,6 +294,7 @@ fn lt_plan(
     n: u64,
     ta: bool,
     ws: u64,
+    fp8: Fp8Setup,
 ) -> R<LtPlan> {
     let (tin, tout, compute) = lt_types(d);
     let mut plan = LtPlan {
@@ -282,19 +320,21 @@ fn lt_plan(
     )?;
     set_desc(plan.desc, A::CUBLASLT_MATMUL_DESC_TRANSB, &op_n)?;
     if d == GemmDtype::Fp8 {
-        // Hopper's fast fp8 accumulation, as inference and Transformer Engine forward passes
-        // use it; without it the figure is about half.
-        let fast: i8 = 1;
-        set_desc(plan.desc, A::CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast)?;
-        // Per-tensor scales of 1.0, set explicitly as NVIDIA's fp8 sample does (the
-        // attribute holds a device pointer to an f32).
-        let scales = DevBuf::new(gpu, 8)?;
-        cu::memset_d32_async(scales.ptr, 1.0f32.to_bits(), 2, s)?;
-        s.sync()?;
-        let (pa, pb) = (scales.ptr, scales.ptr + 4);
-        set_desc(plan.desc, A::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &pa)?;
-        set_desc(plan.desc, A::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &pb)?;
-        plan._scales = Some(scales);
+        if fp8.fast_accum {
+            let fast: i8 = 1;
+            set_desc(plan.desc, A::CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast)?;
+        }
+        if fp8.scales {
+            // Two f32 scales of 1.0 (the attributes hold device pointers), each on its own
+            // 256-byte boundary as cuBLASLt wants its operands.
+            let scales = DevBuf::new(gpu, 512)?;
+            cu::memset_d32_async(scales.ptr, 1.0f32.to_bits(), 128, s)?;
+            s.sync()?;
+            let (pa, pb) = (scales.ptr, scales.ptr + 256);
+            set_desc(plan.desc, A::CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &pa)?;
+            set_desc(plan.desc, A::CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &pb)?;
+            plan._scales = Some(scales);
+        }
     }
     let ni = n as i64;
     let dims = [(tin, n, n, ni), (tin, n, n, ni), (tout, n, n, ni)];
@@ -363,13 +403,52 @@ fn lt_plan(
     Ok(plan)
 }
 
+/// One D = op(A)·B through cuBLASLt (alpha 1, beta 0; C is read, D written).
+#[allow(clippy::too_many_arguments)]
+fn lt_matmul(
+    handle: lt::cublasLtHandle_t,
+    plan: &LtPlan,
+    a: &DevBuf,
+    b: &DevBuf,
+    c_src: cudarc::driver::sys::CUdeviceptr,
+    d: &DevBuf,
+    ws: &DevBuf,
+    s: &Stream,
+) -> R<()> {
+    let (alpha, beta) = (1.0f32, 0.0f32);
+    // SAFETY: operands, workspace and descriptors are live and sized for the plan's shape;
+    // alpha/beta match the f32 scale type; beta is 0.
+    lck(
+        unsafe {
+            lt::cublasLtMatmul(
+                handle,
+                plan.desc,
+                &alpha as *const f32 as *const c_void,
+                a.ptr as *const c_void,
+                plan.layouts[0],
+                b.ptr as *const c_void,
+                plan.layouts[1],
+                &beta as *const f32 as *const c_void,
+                c_src as *const c_void,
+                plan.layouts[2],
+                d.ptr as *mut c_void,
+                plan.layouts[2],
+                &plan.algo,
+                ws.ptr as *mut c_void,
+                ws.bytes as usize,
+                s.raw as lt::cudaStream_t,
+            )
+        },
+        "cublasLtMatmul",
+    )
+}
+
 enum Exec {
     Lt {
         handle: lt::cublasLtHandle_t,
         plan: LtPlan,
         ws: DevBuf,
-        /// fp8 GEMMs refuse to run in place (C aliasing D: CUBLAS_STATUS_NOT_SUPPORTED), so
-        /// they get a C of their own (read with beta 0, never written).
+        /// fp8: the C operand, apart from D.
         c_in: Option<DevBuf>,
     },
     Blas {
@@ -460,8 +539,9 @@ impl<'g> Gemm<'g> {
             }
             _ => {
                 let h = handles.lt(gpu)?;
-                let plan = lt_plan(h, gpu, s, dtype, n, ta, ws_bytes)?;
                 let ws = DevBuf::new(gpu, ws_bytes.max(256))?;
+                // fp8 GEMMs refuse to run in place (C aliasing D), so they read a C of
+                // their own (zeros, beta 0).
                 let c_in = if dtype == GemmDtype::Fp8 {
                     let x = DevBuf::new(gpu, n * n * out_bytes(dtype))?;
                     cu::memset_d32_async(x.ptr, 0, x.bytes / 4, s)?;
@@ -470,6 +550,34 @@ impl<'g> Gemm<'g> {
                 } else {
                     None
                 };
+                let (plan, setup) = match &c_in {
+                    Some(c_src) => {
+                        // The first setup this cuBLASLt accepts, proven by one GEMM.
+                        let mut last = Fail("no fp8 setup to try".into());
+                        let mut chosen = None;
+                        for setup in Fp8Setup::TRIES {
+                            let trial = lt_plan(h, gpu, s, dtype, n, ta, ws_bytes, setup).and_then(
+                                |plan| {
+                                    lt_matmul(h.0, &plan, &a, &b, c_src.ptr, &c, &ws, s)?;
+                                    s.sync()?;
+                                    Ok(plan)
+                                },
+                            );
+                            match trial {
+                                Ok(plan) => {
+                                    chosen = Some((plan, Some(setup)));
+                                    break;
+                                }
+                                Err(e) => last = e,
+                            }
+                        }
+                        chosen.ok_or(last)?
+                    }
+                    None => (
+                        lt_plan(h, gpu, s, dtype, n, ta, ws_bytes, Fp8Setup::TRIES[0])?,
+                        None,
+                    ),
+                };
                 (
                     Exec::Lt {
                         handle: h.0,
@@ -477,7 +585,10 @@ impl<'g> Gemm<'g> {
                         ws,
                         c_in,
                     },
-                    format!("cublasLt {}", LtHandle::version()),
+                    match setup {
+                        Some(f) => format!("cublasLt {} ({})", LtHandle::version(), f.describe()),
+                        None => format!("cublasLt {}", LtHandle::version()),
+                    },
                 )
             }
         };
@@ -518,34 +629,9 @@ impl<'g> Gemm<'g> {
                 ws,
                 c_in,
             } => {
-                let (alpha, beta) = (1.0f32, 0.0f32);
                 let c_src = c_in.as_ref().map_or(self.c.ptr, |x| x.ptr);
                 for _ in 0..count {
-                    // SAFETY: operands, workspace and descriptors are live and sized for
-                    // this shape; alpha/beta match the f32 scale type; beta is 0.
-                    lck(
-                        unsafe {
-                            lt::cublasLtMatmul(
-                                *handle,
-                                plan.desc,
-                                &alpha as *const f32 as *const c_void,
-                                self.a.ptr as *const c_void,
-                                plan.layouts[0],
-                                self.b.ptr as *const c_void,
-                                plan.layouts[1],
-                                &beta as *const f32 as *const c_void,
-                                c_src as *const c_void,
-                                plan.layouts[2],
-                                self.c.ptr as *mut c_void,
-                                plan.layouts[2],
-                                &plan.algo,
-                                ws.ptr as *mut c_void,
-                                ws.bytes as usize,
-                                s.raw as lt::cudaStream_t,
-                            )
-                        },
-                        "cublasLtMatmul",
-                    )?;
+                    lt_matmul(*handle, plan, &self.a, &self.b, c_src, &self.c, ws, s)?;
                 }
             }
             Exec::Blas { handle } => {
@@ -741,6 +827,9 @@ pub fn run(ctx: &Ctx, p: &GemmParams) -> R<Vec<OnGpu<Vec<GemmResult>>>> {
                     (gi as f64 + di as f64 / p.dtypes.len() as f64) / n_gpus as f64,
                     format!("{} GEMM on GPU {}", d.as_str(), g.index),
                 );
+                if di > 0 && p.cooldown_ms > 0 {
+                    std::thread::sleep(std::time::Duration::from_millis(p.cooldown_ms));
+                }
                 let one = guarded(&format!("{} GEMM", d.as_str()), || {
                     let gemm = Gemm::new(
                         g,
