@@ -166,7 +166,9 @@ fn run_container(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     let all_fine = out
         .iter()
         .all(|f| matches!(f.status, Status::Pass | Status::Info));
-    if all_fine && (out.is_empty() || inside.is_some()) {
+    // "Every GPU's node is there" says nothing on a machine without GPUs.
+    let has_gpus = gpus.is_some_and(|n| n > 0);
+    if all_fine && has_gpus && (out.is_empty() || inside.is_some()) {
         let msg = match &inside {
             Some(kind) => format!("inside a {kind} container with every GPU's device node present and usable"),
             None => "not in a container; the GPUs' device nodes are present and the container set-up is complete".to_string(),
@@ -349,6 +351,22 @@ mod tests {
 
     fn statuses(f: &[Finding]) -> Vec<Status> {
         f.iter().map(|f| f.status).collect()
+    }
+
+    #[test]
+    fn a_container_without_gpus_claims_no_gpu_device_node() {
+        // Seen on the CI machine: a docker container with no GPU was told its GPUs' device
+        // nodes were all present.
+        let mut f = base(Some("docker"));
+        f.gpus = Reading::Value(Vec::new());
+        f.pci_gpus = Reading::Value(Vec::new());
+        f.host.container.devices = Reading::Value(Vec::new());
+        let r = run_container(&f, &Policy::default());
+        assert!(r.iter().all(|x| !x.message.contains("every GPU")), "{r:#?}");
+        assert!(
+            r.iter().any(|x| x.message.contains("no /dev/nvidia*")),
+            "{r:#?}"
+        );
     }
 
     #[test]
