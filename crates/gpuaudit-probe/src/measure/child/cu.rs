@@ -507,9 +507,24 @@ pub fn dtoh_strided(
         )?;
         return Ok(out);
     }
-    // Every field spelt out: `mem::zeroed` is not a valid CUDA_MEMCPY2D in Rust, since its
-    // memory-type enums have no zero variant (zeroing one aborts the process).
-    let c = sys::CUDA_MEMCPY2D {
+    let c = strided_dtoh_desc(src, stride, out.as_mut_ptr() as *mut c_void, elem, count);
+    // SAFETY: the descriptor names `count` rows of `elem` bytes; `out` holds them all.
+    ck(unsafe { sys::cuMemcpy2D_v2(&c) }, "cuMemcpy2D")?;
+    Ok(out)
+}
+
+/// The 2-D copy of `count` rows of `elem` bytes, `stride` apart on the device, packed into
+/// `dst` on the host. Every field spelt out: `mem::zeroed` is not a valid CUDA_MEMCPY2D in
+/// Rust, since its memory-type enums have no zero variant (zeroing one aborted the child on
+/// the H200s).
+fn strided_dtoh_desc(
+    src: sys::CUdeviceptr,
+    stride: u64,
+    dst: *mut c_void,
+    elem: u64,
+    count: u64,
+) -> sys::CUDA_MEMCPY2D {
+    sys::CUDA_MEMCPY2D {
         srcXInBytes: 0,
         srcY: 0,
         srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_DEVICE,
@@ -520,16 +535,13 @@ pub fn dtoh_strided(
         dstXInBytes: 0,
         dstY: 0,
         dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_HOST,
-        dstHost: out.as_mut_ptr() as *mut c_void,
+        dstHost: dst,
         dstDevice: 0,
         dstArray: std::ptr::null_mut(),
         dstPitch: elem as usize,
         WidthInBytes: elem as usize,
         Height: count as usize,
-    };
-    // SAFETY: the descriptor names `count` rows of `elem` bytes; `out` holds them all.
-    ck(unsafe { sys::cuMemcpy2D_v2(&c) }, "cuMemcpy2D")?;
-    Ok(out)
+    }
 }
 
 pub fn dtoh(gpu: &Gpu, src: sys::CUdeviceptr, bytes: u64) -> R<Vec<u8>> {
@@ -752,7 +764,21 @@ pub fn parse_mem_available(meminfo: &str) -> Option<u64> {
 
 #[cfg(test)]
 mod tests {
+
     use super::*;
+
+    #[test]
+    fn strided_copy_descriptor_builds_without_zeroing() {
+        let mut out = vec![0u8; 64];
+        let d = strided_dtoh_desc(0x1000, 256, out.as_mut_ptr() as *mut c_void, 4, 16);
+        assert_eq!(d.srcMemoryType, sys::CUmemorytype::CU_MEMORYTYPE_DEVICE);
+        assert_eq!(d.dstMemoryType, sys::CUmemorytype::CU_MEMORYTYPE_HOST);
+        assert_eq!(
+            (d.srcPitch, d.dstPitch, d.WidthInBytes, d.Height),
+            (256, 4, 4, 16)
+        );
+        assert_eq!(d.srcDevice, 0x1000);
+    }
 
     #[test]
     fn bytes_read_as_people_write_them() {
