@@ -216,6 +216,15 @@ def ctx_probe_ctypes():
     return 0
 
 
+def pci_bus_id(torch, i):
+    """The GPU's PCI address as CUDA gives it ("0000:00:06.0"), where this PyTorch tells it."""
+    p = torch.cuda.get_device_properties(i)
+    bus, dev, dom = (getattr(p, k, None) for k in ("pci_bus_id", "pci_device_id", "pci_domain_id"))
+    if bus is None or dev is None:
+        return None
+    return f"{dom or 0:04x}:{bus:02x}:{dev:02x}.0"
+
+
 def section(res, name, fn, *args):
     t = time.time()
     try:
@@ -227,6 +236,9 @@ def section(res, name, fn, *args):
 
 
 def run_anchor(ctx_bin):
+    # CUDA's own order (fastest first) need not be NVML's on a machine of identical GPUs;
+    # gpuaudit numbers GPUs as NVML does (PCI bus order), and the table pairs GPU i with GPU i.
+    os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     res = {"started": time.strftime("%Y-%m-%dT%H:%M:%S")}
     # Context creation first, in fresh processes, before this one holds any GPU.
     section(res, "ctx", ctx_anchor, ctx_bin, 10)
@@ -237,7 +249,8 @@ def run_anchor(ctx_bin):
         return res
     n = torch.cuda.device_count()
     res.update(torch=torch.__version__, cuda=torch.version.cuda, gpus=n,
-               name=torch.cuda.get_device_name(0) if n else None)
+               name=torch.cuda.get_device_name(0) if n else None,
+               pci_bus_ids=[pci_bus_id(torch, i) for i in range(n)])
     for i in range(n):
         section(res, f"gpu{i}_copies", copies, torch, i)
         section(res, f"gpu{i}_gemm", gemms, torch, i)
@@ -253,6 +266,12 @@ def run_anchor(ctx_bin):
 # ------------------------------------------------------------------------------- compare
 
 def find(ms, name, gpu=None, peer=None, dtype=None, size=None):
+    m = find_m(ms, name, gpu, peer, dtype, size)
+    return m["value"] if m else None
+
+
+def find_m(ms, name, gpu=None, peer=None, dtype=None, size=None):
+    """The measurement (largest size where several match)."""
     best = None
     for m in ms:
         if m.get("name") != name:
@@ -267,7 +286,11 @@ def find(ms, name, gpu=None, peer=None, dtype=None, size=None):
             continue
         if best is None or (m.get("size_bytes") or 0) > (best.get("size_bytes") or 0):
             best = m
-    return best["value"] if best else None
+    return best
+
+
+def human(b):
+    return f"{b // GIB} GiB" if b and b % GIB == 0 else f"{(b or 0) // MIB} MiB"
 
 
 def measurements_of(doc):
@@ -317,7 +340,11 @@ def compare(ga_path, an_path):
             if a == b:
                 continue
             p = an.get(f"p2p_{a}_{b}", {})
-            add(f"P2P {a}->{b} 1 GiB GB/s", find(ms, "p2p_bandwidth", gpu=a, peer=b),
+            # gpuaudit copies less than the anchor's 1 GiB beyond 4 GPUs (the matrix grows as
+            # n^2); the label says its size.
+            m = find_m(ms, "p2p_bandwidth", gpu=a, peer=b)
+            size = f" {human(m.get('size_bytes'))}" if m else ""
+            add(f"P2P {a}->{b}{size} GB/s", m["value"] if m else None,
                 p.get(f"p2p_{a}to{b}_GBps"), "hi")
             add(f"P2P {a}->{b} 4 B copy us", find(ms, "p2p_latency_us", gpu=a, peer=b),
                 p.get(f"p2p_{a}to{b}_small_copy_us"), "lo")
@@ -331,7 +358,16 @@ def compare(ga_path, an_path):
     add("context create median ms", find(ms, "context_create_ms"), cx.get("total_ms_median"), "lo")
     add("cuInit median ms", find(ms, "cuinit_ms"), cx.get("init_ms_median"), None)
 
+    # Both sides must number the GPUs alike (gpuaudit: NVML, PCI bus order).
+    ga_bus = {d.get("gpu"): d.get("pci_bus_id") for d in devices_of(ga)}
+    for i, bus in enumerate(an.get("pci_bus_ids") or []):
+        if bus and ga_bus.get(i) and bus.lower() != ga_bus[i].lower():
+            print(f"warning: anchor GPU {i} is {bus}, gpuaudit GPU {i} is {ga_bus[i]}: "
+                  f"the rows of that GPU compare different GPUs")
+
     fails = 0
+    bad = []
+    p2p_ratios = []
     w = max(len(r[0]) for r in rows) if rows else 10
     print()
     print(f"{'metric':<{w}}  {'gpuaudit':>10}  {'anchor':>10}  {'ratio':>6}  {'bar':>6}  result")
@@ -354,9 +390,37 @@ def compare(ga_path, an_path):
         else:
             res = "PASS" if ok else "FAIL"
             fails += 0 if ok else 1
+        if res in ("MISSING", "FAIL"):
+            bad.append(f"{metric} ({res.lower()}{'' if ratio is None else f', {ratio:.3f}'})")
+        if metric.startswith("P2P") and metric.endswith("GB/s") and ratio is not None:
+            p2p_ratios.append(ratio)
         print(f"{metric:<{w}}  {fg:>10}  {fa:>10}  {fr:>6}  {bar:>6}  {res}")
+    # With 8 GPUs the table has over 200 rows: the gist again, at the end.
+    if p2p_ratios:
+        r = sorted(p2p_ratios)
+        print(f"\nP2P bandwidth over {len(r)} ordered pairs: ratio min {r[0]:.3f}, "
+              f"median {r[len(r) // 2]:.3f}, max {r[-1]:.3f}")
+    for b in bad:
+        print(f"  below the bar or missing: {b}")
     print(f"\n{fails} figure(s) below the bar or missing")
     return 1 if fails else 0
+
+
+def devices_of(doc):
+    """The CUDA devices gpuaudit measured ({gpu, pci_bus_id, ...}), where the document has them."""
+    if isinstance(doc, dict):
+        for k in ("devices",):
+            v = doc.get(k)
+            if isinstance(v, list):
+                return [d for d in v if isinstance(d, dict)]
+            if isinstance(v, dict) and isinstance(v.get("value"), list):
+                return [d for d in v["value"] if isinstance(d, dict)]
+        for v in doc.values():
+            if isinstance(v, dict):
+                found = devices_of(v)
+                if found:
+                    return found
+    return []
 
 
 def main():

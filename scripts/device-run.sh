@@ -20,6 +20,10 @@ STEPS=${STEPS:-facts collect quick full bench}
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1
 has() { case " $STEPS " in *" $1 "*) return 0 ;; esac; return 1; }
+# The timing lines again at the very end: with 8 GPUs the per-pair lines push them out of view.
+TIMES=$W/timings.txt
+: >"$TIMES"
+timed() { echo "$*" | tee -a "$TIMES"; }
 now() { date +%s.%N; }
 secs() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.3f}')" "$1" "$(now)"; }
 
@@ -33,14 +37,14 @@ if has facts; then
   echo "== facts-only audit, 5 runs"
   for i in 1 2 3 4 5; do
     t=$(now); "$BIN" --facts-only --format json >"$W/facts-only.json" 2>"$W/facts-only.err"; rc=$?
-    echo "facts-only run $i: $(secs "$t") s, exit $rc"
+    timed "facts-only run $i: $(secs "$t") s, exit $rc"
   done
   "$BIN" --facts-only --format table --color never >"$W/facts-only.txt" 2>&1
 fi
 
 if has collect; then
   echo "== collect, audit the snapshot, compare"
-  t=$(now); "$BIN" collect --out "$W/snap" 2>"$W/collect.err"; echo "collect: $(secs "$t") s, exit $?"
+  t=$(now); "$BIN" collect --out "$W/snap" 2>"$W/collect.err"; rc=$?; timed "collect: $(secs "$t") s, exit $rc"
   cat "$W/collect.err"
   "$BIN" --root "$W/snap" --format json >"$W/snap-audit.json" 2>"$W/snap-audit.err"
   tar -C "$W" -czf "$OUT/snapshot.tar.gz" snap
@@ -49,7 +53,7 @@ fi
 if has quick; then
   echo "== quick audit (facts + quick measurements)"
   t=$(now); timeout 300 "$BIN" --format json >"$W/quick.json" 2>"$W/quick.err"; rc=$?
-  echo "quick audit: $(secs "$t") s, exit $rc"
+  timed "quick audit: $(secs "$t") s, exit $rc"
   tail -5 "$W/quick.err"
   # The live findings (read before the measurements) against the snapshot's.
   [ -s "$W/snap-audit.json" ] && python3 scripts/parity.py "$W/quick.json" "$W/snap-audit.json"
@@ -59,15 +63,25 @@ r = json.load(open(sys.argv[1]))
 for f in r["findings"]:
     if f["status"] != "pass":
         print(f'  {f["status"]:4} {f["check"]:22} {f["gpu"] if f["gpu"] is not None else "-"}  {f["message"][:200]}')
+pairs = {}
 for m in r["measurements"]:
+    if m.get("peer") is not None:
+        pairs.setdefault(m["name"], []).append(m)
+        continue
     print(f'  m {m["name"]:32} gpu={m["gpu"]} peer={m.get("peer")} {m["value"]:.2f} {m["unit"]} exp={m.get("expected")} ratio={m.get("ratio")}')
+# One line per kind of GPU-pair figure (56 ordered pairs on 8 GPUs): count, lowest, median, highest.
+for name, ms in pairs.items():
+    ms.sort(key=lambda m: m["value"])
+    lo, mid, hi = ms[0], ms[len(ms) // 2], ms[-1]
+    print(f'  m {name:32} {len(ms)} pairs: min {lo["value"]:.2f} ({lo["gpu"]}->{lo["peer"]}) '
+          f'median {mid["value"]:.2f} max {hi["value"]:.2f} {lo["unit"]} exp={lo.get("expected")}')
 PY
 fi
 
 if has full; then
   echo "== full audit (all measurements, 60 s burn)"
   t=$(now); timeout 400 "$BIN" --full --format json >"$W/full.json" 2>"$W/full.err"; rc=$?
-  echo "full audit: $(secs "$t") s, exit $rc"
+  timed "full audit: $(secs "$t") s, exit $rc"
   tail -5 "$W/full.err"
   python3 - "$W/full.json" <<'PY'
 import json, sys
@@ -81,13 +95,16 @@ fi
 if has burn; then
   echo "== burn ${BURN_SECS:-15} s"
   t=$(now); timeout 300 "$BIN" burn "${BURN_SECS:-15}" --format table >"$W/burn.txt" 2>"$W/burn.err"; rc=$?
-  echo "burn: $(secs "$t") s, exit $rc"; tail -40 "$W/burn.txt"; tail -5 "$W/burn.err"
+  timed "burn: $(secs "$t") s, exit $rc"; tail -40 "$W/burn.txt"; tail -5 "$W/burn.err"
 fi
 
 if has bench; then
   echo "== bench and anchors"
   OUT="$W/bench" RUN_QUICK=0 scripts/bench-device.sh "$BIN" 2>&1 | tail -80
+  cat "$W/bench/gpuaudit.time" >>"$TIMES" 2>/dev/null
 fi
 
+echo "== timings"
+cat "$TIMES"
 tar -C "$OUT" -czf "$OUT/results.tar.gz" w 2>/dev/null && rm -rf "$W"
 ls -la "$OUT"

@@ -23,6 +23,9 @@ const ALL: &[&str] = &[
     "h200-x2-damaged",
     "h200-x2-nvlink-degraded",
     "h200-x2-live",
+    "h200-x8-nvswitch",
+    "h200-x8-nvswitch-fabric-down",
+    "h200-x8-nvswitch-one-pcie",
 ];
 
 #[test]
@@ -127,6 +130,25 @@ fn each_fault_shows_under_its_check() {
         ("h200-x2-gen4-slot", "pcie.link", Some(0), "warn"),
         ("h200-x2-nvlink-degraded", "nvlink.status", Some(0), "fail"),
         ("h200-x2-nvlink-degraded", "nvlink.status", Some(1), "pass"),
+        (
+            "h200-x8-nvswitch-fabric-down",
+            "nvlink.status",
+            None,
+            "fail",
+        ),
+        (
+            "h200-x8-nvswitch-one-pcie",
+            "nvlink.status",
+            Some(5),
+            "fail",
+        ),
+        (
+            "h200-x8-nvswitch-one-pcie",
+            "nvlink.status",
+            Some(4),
+            "pass",
+        ),
+        ("h200-x8-nvswitch-one-pcie", "nvlink.status", None, "warn"),
     ];
     let mut failures = Vec::new();
     for (fixture, check, gpu, want) in cases {
@@ -195,4 +217,161 @@ fn snapshot_collected_on_the_h200s_audits_clean() {
     assert_eq!(worst(&r, "nvlink.status", None), "pass");
     assert_eq!(worst(&r, "cuda.framework", None), "pass");
     assert_eq!(worst(&r, "gpu.identity", Some(1)), "pass");
+}
+
+/// The machine-level nvlink.status finding (the topology matrix).
+fn topology_finding(r: &serde_json::Value) -> serde_json::Value {
+    let machine: Vec<_> = findings(r, "nvlink.status")
+        .into_iter()
+        .filter(|f| f["gpu"].is_null())
+        .collect();
+    assert_eq!(machine.len(), 1, "{machine:?}");
+    machine[0].clone()
+}
+
+#[test]
+fn eight_h200s_on_nvswitch_audit_clean() {
+    let (code, r) = audit("h200-x8-nvswitch", &[]);
+    assert_eq!(code, 0, "{}", digest(&r));
+    let gpus = r["gpus"].as_array().cloned().unwrap_or_default();
+    assert_eq!(gpus.len(), 8);
+    let bus: Vec<&str> = gpus
+        .iter()
+        .map(|g| g["pci_bus_id"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        bus,
+        [
+            "0000:00:06.0",
+            "0000:00:07.0",
+            "0000:00:08.0",
+            "0000:00:09.0",
+            "0000:00:0a.0",
+            "0000:00:0b.0",
+            "0000:00:0c.0",
+            "0000:00:0d.0"
+        ]
+    );
+    let mut uuids: Vec<&str> = gpus
+        .iter()
+        .map(|g| g["uuid"].as_str().unwrap_or(""))
+        .collect();
+    uuids.sort_unstable();
+    uuids.dedup();
+    assert_eq!(uuids.len(), 8, "UUIDs are distinct");
+    for g in 0..8u64 {
+        assert_eq!(r["gpus"][g as usize]["index"], g);
+        assert_eq!(r["gpus"][g as usize]["spec"]["key"], "h200-sxm-141gb");
+        let f = findings(&r, "nvlink.status")
+            .into_iter()
+            .find(|f| f["gpu"].as_u64() == Some(g))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(f["status"], "pass", "GPU {g}: {f}");
+        assert_eq!(f["evidence"]["links_active"], 18, "GPU {g}: {f}");
+        assert_eq!(f["evidence"]["fabric_state"], "Completed", "GPU {g}: {f}");
+        assert_eq!(worst(&r, "pcie.link", Some(g)), "pass");
+        assert_eq!(worst(&r, "gpu.driver-binding", Some(g)), "pass");
+    }
+    let t = topology_finding(&r);
+    assert_eq!(t["status"], "pass", "{t}");
+    assert_eq!(
+        t["message"],
+        "All 28 GPU pair(s) are connected by NVLink (NV18)"
+    );
+    assert_eq!(t["evidence"]["pairs"], 28);
+    assert_eq!(t["evidence"]["links"]["NV18"], 28);
+    assert_eq!(worst(&r, "gpu.present", None), "pass");
+    assert_eq!(worst(&r, "gpu.uniform", None), "pass");
+}
+
+#[test]
+fn expect_on_eight_gpus() {
+    let (code, r) = audit("h200-x8-nvswitch", &["--expect", "h200:8"]);
+    assert_eq!(code, 0, "{}", digest(&r));
+    assert_eq!(statuses(&r, "gpu.identity", None), ["pass"]);
+    let (code, r) = audit("h200-x8-nvswitch", &["--expect", "h200:4"]);
+    assert_eq!(code, 1);
+    assert_eq!(statuses(&r, "gpu.identity", None), ["fail"]);
+    let f = findings(&r, "gpu.identity")
+        .into_iter()
+        .find(|f| f["gpu"].is_null())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(f["message"], "8 GPU(s) found, 4 ordered (h200:4)");
+}
+
+#[test]
+fn fabric_manager_down_on_eight_gpus() {
+    let (code, r) = audit("h200-x8-nvswitch-fabric-down", &[]);
+    assert_eq!(code, 1);
+    for g in 0..8u64 {
+        let f = findings(&r, "nvlink.status")
+            .into_iter()
+            .find(|f| f["gpu"].as_u64() == Some(g))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(f["status"], "fail", "GPU {g}: {f}");
+        let msg = f["message"].as_str().unwrap_or("");
+        assert!(
+            msg.contains("fabric registration is 'In Progress'"),
+            "{msg}"
+        );
+        assert!(f["fix"]
+            .as_str()
+            .unwrap_or("")
+            .contains("nvidia-fabricmanager"));
+    }
+    // The matrix still reads NV18 everywhere; without the fabric the pairs are not usable.
+    let t = topology_finding(&r);
+    assert_eq!(t["status"], "fail", "{t}");
+    assert_eq!(t["evidence"]["links"]["NV18"], 28);
+    assert_eq!(
+        t["evidence"]["fabric_unregistered_gpus"],
+        serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7])
+    );
+}
+
+#[test]
+fn one_gpu_of_eight_without_nvlink() {
+    let (code, r) = audit("h200-x8-nvswitch-one-pcie", &[]);
+    assert_eq!(code, 1);
+    for g in 0..8u64 {
+        let want = if g == 5 { "fail" } else { "pass" };
+        assert_eq!(worst(&r, "nvlink.status", Some(g)), want, "GPU {g}");
+    }
+    let five = findings(&r, "nvlink.status")
+        .into_iter()
+        .find(|f| f["gpu"].as_u64() == Some(5))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(five["evidence"]["links_active"], 0, "{five}");
+    assert!(five["message"]
+        .as_str()
+        .unwrap_or("")
+        .starts_with("GPU 5 (00:0b.0): 0 of 18 NVLink links active"));
+    let t = topology_finding(&r);
+    assert_eq!(t["status"], "warn", "{t}");
+    let msg = t["message"].as_str().unwrap_or("");
+    assert!(
+        msg.starts_with("7 of 28 GPU pair(s) have no NVLink path"),
+        "{msg}"
+    );
+    assert!(msg.contains("GPU5 has no NVLink to any other GPU"), "{msg}");
+    assert_eq!(
+        t["evidence"]["pairs_without_nvlink"],
+        serde_json::json!([
+            "GPU0-GPU5 PHB",
+            "GPU1-GPU5 PHB",
+            "GPU2-GPU5 PHB",
+            "GPU3-GPU5 PHB",
+            "GPU4-GPU5 PHB",
+            "GPU5-GPU6 PHB",
+            "GPU5-GPU7 PHB"
+        ])
+    );
+    assert_eq!(t["evidence"]["links"]["NV18"], 21);
+    // Training on it: the missing links fail the machine too.
+    let (_, r) = audit("h200-x8-nvswitch-one-pcie", &["--profile", "train"]);
+    assert_eq!(topology_finding(&r)["status"], "fail");
 }

@@ -43,8 +43,12 @@ pub(crate) fn facts_with_gpus(n: u32, cc: (u32, u32)) -> Facts {
     let mut f = crate::facts::Facts::empty(crate::facts::Origin::Live, "not read in this test");
     let gpus = (0..n)
         .map(|i| {
-            let mut g =
-                crate::facts::GpuFacts::unread(i, &format!("0000:00:0{}.0", 6 + i), "nvml", "test");
+            let mut g = crate::facts::GpuFacts::unread(
+                i,
+                &format!("0000:00:{:02x}.0", 6 + i),
+                "nvml",
+                "test",
+            );
             g.compute_capability =
                 crate::reading::Reading::Value(crate::facts::ComputeCapability {
                     major: cc.0,

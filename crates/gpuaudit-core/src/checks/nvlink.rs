@@ -2,7 +2,7 @@
 
 use super::common::{no_gpu_reason, selected, spec_of};
 use super::{Check, CheckDoc, CheckKind};
-use crate::facts::{Facts, GpuFacts, TopoLink};
+use crate::facts::{Fabric, Facts, GpuFacts, TopoLink};
 use crate::finding::{Evidence, Finding, Status};
 use crate::policy::{Policy, Profile};
 use crate::reading::Reading;
@@ -56,6 +56,27 @@ fn spec_links(g: &GpuFacts) -> Option<(u32, String)> {
     Some((n.links?, s.form_factor.clone()))
 }
 
+/// NVLink links of this GPU that are up: from the link states where they were read, else the
+/// bonded count towards the other GPUs in the topology matrix.
+fn links_up(facts: &Facts, g: &GpuFacts) -> Option<u32> {
+    match &g.nvlinks {
+        Reading::Value(links) => Some(links.iter().filter(|l| l.active).count() as u32),
+        Reading::Unavailable(_) => topo_links(facts, g),
+    }
+}
+
+/// The fabric registration, where it is not what a working NVSwitch system shows.
+fn fabric_problem(g: &GpuFacts) -> Option<&Fabric> {
+    let f = g.fabric.value()?;
+    let state_ok =
+        f.state.eq_ignore_ascii_case("completed") || f.state.eq_ignore_ascii_case("not supported");
+    let status_ok = f
+        .status
+        .as_deref()
+        .is_none_or(|s| s.eq_ignore_ascii_case("success") || s.eq_ignore_ascii_case("n/a"));
+    (!state_ok || !status_ok).then_some(f)
+}
+
 /// The NV# count between this GPU and any other, from the topology matrix.
 fn topo_links(facts: &Facts, g: &GpuFacts) -> Option<u32> {
     let t = facts.topology.value()?;
@@ -97,23 +118,13 @@ fn per_gpu(facts: &Facts, policy: &Policy, g: &GpuFacts, multi: bool) -> Finding
             }
         }
     };
-    let fabric_bad = match &g.fabric {
-        Reading::Value(f) => {
-            ev.insert("fabric_state", &f.state);
-            if let Some(s) = &f.status {
-                ev.insert("fabric_status", s);
-            }
-            let state_ok = f.state.eq_ignore_ascii_case("completed")
-                || f.state.eq_ignore_ascii_case("not supported");
-            let status_ok = f
-                .status
-                .as_deref()
-                .is_none_or(|s| s.eq_ignore_ascii_case("success") || s.eq_ignore_ascii_case("n/a"));
-            (!state_ok || !status_ok).then(|| f.clone())
+    if let Reading::Value(f) = &g.fabric {
+        ev.insert("fabric_state", &f.state);
+        if let Some(s) = &f.status {
+            ev.insert("fabric_status", s);
         }
-        Reading::Unavailable(_) => None,
-    };
-    if let Some(f) = fabric_bad {
+    }
+    if let Some(f) = fabric_problem(g).cloned() {
         return Finding::fail(
             ID,
             format!(
@@ -168,16 +179,25 @@ fn per_gpu(facts: &Facts, policy: &Policy, g: &GpuFacts, multi: bool) -> Finding
                     )
                     .evidence(ev);
                 }
+                // On a board where the other GPUs have their links, one GPU without any is
+                // cut off from them: a fault, not the way the machine was sold.
+                let alone = form != "pcie"
+                    && facts
+                        .gpu_list()
+                        .iter()
+                        .any(|o| o.index != g.index && links_up(facts, o).is_some_and(|n| n > 0));
                 let why = if form == "pcie" {
                     "no NVLink bridge is installed or it is not detected"
+                } else if alone {
+                    "all links are down, while the other GPUs have theirs"
                 } else {
                     "all links are down"
                 };
                 Finding::new(
                     ID,
-                    severity_missing,
+                    if alone { Status::Fail } else { severity_missing },
                     format!(
-                        "{}: 0 of {want} NVLink links active ({why}): GPU-to-GPU traffic falls back to PCIe",
+                        "{}: 0 of {want} NVLink links active ({why}): its traffic with the other GPUs falls back to PCIe",
                         g.label()
                     ),
                 )
@@ -226,8 +246,20 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
         }
     };
     let n = t.links.len();
+    // Rows of the matrix are in the driver's GPU order, the same indices as the facts'.
+    let unregistered: Vec<u32> = (0..n as u32)
+        .filter(|&i| {
+            facts
+                .gpu_list()
+                .iter()
+                .any(|g| g.index == i && fabric_problem(g).is_some())
+        })
+        .collect();
     let mut counts: std::collections::BTreeMap<String, u32> = Default::default();
     let mut slow_pairs = Vec::new();
+    let mut fabric_pairs = 0usize;
+    // How many of its pairs each GPU has without NVLink.
+    let mut slow_of = vec![0usize; n];
     for i in 0..n {
         for j in (i + 1)..n {
             let Some(l) = t.links.get(i).and_then(|r| r.get(j)) else {
@@ -236,45 +268,90 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
             *counts.entry(l.label()).or_default() += 1;
             if !matches!(l, TopoLink::NvLink(_)) {
                 slow_pairs.push(format!("GPU{i}-GPU{j} {}", l.label()));
+                slow_of[i] += 1;
+                slow_of[j] += 1;
+            } else if unregistered.contains(&(i as u32)) || unregistered.contains(&(j as u32)) {
+                fabric_pairs += 1;
             }
         }
     }
     let pairs = n * n.saturating_sub(1) / 2;
+    let links = counts.keys().cloned().collect::<Vec<_>>().join(", ");
     let ev = Evidence::new()
         .with("gpus", n)
         .with("pairs", pairs)
         .with("links", &counts)
         .with("source", "nvidia-smi topo -m");
-    let any_nvlink_model = facts.gpu_list().iter().any(|g| spec_links(g).is_some());
+    if fabric_pairs > 0 {
+        // The matrix shows the wiring; without the fabric registration no NVLink transfer
+        // crosses the NVSwitches, so the pairs are not usable whatever the matrix says.
+        return Finding::fail(
+            ID,
+            format!(
+                "{fabric_pairs} of {pairs} GPU pair(s) are wired with NVLink ({links}) but the NVSwitch fabric is not registered on {} of {n} GPUs: NVLink between them is not usable",
+                unregistered.len()
+            ),
+        )
+        .evidence(
+            ev.with("fabric_unregistered_gpus", &unregistered)
+                .with("pairs_without_nvlink", &slow_pairs),
+        )
+        .fix("Start the fabric manager, with the same version as the driver: `sudo systemctl enable --now nvidia-fabricmanager`; then check `nvidia-smi -q | grep -A3 Fabric`.");
+    }
     if slow_pairs.is_empty() {
         return Finding::pass(
             ID,
-            format!(
-                "All {pairs} GPU pair(s) are connected by NVLink ({})",
-                counts.keys().cloned().collect::<Vec<_>>().join(", ")
-            ),
+            format!("All {pairs} GPU pair(s) are connected by NVLink ({links})"),
         )
         .evidence(ev);
     }
     let through_cpu = slow_pairs
         .iter()
         .any(|p| p.ends_with("SYS") || p.ends_with("NODE") || p.ends_with("PHB"));
+    let any_nvlink_model = facts.gpu_list().iter().any(|g| spec_links(g).is_some());
     let status = match (policy.profile, any_nvlink_model, through_cpu) {
         (Profile::Train, _, _) => Status::Fail,
         (_, true, _) => Status::Warn,
         (_, false, true) => Status::Info,
         (_, false, false) => Status::Info,
     };
+    // On a board where the others are linked, a GPU without NVLink to any of them is the
+    // finding; its pairs are the detail.
+    let cut_off: Vec<String> = (0..n)
+        .filter(|&i| n > 2 && slow_of[i] == n - 1 && slow_pairs.len() < pairs)
+        .map(|i| format!("GPU{i}"))
+        .collect();
+    let shown = 4;
+    let mut listed = slow_pairs
+        .iter()
+        .take(shown)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if slow_pairs.len() > shown {
+        listed.push_str(&format!(", +{} more", slow_pairs.len() - shown));
+    }
+    let who = if cut_off.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "{} {} no NVLink to any other GPU; ",
+            cut_off.join(", "),
+            if cut_off.len() == 1 { "has" } else { "have" }
+        )
+    };
     Finding::new(
         ID,
         status,
         format!(
-            "{} of {pairs} GPU pair(s) have no NVLink path ({}){}",
+            "{} of {pairs} GPU pair(s) have no NVLink path ({who}{listed}){}",
             slow_pairs.len(),
-            slow_pairs.iter().take(4).cloned().collect::<Vec<_>>().join(", "),
             if through_cpu { ": traffic between them crosses the CPU" } else { ": traffic between them goes over a PCIe switch" }
         ),
     )
-    .evidence(ev.with("pairs_without_nvlink", &slow_pairs))
+    .evidence(
+        ev.with("pairs_without_nvlink", &slow_pairs)
+            .with("gpus_without_nvlink", &cut_off),
+    )
     .fix("For multi-GPU training choose an NVLink/NVSwitch (SXM) instance; otherwise keep communicating GPUs under the same PCIe switch (`CUDA_VISIBLE_DEVICES`).")
 }

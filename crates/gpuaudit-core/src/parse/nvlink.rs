@@ -8,22 +8,33 @@
 //!
 //! A GPU whose links are all down (or that has no NVLink bridge) gets the line
 //! "NVML: Unable to retrieve NVLink information as all links are inActive" instead of links;
-//! it is returned with an empty list, since the output does not say how many links it has.
+//! it is returned with an empty list and `all_inactive` set, since the output does not say how
+//! many links it has.
 
 use super::text::{first_line, shorten, strip_ansi};
 use super::ParseError;
 use crate::facts::NvLink;
 
-/// One entry per GPU block in the output, in order: (GPU index, its links).
+/// One GPU block of the output.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GpuLinks {
+    pub gpu: u32,
+    pub links: Vec<NvLink>,
+    /// NVML said that every link of this GPU is inactive (no link lines follow). Distinct from
+    /// a block with no lines at all, which says nothing.
+    pub all_inactive: bool,
+}
+
+/// One entry per GPU block in the output, in order.
 ///
 /// Output that consists only of the "all links are inActive" message (no GPU header) gives an
 /// empty list.
-pub fn parse_status(text: &str) -> Result<Vec<(u32, Vec<NvLink>)>, ParseError> {
+pub fn parse_status(text: &str) -> Result<Vec<GpuLinks>, ParseError> {
     if text.trim().is_empty() {
         return Err(ParseError::Empty);
     }
     let clean = strip_ansi(text);
-    let mut gpus: Vec<(u32, Vec<NvLink>)> = Vec::new();
+    let mut gpus: Vec<GpuLinks> = Vec::new();
     let mut all_inactive_message = false;
     for line in clean.lines() {
         let line = line.trim();
@@ -31,11 +42,19 @@ pub fn parse_status(text: &str) -> Result<Vec<(u32, Vec<NvLink>)>, ParseError> {
             continue;
         }
         if let Some(index) = gpu_header(line)? {
-            gpus.push((index, Vec::new()));
+            gpus.push(GpuLinks {
+                gpu: index,
+                links: Vec::new(),
+                all_inactive: false,
+            });
             continue;
         }
         if line.to_ascii_lowercase().contains("all links are inactive") {
             all_inactive_message = true;
+            if let Some(g) = gpus.last_mut() {
+                // Only where no link line was printed: the message then stands for them all.
+                g.all_inactive = g.links.is_empty();
+            }
             continue;
         }
         let Some((link, value)) = link_line(line) else {
@@ -43,13 +62,14 @@ pub fn parse_status(text: &str) -> Result<Vec<(u32, Vec<NvLink>)>, ParseError> {
             continue;
         };
         let link = link?;
-        let Some((gpu, links)) = gpus.last_mut() else {
+        let Some(g) = gpus.last_mut() else {
             return Err(ParseError::Malformed(format!(
                 "nvidia-smi nvlink -s: a link line before any GPU line: {}",
                 shorten(line, 80)
             )));
         };
-        links.push(link_state(*gpu, link, value)?);
+        g.links.push(link_state(g.gpu, link, value)?);
+        g.all_inactive = false;
     }
     if gpus.is_empty() && !all_inactive_message {
         return Err(ParseError::Malformed(format!(
@@ -140,6 +160,14 @@ mod tests {
         }
     }
 
+    fn gpu(gpu: u32, links: Vec<NvLink>) -> GpuLinks {
+        GpuLinks {
+            gpu,
+            links,
+            all_inactive: false,
+        }
+    }
+
     fn down(link: u32) -> NvLink {
         NvLink {
             link,
@@ -164,8 +192,8 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                (0, vec![active(0, 26.562), active(1, 26.562), down(2)]),
-                (1, vec![active(0, 26.562), down(1), active(2, 26.562)]),
+                gpu(0, vec![active(0, 26.562), active(1, 26.562), down(2)]),
+                gpu(1, vec![active(0, 26.562), down(1), active(2, 26.562)]),
             ]
         );
         let crlf = text.replace('\n', "\r\n");
@@ -180,10 +208,11 @@ mod tests {
         }
         let got = parse_status(&text).unwrap();
         assert_eq!(got.len(), 1);
-        assert_eq!(got[0].0, 3);
-        assert_eq!(got[0].1.len(), 18);
+        assert_eq!(got[0].gpu, 3);
+        assert_eq!(got[0].links.len(), 18);
+        assert!(!got[0].all_inactive);
         assert!(got[0]
-            .1
+            .links
             .iter()
             .all(|l| l.active && l.speed_gbps == Some(53.125)));
     }
@@ -194,12 +223,43 @@ mod tests {
                        NVML: Unable to retrieve NVLink information as all links are inActive\n\
                        GPU 1: NVIDIA GeForce RTX 3090 (UUID: GPU-b)\n\
                        NVML: Unable to retrieve NVLink information as all links are inActive\n";
+        let inactive = |g| GpuLinks {
+            all_inactive: true,
+            ..gpu(g, vec![])
+        };
         assert_eq!(
             parse_status(per_gpu).unwrap(),
-            vec![(0, vec![]), (1, vec![])]
+            vec![inactive(0), inactive(1)]
         );
         let alone = "NVML: Unable to retrieve NVLink information as all links are inActive\n";
         assert_eq!(parse_status(alone).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn one_gpu_of_eight_with_every_link_down() {
+        // As a B200/H200 board prints it when one GPU lost its NVLinks: the others list theirs.
+        let mut text = String::new();
+        for g in 0..8 {
+            text.push_str(&format!("GPU {g}: NVIDIA H200 (UUID: GPU-{g})\n"));
+            if g == 5 {
+                text.push_str(
+                    "NVML: Unable to retrieve NVLink information as all links are inActive\n",
+                );
+            } else {
+                for l in 0..18 {
+                    text.push_str(&format!("\t Link {l}: 26.562 GB/s\n"));
+                }
+            }
+        }
+        let got = parse_status(&text).unwrap();
+        assert_eq!(got.len(), 8);
+        for g in &got {
+            assert_eq!(g.all_inactive, g.gpu == 5, "GPU {}", g.gpu);
+            assert_eq!(g.links.len(), if g.gpu == 5 { 0 } else { 18 });
+        }
+        // A header with no line under it says nothing about the links.
+        let bare = parse_status("GPU 0: NVIDIA H200 (UUID: GPU-0)\n").unwrap();
+        assert_eq!(bare, vec![gpu(0, vec![])]);
     }
 
     #[test]

@@ -268,8 +268,9 @@ pub(crate) fn run_all(text: &str) {
         }
     }
     if let Ok(gpus) = nvlink::parse_status(text) {
-        for (_, links) in gpus {
-            for l in links {
+        for g in gpus {
+            assert!(!g.all_inactive || g.links.is_empty());
+            for l in g.links {
                 assert_eq!(l.active, l.speed_gbps.is_some());
                 assert!(l.speed_gbps.is_none_or(|s| s.is_finite() && s >= 0.0));
             }

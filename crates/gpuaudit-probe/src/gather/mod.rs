@@ -312,10 +312,12 @@ fn apply_nvlink_status(facts: &mut Facts, text: &str) {
         return;
     };
     if let Reading::Value(gpus) = &mut facts.gpus {
-        for (index, links) in per_gpu {
-            if let Some(g) = gpus.iter_mut().find(|g| g.index == index) {
-                if g.nvlinks.value().is_none() && !links.is_empty() {
-                    g.nvlinks = Reading::Value(links);
+        for block in per_gpu {
+            if let Some(g) = gpus.iter_mut().find(|g| g.index == block.gpu) {
+                // NVML's "all links are inActive" is a reading (none of the links is up, as
+                // NVML reports per link on the live machine); a block without lines is not.
+                if g.nvlinks.value().is_none() && (!block.links.is_empty() || block.all_inactive) {
+                    g.nvlinks = Reading::Value(block.links);
                 }
             }
         }

@@ -32,7 +32,7 @@ pub mod plan;
 pub mod protocol;
 
 pub use child::{child_main, ctx_probe_main};
-pub use plan::{GemmLayout, Group, LaunchShape, Options};
+pub use plan::{GemmLayout, GpuOrder, Group, LaunchShape, Options};
 
 use gpuaudit_core::facts::{
     ContextLatency, Facts, GpuFacts, GpuFlag, LibraryUse, MeasuredFacts, OnGpu, SkippedGpu, Stats,
@@ -85,6 +85,11 @@ pub fn apply_env_overrides(opts: &mut Options) {
         opts.gemm_layout = std::env::var("GPUAUDIT_GEMM_LAYOUT")
             .ok()
             .and_then(|s| GemmLayout::parse(&s));
+    }
+    if opts.gpu_order.is_none() {
+        opts.gpu_order = std::env::var("GPUAUDIT_GPU_ORDER")
+            .ok()
+            .and_then(|s| GpuOrder::parse(&s));
     }
 }
 

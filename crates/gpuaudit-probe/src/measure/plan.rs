@@ -126,6 +126,37 @@ pub struct Options {
     pub gemm_size: Option<u64>,
     /// GEMM operand layout override (`GPUAUDIT_GEMM_LAYOUT=nn|tn`).
     pub gemm_layout: Option<GemmLayout>,
+    /// How the per-GPU groups take the GPUs (`GPUAUDIT_GPU_ORDER`); `None`: the planner's
+    /// choice.
+    #[serde(default)]
+    pub gpu_order: Option<GpuOrder>,
+}
+
+/// How the memory and GEMM groups go through the GPUs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum GpuOrder {
+    /// One GPU after the other, each with all its measurements (what the anchors were
+    /// compared with on the 2xH200).
+    #[default]
+    OneByOne,
+    /// GEMM data type by data type, each on every GPU in turn: a GPU rests while the others
+    /// run, so the cool-down between its data types costs no extra time. Memory: one by one.
+    Interleaved,
+    /// Every GPU at once, each in its own thread (as the burn does).
+    AllAtOnce,
+}
+
+impl GpuOrder {
+    /// `GPUAUDIT_GPU_ORDER=one-by-one|interleaved|all-at-once`.
+    pub fn parse(s: &str) -> Option<GpuOrder> {
+        match s.trim().to_ascii_lowercase().replace('_', "-").as_str() {
+            "one-by-one" => Some(GpuOrder::OneByOne),
+            "interleaved" => Some(GpuOrder::Interleaved),
+            "all-at-once" => Some(GpuOrder::AllAtOnce),
+            _ => None,
+        }
+    }
 }
 
 /// Operand layout of the GEMMs (column-major, as cuBLAS sees them).
@@ -173,6 +204,7 @@ impl Default for Options {
             memory_launch: None,
             gemm_size: None,
             gemm_layout: None,
+            gpu_order: None,
         }
     }
 }
@@ -265,9 +297,15 @@ pub struct Budget {
 
 impl Budget {
     fn new(estimate_ms: u64, override_s: Option<u64>) -> Budget {
+        Budget::at_least(estimate_ms, override_s, 0)
+    }
+
+    /// Like [`Budget::new`], with a limit of at least `floor_s` (work whose worst case is far
+    /// slower than its usual case).
+    fn at_least(estimate_ms: u64, override_s: Option<u64>, floor_s: u64) -> Budget {
         Budget {
             estimate_ms,
-            timeout_s: override_s.unwrap_or(30 + estimate_ms * 4 / 1000),
+            timeout_s: override_s.unwrap_or((30 + estimate_ms * 4 / 1000).max(floor_s)),
         }
     }
 }
@@ -325,6 +363,9 @@ pub struct MemoryParams {
     pub all_kernels: bool,
     /// Both copy variants (default caching and streaming hints).
     pub both_copy_variants: bool,
+    /// Every GPU at once (each HBM is its own: the figures are those of one GPU alone).
+    #[serde(default)]
+    pub gpus_at_once: bool,
     pub budget: Budget,
 }
 
@@ -343,6 +384,8 @@ pub struct GemmParams {
     pub verify_samples: u32,
     pub workspace_bytes: u64,
     pub layout: GemmLayout,
+    #[serde(default)]
+    pub order: GpuOrder,
     pub budget: Budget,
 }
 
@@ -478,15 +521,58 @@ impl Plan {
         groups + self.jobs().len() as u64 * self.child_startup_ms()
     }
 
-    /// cuInit (about 100 ms + 100 ms per GPU on H200s), contexts and kernel loading.
+    /// Process start, cuInit over the machine's GPUs, then a context and the kernels on each
+    /// GPU measured (about 140 ms a GPU: the primary context and first allocation took 111 ms
+    /// on the H200s).
     pub fn child_startup_ms(&self) -> u64 {
-        300 + 150 * self.gpus.len() as u64
+        let machine = (self.gpus.len() + self.skipped_gpus.len()) as u64;
+        100 + cuinit_ms(machine) + 140 * self.gpus.len() as u64
     }
 }
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
+
+/// cuInit on a machine with `gpus` GPUs, milliseconds. On the 2xH200 VM it took 100 ms with
+/// one GPU visible and 326 ms (median of 10) with both; taken as linear in the GPU count,
+/// which is what the planner assumes for 8 GPUs (1.7 s). Bare metal does better (an 8xV100
+/// DGX: 80 ms for one GPU, 390 ms for eight), so on most machines this errs long.
+fn cuinit_ms(gpus: u64) -> u64 {
+    100 + 225 * gpus.saturating_sub(1)
+}
+
+/// The ordered pairs of the P2P matrix, as positions in the list of GPUs measured: every GPU
+/// to every other, n(n-1) of them.
+pub fn ordered_pairs(n: usize) -> Vec<(usize, usize)> {
+    (0..n)
+        .flat_map(|i| (0..n).filter(move |&j| j != i).map(move |j| (i, j)))
+        .collect()
+}
+
+/// The unordered pairs (a < b), each measured with copies both ways at once: n(n-1)/2.
+pub fn unordered_pairs(n: usize) -> Vec<(usize, usize)> {
+    (0..n)
+        .flat_map(|i| (i + 1..n).map(move |j| (i, j)))
+        .collect()
+}
+
+/// Copies of the P2P size the child makes for `n` GPUs: per ordered pair a warm-up, the timed
+/// repeats and the verified one; per unordered pair a warm-up and the timed repeats, both
+/// ways.
+pub fn p2p_copies(n: usize, repeats: u32) -> u64 {
+    let r = repeats.max(1) as u64;
+    ordered_pairs(n).len() as u64 * (r + 2) + unordered_pairs(n).len() as u64 * 2 * (r + 1)
+}
+
+/// The largest power of two not above `x` (at least 1).
+fn pow2_floor(x: u64) -> u64 {
+    if x <= 1 {
+        1
+    } else {
+        1 << (63 - x.leading_zeros())
+    }
+}
 
 /// Sizes from `from` to `to` (powers of two), `factor` apart, plus `extra`, sorted.
 fn sweep(from: u64, to: u64, factor: u64, extra: &[u64]) -> Vec<u64> {
@@ -568,11 +654,14 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
     let context = match gate(Group::Context) {
         Some(r) => Step::Skip(r),
         None => {
-            let runs = opts
-                .ctx_runs
-                .unwrap_or(if full { 10 } else { 5 })
-                .clamp(1, 100);
-            let per_run = 250 + 120 * targets.len() as u64;
+            // Each probe is a fresh process that pays cuInit over every GPU of the machine
+            // (plus ~110 ms for the context and first allocation, ~50 ms to start): 0.5 s a
+            // probe on 2 GPUs, ~1.8 s on 8. The runs are fitted to a time budget (quick 2.5 s,
+            // full 10 s), never fewer than a median needs.
+            let per_run = cuinit_ms(targets.len() as u64) + 160;
+            let (most, least, budget_ms) = if full { (10, 5, 10_000) } else { (5, 3, 2_500) };
+            let fitted = (budget_ms / per_run).clamp(least, most) as u32;
+            let runs = opts.ctx_runs.unwrap_or(fitted).clamp(1, 100);
             Step::Run(ContextParams {
                 runs,
                 budget: Budget::new(runs as u64 * per_run, over),
@@ -583,23 +672,43 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
     let pcie = match gate(Group::Pcie) {
         Some(r) => Step::Skip(r),
         None => {
+            // The quick audit copies one size per GPU, one GPU after the other (they share the
+            // host's memory). Beyond 4 GPUs it copies 64 MiB instead of 256 MiB: a pinned copy
+            // still takes over a millisecond at gen5 x16, against microseconds of start-up,
+            // and the pageable copies, most of the time per GPU, take a quarter as long.
+            let quick_size = if n > 4 { 64 * MIB } else { 256 * MIB };
             let (sizes, batches, est) = if full {
                 (sweep(4 * KIB, GIB, 4, &[]), 5, 2500)
             } else {
-                (vec![256 * MIB], 3, 350)
+                (vec![quick_size], 3, 30 + 320 * quick_size / (256 * MIB))
             };
-            let all_at_once_size = (n >= 2).then_some(if full { GIB } else { 256 * MIB });
+            let all_at_once_size = (n >= 2).then_some(if full { GIB } else { quick_size });
             let all_est = if n >= 2 { est / 4 } else { 0 };
             Step::Run(PcieParams {
                 sizes,
                 pageable: true,
-                batch_bytes: if full { 64 * MIB } else { 256 * MIB },
+                batch_bytes: if full { 64 * MIB } else { quick_size },
                 batches,
                 all_at_once_size,
                 budget: Budget::new(n * est + all_est, over),
             })
         }
     };
+
+    // Memory and GEMM go GPU by GPU, which is what the anchors were compared with, up to 4
+    // GPUs. Beyond, their fixed cost per GPU (allocations, cuBLASLt set-up, ~0.6 s in the
+    // quick audit) and the full GEMM's cool-downs (1 s before each data type after the first,
+    // 5 s a GPU) grow with every GPU: the quick audit runs them on all GPUs at once (each GPU
+    // has its own HBM and power limit, as in the burn), the full one interleaves the GEMM
+    // data types so that a GPU cools while the others run.
+    let order = opts.gpu_order.unwrap_or(if n <= 4 {
+        GpuOrder::OneByOne
+    } else if full {
+        GpuOrder::Interleaved
+    } else {
+        GpuOrder::AllAtOnce
+    });
+    let at_once = order == GpuOrder::AllAtOnce;
 
     let memory = match gate(Group::Memory) {
         Some(r) => Step::Skip(r),
@@ -635,13 +744,19 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
             } else {
                 150
             };
+            let est = if at_once {
+                est_per_gpu + 50 * n
+            } else {
+                n * est_per_gpu
+            };
             Step::Run(MemoryParams {
                 max_buffer_bytes: if full { 4 * GIB } else { GIB },
                 repeats: if full { 10 } else { 5 },
                 shapes,
                 all_kernels: full,
                 both_copy_variants: full,
-                budget: Budget::new(n * est_per_gpu, over),
+                gpus_at_once: at_once,
+                budget: Budget::new(est, over),
             })
         }
     };
@@ -685,7 +800,19 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
             } else {
                 let size = opts.gemm_size.unwrap_or(if full { 8192 } else { 4096 });
                 let cooldown_ms = if full { 1000 } else { 0 };
-                let per_dtype = if full { 350 + cooldown_ms } else { 60 };
+                let work = if full { 350 } else { 60 };
+                let d = dtypes.len() as u64;
+                let rests = d.saturating_sub(1) * cooldown_ms;
+                let est = match order {
+                    GpuOrder::OneByOne => n * (400 + work * d + rests),
+                    // A GPU's rest is the others' turn; only what that leaves short is slept.
+                    GpuOrder::Interleaved => {
+                        n * (400 + work * d)
+                            + d.saturating_sub(1)
+                                * cooldown_ms.saturating_sub(n.saturating_sub(1) * work)
+                    }
+                    GpuOrder::AllAtOnce => 400 + work * d + rests + 50 * n,
+                };
                 Step::Run(GemmParams {
                     size,
                     batches: if full { 3 } else { 2 },
@@ -693,26 +820,49 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
                     verify_samples: if full { 32 } else { 16 },
                     workspace_bytes: 32 * MIB,
                     layout: opts.gemm_layout.unwrap_or_default(),
-                    budget: Budget::new(n * (400 + per_dtype * dtypes.len() as u64), over),
+                    order,
+                    budget: Budget::new(est, over),
                     dtypes,
                 })
             }
         }
     };
 
-    let pairs = n * n.saturating_sub(1);
     let p2p = match gate(Group::P2p) {
         Some(r) => Step::Skip(r),
         None if n < 2 => Step::Skip(format!(
             "{} GPU measured: GPU-to-GPU copies need two",
             if n == 1 { "one" } else { "no" }
         )),
-        None => Step::Run(P2pParams {
-            size: if full { GIB } else { 256 * MIB },
-            repeats: if full { 10 } else { 5 },
-            latency_copies: 200,
-            budget: Budget::new(200 + pairs * if full { 120 } else { 40 }, over),
-        }),
+        None => {
+            // The matrix grows as n²: 8 GPUs have 56 ordered pairs and 28 both-ways pairs,
+            // 1288 copies in the full plan, 28 times the 2-GPU matrix. Over NVLink (~400 GB/s)
+            // 1 GiB copies would still take only ~3.5 s, but between GPUs without P2P the
+            // copies go through host memory at ~10 GB/s: 1288 GiB would take over two minutes.
+            // So the size is the largest power of two that keeps the copied volume under a
+            // cap (full 384 GiB: 1 GiB up to 4 GPUs, 256 MiB on 8; quick 48 GiB: 256 MiB up
+            // to 4 GPUs, 64 MiB on 8). 64 MiB still takes 0.17 ms a copy at NVLink speed,
+            // against microseconds of start-up between back-to-back copies.
+            let (largest, repeats, cap) = if full {
+                (GIB, 10, 384 * GIB)
+            } else {
+                (256 * MIB, 5, 48 * GIB)
+            };
+            let copies = p2p_copies(n as usize, repeats);
+            let size = pow2_floor(cap / copies.max(1)).clamp(64 * MIB, largest);
+            let volume = copies * size;
+            let pairs = ordered_pairs(n as usize).len() as u64;
+            // Peer access, syncs, verification and the 4-byte copies: ~15 ms a pair; the
+            // copies at 200 GB/s (between NVLink and PCIe). The limit holds copies through
+            // host memory at 10 GB/s.
+            let est = 200 + 15 * pairs + volume / 200_000_000;
+            Step::Run(P2pParams {
+                size,
+                repeats,
+                latency_copies: 200,
+                budget: Budget::at_least(est, over, 30 + volume / 10_000_000_000),
+            })
+        }
     };
 
     let nccl = match gate(Group::Nccl) {
@@ -791,7 +941,7 @@ mod tests {
     fn h200(i: u32) -> Target {
         Target {
             index: i,
-            pci_bus_id: format!("0000:00:0{}.0", 6 + i),
+            pci_bus_id: format!("0000:00:{:02x}.0", 6 + i),
             name: Some("NVIDIA H200".into()),
             compute_capability: Some(ComputeCapability { major: 9, minor: 0 }),
             busy: None,
@@ -1036,15 +1186,196 @@ mod tests {
         assert_eq!(sweep(4 * KIB, GIB, 4, &[]).len(), 10);
     }
 
+    /// n H200s at 0000:00:06.0, 0000:00:07.0, ...
+    fn h200s(n: u32) -> Vec<Target> {
+        (0..n).map(h200).collect()
+    }
+
     #[test]
-    fn plan_round_trips_as_json() {
-        let p = plan(
-            &[h200(0), h200(1)],
-            &Options::default(),
+    fn pairs_of_the_p2p_matrix() {
+        assert_eq!(ordered_pairs(2), vec![(0, 1), (1, 0)]);
+        assert_eq!(unordered_pairs(2), vec![(0, 1)]);
+        assert!(ordered_pairs(1).is_empty() && unordered_pairs(1).is_empty());
+        let o = ordered_pairs(8);
+        assert_eq!(o.len(), 56);
+        for i in 0..8 {
+            for j in 0..8 {
+                assert_eq!(o.contains(&(i, j)), i != j, "{i} -> {j}");
+            }
+        }
+        let u = unordered_pairs(8);
+        assert_eq!(u.len(), 28);
+        assert!(u.iter().all(|&(a, b)| a < b && b < 8));
+        // Per ordered pair: warm-up, repeats, the verified copy; per unordered pair: warm-up
+        // and repeats, both ways.
+        assert_eq!(p2p_copies(2, 10), 2 * 12 + 22);
+        assert_eq!(p2p_copies(8, 10), 56 * 12 + 28 * 22);
+        assert_eq!(p2p_copies(8, 5), 56 * 7 + 28 * 12);
+    }
+
+    #[test]
+    fn quick_plan_on_eight_gpus_fits_fifteen_seconds() {
+        let p = plan(&h200s(8), &Options::default(), &LibStatus::all_found());
+        assert_eq!(p.gpus.len(), 8);
+        assert_eq!(p.gpus[7].pci_bus_id, "0000:00:0d.0");
+        for g in [
+            Group::Context,
+            Group::Pcie,
+            Group::Memory,
+            Group::Gemm,
+            Group::P2p,
+            Group::Nccl,
+        ] {
+            assert!(p.runs(g), "{g:?}");
+        }
+        assert!(p.burn.skip_reason().is_some());
+        // Every probe pays cuInit over 8 GPUs: 3 of them, not 5.
+        assert_eq!(p.context.params().unwrap().runs, 3);
+        // One size on each GPU in turn, 64 MiB; the all-at-once copies on all 8.
+        let pcie = p.pcie.params().unwrap();
+        assert_eq!(pcie.sizes, vec![64 * MIB]);
+        assert_eq!(pcie.all_at_once_size, Some(64 * MIB));
+        // Memory and GEMM on all GPUs at once.
+        assert!(p.memory.params().unwrap().gpus_at_once);
+        assert_eq!(p.gemm.params().unwrap().order, GpuOrder::AllAtOnce);
+        assert_eq!(p.gemm.params().unwrap().dtypes, vec![GemmDtype::Bf16]);
+        // The whole matrix (56 pairs one way, 28 both ways) at 64 MiB: 728 copies, ~46 GiB.
+        let p2p = p.p2p.params().unwrap();
+        assert_eq!((p2p.size, p2p.repeats), (64 * MIB, 5));
+        assert_eq!(p2p_copies(8, p2p.repeats) * p2p.size, 728 * 64 * MIB);
+        assert!(p2p.budget.estimate_ms < 2_000, "{:?}", p2p.budget);
+        // The all-reduce runs over every GPU of the plan.
+        assert!(p.nccl.params().is_some());
+        assert_eq!(p.jobs().len(), 1);
+        // 15 s on 8 GPUs, with the 2-GPU run's slack (7.3 s wall against a 6.6 s estimate).
+        assert!(p.estimate_ms() < 14_000, "{}", p.estimate_ms());
+    }
+
+    #[test]
+    fn full_plan_on_eight_gpus_fits_three_minutes() {
+        let opts = Options {
+            full: true,
+            ..Options::default()
+        };
+        let p = plan(&h200s(8), &opts, &LibStatus::all_found());
+        assert_eq!(p.gpus.len(), 8);
+        assert_eq!(p.context.params().unwrap().runs, 5);
+        let gemm = p.gemm.params().unwrap();
+        assert_eq!(gemm.dtypes.len(), 6);
+        assert_eq!(gemm.order, GpuOrder::Interleaved);
+        // Interleaved, the 1 s rests happen while the 7 other GPUs run (~350 ms each).
+        assert_eq!(gemm.budget.estimate_ms, 8 * (400 + 6 * 350));
+        assert!(!p.memory.params().unwrap().gpus_at_once);
+        // The complete matrix at 256 MiB: 1288 copies, 322 GiB, ~1 s over NVLink; through
+        // host memory at 10 GB/s ~35 s, within the limit.
+        let p2p = p.p2p.params().unwrap();
+        assert_eq!((p2p.size, p2p.repeats), (256 * MIB, 10));
+        let volume = p2p_copies(8, p2p.repeats) * p2p.size;
+        assert_eq!(volume, 1288 * 256 * MIB);
+        assert!(p2p.budget.estimate_ms < 5_000, "{:?}", p2p.budget);
+        assert!(p2p.budget.timeout_s >= volume / 10_000_000_000 + 20);
+        assert!(p2p.budget.timeout_s <= 120, "{:?}", p2p.budget);
+        let nccl = p.nccl.params().unwrap();
+        assert_eq!(nccl.sizes.last(), Some(&GIB));
+        assert_eq!(p.burn.params().unwrap().seconds, 60);
+        assert_eq!(p.jobs().len(), 6);
+        // 3 minutes with the 60 s burn; the 2-GPU full audit ran 93 s against 98 s planned.
+        assert!(p.estimate_ms() < 160_000, "{}", p.estimate_ms());
+    }
+
+    #[test]
+    fn two_gpu_plans_keep_what_the_anchors_were_compared_with() {
+        let quick = plan(&h200s(2), &Options::default(), &LibStatus::all_found());
+        let full = plan(
+            &h200s(2),
+            &Options {
+                full: true,
+                ..Options::default()
+            },
             &LibStatus::all_found(),
         );
-        let j = serde_json::to_string(&p).unwrap();
-        let back: Plan = serde_json::from_str(&j).unwrap();
-        assert_eq!(back, p);
+        for p in [&quick, &full] {
+            assert_eq!(p.gemm.params().unwrap().order, GpuOrder::OneByOne);
+            assert!(!p.memory.params().unwrap().gpus_at_once);
+        }
+        assert_eq!(quick.p2p.params().unwrap().size, 256 * MIB);
+        assert_eq!(quick.pcie.params().unwrap().sizes, vec![256 * MIB]);
+        assert_eq!(quick.context.params().unwrap().runs, 5);
+        assert_eq!(full.p2p.params().unwrap().size, GIB);
+        assert_eq!(full.context.params().unwrap().runs, 10);
+        // Four GPUs still go one by one, with 1 GiB P2P copies.
+        let four = plan(
+            &h200s(4),
+            &Options {
+                full: true,
+                ..Options::default()
+            },
+            &LibStatus::all_found(),
+        );
+        assert_eq!(four.gemm.params().unwrap().order, GpuOrder::OneByOne);
+        assert_eq!(four.p2p.params().unwrap().size, GIB);
+    }
+
+    #[test]
+    fn p2p_size_shrinks_with_the_matrix() {
+        for full in [false, true] {
+            let opts = Options {
+                full,
+                ..Options::default()
+            };
+            let mut last = u64::MAX;
+            for n in 2..=16 {
+                let p = plan(&h200s(n), &opts, &LibStatus::all_found());
+                let p2p = p.p2p.params().unwrap().clone();
+                assert!(p2p.size.is_power_of_two() && p2p.size >= 64 * MIB);
+                assert!(p2p.size <= last, "{n} GPUs: {}", p2p.size);
+                last = p2p.size;
+                // The limit holds every copy going through host memory at 10 GB/s.
+                let volume = p2p_copies(n as usize, p2p.repeats) * p2p.size;
+                assert!(p2p.budget.timeout_s >= volume / 10_000_000_000, "{n} GPUs");
+            }
+        }
+    }
+
+    #[test]
+    fn gpu_order_can_be_forced() {
+        let p = plan(
+            &h200s(8),
+            &Options {
+                gpu_order: Some(GpuOrder::OneByOne),
+                ..Options::default()
+            },
+            &LibStatus::all_found(),
+        );
+        assert_eq!(p.gemm.params().unwrap().order, GpuOrder::OneByOne);
+        assert!(!p.memory.params().unwrap().gpus_at_once);
+        // On 2 GPUs, to try the 8-GPU order where it can be compared with the usual one.
+        let p = plan(
+            &h200s(2),
+            &Options {
+                gpu_order: Some(GpuOrder::AllAtOnce),
+                ..Options::default()
+            },
+            &LibStatus::all_found(),
+        );
+        assert!(p.memory.params().unwrap().gpus_at_once);
+        assert_eq!(GpuOrder::parse("all-at-once"), Some(GpuOrder::AllAtOnce));
+        assert_eq!(GpuOrder::parse(" Interleaved"), Some(GpuOrder::Interleaved));
+        assert_eq!(GpuOrder::parse("one_by_one"), Some(GpuOrder::OneByOne));
+        assert_eq!(GpuOrder::parse("fast"), None);
+    }
+
+    #[test]
+    fn plan_round_trips_as_json() {
+        for (n, full) in [(2, false), (8, false), (8, true)] {
+            let opts = Options {
+                full,
+                ..Options::default()
+            };
+            let p = plan(&h200s(n), &opts, &LibStatus::all_found());
+            let j = serde_json::to_string(&p).unwrap();
+            let back: Plan = serde_json::from_str(&j).unwrap();
+            assert_eq!(back, p);
+        }
     }
 }

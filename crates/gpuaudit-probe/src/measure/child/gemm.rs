@@ -5,15 +5,16 @@
 use super::cu::{
     self, helper_grid, human_bytes, kargs, launch, DevBuf, Event, Gpu, Kernels, Stream, R,
 };
-use super::{guarded, progress, Ctx, Fail};
+use super::{guarded, log, progress, Ctx, Fail};
 use crate::measure::fill;
-use crate::measure::plan::{GemmLayout, GemmParams, Group};
+use crate::measure::plan::{GemmLayout, GemmParams, GpuOrder, Group};
 use cudarc::cublas::sys as blas;
 use cudarc::cublaslt::sys as lt;
 use gpuaudit_core::facts::{GemmDtype, GemmPoint, GemmResult, OnGpu};
 use gpuaudit_core::Reading;
 use std::ffi::c_void;
 use std::ptr;
+use std::time::{Duration, Instant};
 
 const SEED_A: u64 = 101;
 const SEED_B: u64 = 102;
@@ -814,78 +815,184 @@ pub fn time_batches(g: &Gpu, gemm: &Gemm, s: &Stream, repeats: u32, batches: u32
 
 pub fn run(ctx: &Ctx, p: &GemmParams) -> R<Vec<OnGpu<Vec<GemmResult>>>> {
     let n_gpus = ctx.gpus.len();
-    let mut out = Vec::new();
-    for (gi, g) in ctx.gpus.iter().enumerate() {
-        let k = &ctx.kernels[gi];
-        let r = (|| -> R<Vec<GemmResult>> {
-            let s = Stream::new(g)?;
-            let mut handles = Handles::default();
-            let mut results = Vec::new();
-            for (di, &d) in p.dtypes.iter().enumerate() {
-                progress(
-                    Group::Gemm,
-                    (gi as f64 + di as f64 / p.dtypes.len() as f64) / n_gpus as f64,
-                    format!("{} GEMM on GPU {}", d.as_str(), g.index),
-                );
-                if di > 0 && p.cooldown_ms > 0 {
-                    std::thread::sleep(std::time::Duration::from_millis(p.cooldown_ms));
-                }
-                let one = guarded(&format!("{} GEMM", d.as_str()), || {
-                    let gemm = Gemm::new(
-                        g,
-                        k,
-                        &mut handles,
-                        d,
-                        p.size,
-                        p.layout,
-                        p.workspace_bytes,
-                        &s,
-                    )?;
-                    let repeats = p.repeats(d);
-                    let tf = time_batches(g, &gemm, &s, repeats, p.batches)?;
-                    let (max_error, verified) = gemm.verify(p.verify_samples)?;
-                    // The best batch: under sustained load the GPU warms up and its clocks
-                    // sink batch after batch (stability.burn measures that); a user's
-                    // one-off timing of a GEMM sees the first, cool batches.
-                    let tflops = tf.iter().copied().fold(0.0f64, f64::max);
-                    Ok(GemmPoint {
-                        m: gemm.n,
-                        n: gemm.n,
-                        k: gemm.n,
-                        tflops,
-                        ms_per_gemm: gemm.flops() / (tflops * 1e12).max(1.0) * 1e3,
-                        repeats,
-                        batches: tf,
-                        library: gemm.library.clone(),
-                        layout: gemm.layout().into(),
-                        max_error,
-                        tolerance: tolerance(d),
-                        samples: p.verify_samples,
-                        verified,
+    let per_gpu: Vec<Reading<Vec<GemmResult>>> = match p.order {
+        GpuOrder::AllAtOnce if n_gpus > 1 => {
+            log(format!("GEMMs measured on {n_gpus} GPUs at once"));
+            std::thread::scope(|s| {
+                let handles: Vec<_> = (0..n_gpus)
+                    .map(|gi| {
+                        s.spawn(move || {
+                            // The GPUs run side by side: the first one's progress stands for all.
+                            let report = |f: f64, msg: String| {
+                                if gi == 0 {
+                                    progress(Group::Gemm, f, format!("{msg} (and the others)"));
+                                }
+                            };
+                            let g = &ctx.gpus[gi];
+                            guarded(&format!("GEMM on GPU {}", g.index), || {
+                                Ok(all_dtypes(ctx, gi, p, report))
+                            })
+                            .unwrap_or_else(|e| Reading::Unavailable(e.0))
+                        })
                     })
-                });
-                // A failure in one dtype may leave the context unusable (a sticky error);
-                // the next dtype then reports its own error.
-                results.push(GemmResult {
-                    dtype: d,
-                    result: match one {
-                        Ok(v) => Reading::Value(v),
-                        Err(e) => Reading::Unavailable(e.0),
-                    },
-                });
-            }
-            Ok(results)
-        })();
-        out.push(OnGpu::new(
-            g.index,
-            match r {
-                Ok(v) => Reading::Value(v),
-                Err(e) => Reading::Unavailable(e.0),
-            },
-        ));
-    }
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join()
+                            .unwrap_or_else(|_| Reading::unavailable("GEMM thread panicked"))
+                    })
+                    .collect()
+            })
+        }
+        GpuOrder::Interleaved if n_gpus > 1 => interleaved(ctx, p),
+        _ => (0..n_gpus)
+            .map(|gi| {
+                all_dtypes(ctx, gi, p, |f, msg| {
+                    progress(Group::Gemm, (gi as f64 + f) / n_gpus as f64, msg)
+                })
+            })
+            .collect(),
+    };
+    let mut out: Vec<OnGpu<Vec<GemmResult>>> = ctx
+        .gpus
+        .iter()
+        .zip(per_gpu)
+        .map(|(g, r)| OnGpu::new(g.index, r))
+        .collect();
     for u in &ctx.unavailable {
         out.push(OnGpu::new(u.gpu, Reading::unavailable(u.reason.clone())));
     }
     Ok(out)
+}
+
+/// Every data type of the plan on one GPU, in order, with the cool-down between them.
+fn all_dtypes(
+    ctx: &Ctx,
+    gi: usize,
+    p: &GemmParams,
+    report: impl Fn(f64, String),
+) -> Reading<Vec<GemmResult>> {
+    let g = &ctx.gpus[gi];
+    let k = &ctx.kernels[gi];
+    let r = (|| -> R<Vec<GemmResult>> {
+        let s = Stream::new(g)?;
+        let mut handles = Handles::default();
+        let mut results = Vec::new();
+        for (di, &d) in p.dtypes.iter().enumerate() {
+            report(
+                di as f64 / p.dtypes.len() as f64,
+                format!("{} GEMM on GPU {}", d.as_str(), g.index),
+            );
+            if di > 0 && p.cooldown_ms > 0 {
+                std::thread::sleep(Duration::from_millis(p.cooldown_ms));
+            }
+            results.push(GemmResult {
+                dtype: d,
+                result: one_dtype(g, k, &mut handles, &s, d, p),
+            });
+        }
+        Ok(results)
+    })();
+    match r {
+        Ok(v) => Reading::Value(v),
+        Err(e) => Reading::Unavailable(e.0),
+    }
+}
+
+/// Data type by data type, each on every GPU in turn: a GPU's cool-down before its next data
+/// type is mostly the time the others take, and only what that leaves short is slept.
+fn interleaved(ctx: &Ctx, p: &GemmParams) -> Vec<Reading<Vec<GemmResult>>> {
+    let n = ctx.gpus.len();
+    let mut state: Vec<R<(Stream, Handles)>> = ctx
+        .gpus
+        .iter()
+        .map(|g| Stream::new(g).map(|s| (s, Handles::default())))
+        .collect();
+    let mut results: Vec<Vec<GemmResult>> = (0..n).map(|_| Vec::new()).collect();
+    let mut last_end: Vec<Option<Instant>> = vec![None; n];
+    let rest = Duration::from_millis(p.cooldown_ms);
+    let steps = (p.dtypes.len() * n).max(1) as f64;
+    for (di, &d) in p.dtypes.iter().enumerate() {
+        for gi in 0..n {
+            let g = &ctx.gpus[gi];
+            progress(
+                Group::Gemm,
+                (di * n + gi) as f64 / steps,
+                format!("{} GEMM on GPU {}", d.as_str(), g.index),
+            );
+            let Ok((s, handles)) = &mut state[gi] else {
+                continue;
+            };
+            if let Some(end) = last_end[gi] {
+                let rested = end.elapsed();
+                if rested < rest {
+                    std::thread::sleep(rest - rested);
+                }
+            }
+            let r = one_dtype(g, &ctx.kernels[gi], handles, s, d, p);
+            last_end[gi] = Some(Instant::now());
+            results[gi].push(GemmResult {
+                dtype: d,
+                result: r,
+            });
+        }
+    }
+    state
+        .into_iter()
+        .zip(results)
+        .zip(&ctx.gpus)
+        .map(|((st, res), g)| match st {
+            Ok(handles) => {
+                // The cuBLAS handles are destroyed with their own GPU current, as they would
+                // be GPU by GPU.
+                let _ = g.bind();
+                drop(handles);
+                Reading::Value(res)
+            }
+            Err(e) => Reading::Unavailable(e.0),
+        })
+        .collect()
+}
+
+/// One data type on one GPU: set-up, timed batches, the CPU check of sampled elements.
+fn one_dtype(
+    g: &Gpu,
+    k: &Kernels,
+    handles: &mut Handles,
+    s: &Stream,
+    d: GemmDtype,
+    p: &GemmParams,
+) -> Reading<GemmPoint> {
+    let one = guarded(&format!("{} GEMM", d.as_str()), || {
+        let gemm = Gemm::new(g, k, handles, d, p.size, p.layout, p.workspace_bytes, s)?;
+        let repeats = p.repeats(d);
+        let tf = time_batches(g, &gemm, s, repeats, p.batches)?;
+        let (max_error, verified) = gemm.verify(p.verify_samples)?;
+        // The best batch: under sustained load the GPU warms up and its clocks sink batch
+        // after batch (stability.burn measures that); a user's one-off timing of a GEMM sees
+        // the first, cool batches.
+        let tflops = tf.iter().copied().fold(0.0f64, f64::max);
+        Ok(GemmPoint {
+            m: gemm.n,
+            n: gemm.n,
+            k: gemm.n,
+            tflops,
+            ms_per_gemm: gemm.flops() / (tflops * 1e12).max(1.0) * 1e3,
+            repeats,
+            batches: tf,
+            library: gemm.library.clone(),
+            layout: gemm.layout().into(),
+            max_error,
+            tolerance: tolerance(d),
+            samples: p.verify_samples,
+            verified,
+        })
+    });
+    // A failure in one dtype may leave the context unusable (a sticky error); the next dtype
+    // then reports its own error.
+    match one {
+        Ok(v) => Reading::Value(v),
+        Err(e) => Reading::Unavailable(e.0),
+    }
 }

@@ -3,7 +3,7 @@
 //! Copies count bytes read + written (as PyTorch's and STREAM's figures do).
 
 use super::cu::{self, helper_grid, human_bytes, kargs, launch, DevBuf, Gpu, Kernels, Stream, R};
-use super::{gbps, progress, Ctx, Fail};
+use super::{gbps, guarded, log, progress, Ctx, Fail};
 use crate::measure::fill;
 use crate::measure::plan::{Group, LaunchShape, MemoryParams};
 use gpuaudit_core::facts::{median, KernelPoint, MemoryBandwidth, OnGpu, Verify};
@@ -17,19 +17,57 @@ const TRIAD_S: f32 = 1.5;
 
 pub fn run(ctx: &Ctx, p: &MemoryParams) -> R<Vec<OnGpu<MemoryBandwidth>>> {
     let n = ctx.gpus.len();
-    let mut out = Vec::new();
-    for (gi, g) in ctx.gpus.iter().enumerate() {
-        let r = one(ctx, g, &ctx.kernels[gi], p, |f, msg| {
-            progress(Group::Memory, (gi as f64 + f) / n as f64, msg)
-        });
-        out.push(OnGpu::new(
-            g.index,
-            match r {
-                Ok(v) => Reading::Value(v),
-                Err(e) => Reading::Unavailable(e.0),
-            },
-        ));
-    }
+    let reading = |r: R<MemoryBandwidth>| match r {
+        Ok(v) => Reading::Value(v),
+        Err(e) => Reading::Unavailable(e.0),
+    };
+    let per_gpu: Vec<Reading<MemoryBandwidth>> = if p.gpus_at_once && n > 1 {
+        log(format!("device memory measured on {n} GPUs at once"));
+        std::thread::scope(|s| {
+            let handles: Vec<_> = ctx
+                .gpus
+                .iter()
+                .zip(&ctx.kernels)
+                .enumerate()
+                .map(|(gi, (g, k))| {
+                    s.spawn(move || {
+                        // The GPUs run side by side: the first one's progress stands for all.
+                        let r = guarded(&format!("memory on GPU {}", g.index), || {
+                            one(ctx, g, k, p, |f, msg| {
+                                if gi == 0 {
+                                    progress(Group::Memory, f, format!("{msg} (and the others)"))
+                                }
+                            })
+                        });
+                        reading(r)
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Reading::unavailable("memory thread panicked"))
+                })
+                .collect()
+        })
+    } else {
+        ctx.gpus
+            .iter()
+            .enumerate()
+            .map(|(gi, g)| {
+                reading(one(ctx, g, &ctx.kernels[gi], p, |f, msg| {
+                    progress(Group::Memory, (gi as f64 + f) / n as f64, msg)
+                }))
+            })
+            .collect()
+    };
+    let mut out: Vec<OnGpu<MemoryBandwidth>> = ctx
+        .gpus
+        .iter()
+        .zip(per_gpu)
+        .map(|(g, r)| OnGpu::new(g.index, r))
+        .collect();
     for u in &ctx.unavailable {
         out.push(OnGpu::new(u.gpu, Reading::unavailable(u.reason.clone())));
     }

@@ -3,7 +3,7 @@
 
 use super::cu::{self, human_bytes, DevBuf, Event, Gpu, Stream, R};
 use super::{gbps, progress, Ctx, Fail};
-use crate::measure::plan::{Group, P2pParams};
+use crate::measure::plan::{self, Group, P2pParams};
 use cudarc::driver::sys;
 use gpuaudit_core::facts::{P2pBidir, P2pMatrix, P2pPair, Verify};
 use gpuaudit_core::Reading;
@@ -79,131 +79,126 @@ pub fn run(ctx: &Ctx, p: &P2pParams) -> R<P2pMatrix> {
         }
     }
 
-    let total = (n * (n - 1)) as f64 * 1.5;
+    let ordered = plan::ordered_pairs(n);
+    let unordered = plan::unordered_pairs(n);
+    let total = (ordered.len() + unordered.len()) as f64;
     let mut done = 0.0;
     let mut pairs = Vec::new();
-    for i in 0..n {
-        for j in 0..n {
-            if i == j {
-                continue;
+    for &(i, j) in &ordered {
+        done += 1.0;
+        progress(
+            Group::P2p,
+            done / total,
+            format!(
+                "GPU {} -> GPU {} ({})",
+                gpus[i].index,
+                gpus[j].index,
+                human_bytes(size)
+            ),
+        );
+        let (a, b) = (&gpus[i], &gpus[j]);
+        let (sa, sb) = (&sides[i], &sides[j]);
+        let s = &sa.stream;
+        let one = |bytes: u64, count: u32| -> R<()> {
+            for _ in 0..count {
+                cu::peer_async(sb.dst.ptr, b.ctx, sa.src.ptr, a.ctx, bytes, s)?;
             }
-            done += 1.0;
-            progress(
-                Group::P2p,
-                done / total,
-                format!(
-                    "GPU {} -> GPU {} ({})",
-                    gpus[i].index,
-                    gpus[j].index,
-                    human_bytes(size)
-                ),
-            );
-            let (a, b) = (&gpus[i], &gpus[j]);
-            let (sa, sb) = (&sides[i], &sides[j]);
-            let s = &sa.stream;
-            let one = |bytes: u64, count: u32| -> R<()> {
-                for _ in 0..count {
-                    cu::peer_async(sb.dst.ptr, b.ctx, sa.src.ptr, a.ctx, bytes, s)?;
-                }
-                Ok(())
-            };
-            let bw = (|| -> R<f64> {
+            Ok(())
+        };
+        let bw = (|| -> R<f64> {
+            a.bind()?;
+            one(size, 1)?;
+            s.sync()?;
+            let ms = cu::time_on(a, s, || one(size, p.repeats.max(1)))?;
+            Ok(gbps(size as f64 * p.repeats.max(1) as f64, ms))
+        })();
+        let verify = bw.as_ref().ok().map(|_| -> Verify {
+            let r = (|| -> R<u64> {
+                b.bind()?;
+                cu::memset_d32_async(sb.dst.ptr, 0, size / 4, &sb.stream)?;
+                sb.stream.sync()?;
                 a.bind()?;
                 one(size, 1)?;
                 s.sync()?;
-                let ms = cu::time_on(a, s, || one(size, p.repeats.max(1)))?;
-                Ok(gbps(size as f64 * p.repeats.max(1) as f64, ms))
+                cu::check_pattern_dev(
+                    b,
+                    &ctx.kernels[j],
+                    &sb.stream,
+                    sb.dst.ptr,
+                    size,
+                    seed(a.index),
+                )
             })();
-            let verify = bw.as_ref().ok().map(|_| -> Verify {
-                let r = (|| -> R<u64> {
-                    b.bind()?;
-                    cu::memset_d32_async(sb.dst.ptr, 0, size / 4, &sb.stream)?;
-                    sb.stream.sync()?;
-                    a.bind()?;
-                    one(size, 1)?;
-                    s.sync()?;
-                    cu::check_pattern_dev(
-                        b,
-                        &ctx.kernels[j],
-                        &sb.stream,
-                        sb.dst.ptr,
-                        size,
-                        seed(a.index),
-                    )
-                })();
-                let what = format!(
-                    "GPU {} -> GPU {} {}: pattern compared on the destination",
-                    a.index,
-                    b.index,
-                    human_bytes(size)
-                );
-                match r {
-                    Ok(bad) => Verify {
-                        what,
-                        ok: bad == 0,
-                        detail: (bad > 0).then(|| format!("{bad} words differ")),
-                    },
-                    Err(e) => Verify {
-                        what,
-                        ok: false,
-                        detail: Some(e.0),
-                    },
-                }
-            });
-            let latency = (|| -> R<f64> {
-                a.bind()?;
-                one(4, 10)?;
-                s.sync()?;
-                let count = p.latency_copies.max(1);
-                let ms = cu::time_on(a, s, || one(4, count))?;
-                Ok(ms * 1e3 / count as f64)
-            })();
-            let note = |r: R<f64>| -> Reading<f64> {
-                match r {
-                    Ok(v) => Reading::Value(v),
-                    Err(e) => Reading::Unavailable(match &enable_err[i][j] {
-                        Some(pe) => format!("{}; peer access: {pe}", e.0),
-                        None => e.0,
-                    }),
-                }
-            };
-            pairs.push(P2pPair {
-                src: a.index,
-                dst: b.index,
-                peer_access: can[i][j],
-                gbps: note(bw),
-                latency_us: note(latency),
-                verify,
-            });
-        }
+            let what = format!(
+                "GPU {} -> GPU {} {}: pattern compared on the destination",
+                a.index,
+                b.index,
+                human_bytes(size)
+            );
+            match r {
+                Ok(bad) => Verify {
+                    what,
+                    ok: bad == 0,
+                    detail: (bad > 0).then(|| format!("{bad} words differ")),
+                },
+                Err(e) => Verify {
+                    what,
+                    ok: false,
+                    detail: Some(e.0),
+                },
+            }
+        });
+        let latency = (|| -> R<f64> {
+            a.bind()?;
+            one(4, 10)?;
+            s.sync()?;
+            let count = p.latency_copies.max(1);
+            let ms = cu::time_on(a, s, || one(4, count))?;
+            Ok(ms * 1e3 / count as f64)
+        })();
+        let note = |r: R<f64>| -> Reading<f64> {
+            match r {
+                Ok(v) => Reading::Value(v),
+                Err(e) => Reading::Unavailable(match &enable_err[i][j] {
+                    Some(pe) => format!("{}; peer access: {pe}", e.0),
+                    None => e.0,
+                }),
+            }
+        };
+        pairs.push(P2pPair {
+            src: a.index,
+            dst: b.index,
+            peer_access: can[i][j],
+            gbps: note(bw),
+            latency_us: note(latency),
+            verify,
+        });
     }
 
     let mut bidirectional = Vec::new();
-    for i in 0..n {
-        for j in i + 1..n {
-            done += 1.0;
-            progress(
-                Group::P2p,
-                done / total,
-                format!("GPU {} <-> GPU {}", gpus[i].index, gpus[j].index),
-            );
-            let r = bidir(
-                &gpus[i],
-                &gpus[j],
-                &sides[i],
-                &sides[j],
-                size,
-                p.repeats.max(1),
-            );
-            bidirectional.push(P2pBidir {
-                a: gpus[i].index,
-                b: gpus[j].index,
-                gbps: match r {
-                    Ok(v) => Reading::Value(v),
-                    Err(e) => Reading::Unavailable(e.0),
-                },
-            });
-        }
+    for &(i, j) in &unordered {
+        done += 1.0;
+        progress(
+            Group::P2p,
+            done / total,
+            format!("GPU {} <-> GPU {}", gpus[i].index, gpus[j].index),
+        );
+        let r = bidir(
+            &gpus[i],
+            &gpus[j],
+            &sides[i],
+            &sides[j],
+            size,
+            p.repeats.max(1),
+        );
+        bidirectional.push(P2pBidir {
+            a: gpus[i].index,
+            b: gpus[j].index,
+            gbps: match r {
+                Ok(v) => Reading::Value(v),
+                Err(e) => Reading::Unavailable(e.0),
+            },
+        });
     }
     Ok(P2pMatrix {
         gpus: gpus.iter().map(|g| g.index).collect(),
