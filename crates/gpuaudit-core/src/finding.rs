@@ -1,5 +1,6 @@
 //! Findings: what a check concluded, with the evidence and the fix.
 
+use crate::reading::Reading;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -55,6 +56,19 @@ impl Evidence {
     pub fn insert(&mut self, key: &str, value: impl Serialize) {
         let v = serde_json::to_value(value).unwrap_or(Value::Null);
         self.0.insert(key.to_string(), v);
+    }
+
+    /// Every reading that has a value, under its key; the missing ones are left out.
+    /// Returns whether any had a value.
+    pub fn insert_readings<T: Serialize>(&mut self, items: &[(&str, &Reading<T>)]) -> bool {
+        let mut any = false;
+        for (k, r) in items {
+            if let Some(v) = r.value() {
+                self.insert(k, v);
+                any = true;
+            }
+        }
+        any
     }
 
     pub fn get(&self, key: &str) -> Option<&Value> {

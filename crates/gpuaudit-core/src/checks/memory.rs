@@ -151,19 +151,12 @@ fn errors_one(g: &GpuFacts, xids: Option<&Vec<XidEvent>>) -> Vec<Finding> {
     const ID: &str = "memory.errors";
     let mut ev = Evidence::new();
     let mut bad: Vec<(Status, String)> = Vec::new();
-    let mut read_any = false;
-
-    for (k, r) in [
+    let mut read_any = ev.insert_readings(&[
         ("volatile_uncorrected", &g.ecc.volatile_uncorrected),
         ("aggregate_uncorrected", &g.ecc.aggregate_uncorrected),
         ("volatile_corrected", &g.ecc.volatile_corrected),
         ("aggregate_corrected", &g.ecc.aggregate_corrected),
-    ] {
-        if let Some(v) = r.value() {
-            ev.insert(k, v);
-            read_any = true;
-        }
-    }
+    ]);
     let vu = g.ecc.volatile_uncorrected.value().copied().unwrap_or(0);
     let au = g.ecc.aggregate_uncorrected.value().copied().unwrap_or(0);
     if vu > 0 {

@@ -69,16 +69,12 @@ fn limit_one(g: &GpuFacts) -> Finding {
     const ID: &str = "power.limit";
     let p = &g.power;
     let mut ev = Evidence::new();
-    for (k, r) in [
+    ev.insert_readings(&[
         ("limit_w", &p.limit_w),
         ("default_limit_w", &p.default_limit_w),
         ("min_limit_w", &p.min_limit_w),
         ("max_limit_w", &p.max_limit_w),
-    ] {
-        if let Some(v) = r.value() {
-            ev.insert(k, v);
-        }
-    }
+    ]);
     let spec = spec_of(g);
     if let Some(tdp) = spec.and_then(|s| s.tdp_w) {
         ev.insert("spec_tdp_w", tdp);
@@ -243,16 +239,12 @@ fn clocks_max_one(g: &GpuFacts) -> Finding {
     const ID: &str = "clocks.max";
     let c = &g.clocks;
     let mut ev = Evidence::new();
-    for (k, r) in [
+    ev.insert_readings(&[
         ("sm_max_mhz", &c.sm_max_mhz),
         ("app_sm_mhz", &c.app_sm_mhz),
         ("default_app_sm_mhz", &c.default_app_sm_mhz),
         ("mem_max_mhz", &c.mem_max_mhz),
-    ] {
-        if let Some(v) = r.value() {
-            ev.insert(k, v);
-        }
-    }
+    ]);
     let spec = spec_of(g);
     let boost = spec.and_then(|s| s.boost_clock_mhz.map(|b| (s, b)));
     if let Some((_, b)) = boost {
