@@ -854,16 +854,7 @@ pub fn run(ctx: &Ctx, p: &GemmParams) -> R<Vec<OnGpu<Vec<GemmResult>>>> {
             })
             .collect(),
     };
-    let mut out: Vec<OnGpu<Vec<GemmResult>>> = ctx
-        .gpus
-        .iter()
-        .zip(per_gpu)
-        .map(|(g, r)| OnGpu::new(g.index, r))
-        .collect();
-    for u in &ctx.unavailable {
-        out.push(OnGpu::new(u.gpu, Reading::unavailable(u.reason.clone())));
-    }
-    Ok(out)
+    Ok(ctx.per_gpu(per_gpu))
 }
 
 /// Every data type of the plan on one GPU, in order, with the cool-down between them.

@@ -62,16 +62,7 @@ pub fn run(ctx: &Ctx, p: &MemoryParams) -> R<Vec<OnGpu<MemoryBandwidth>>> {
             })
             .collect()
     };
-    let mut out: Vec<OnGpu<MemoryBandwidth>> = ctx
-        .gpus
-        .iter()
-        .zip(per_gpu)
-        .map(|(g, r)| OnGpu::new(g.index, r))
-        .collect();
-    for u in &ctx.unavailable {
-        out.push(OnGpu::new(u.gpu, Reading::unavailable(u.reason.clone())));
-    }
-    Ok(out)
+    Ok(ctx.per_gpu(per_gpu))
 }
 
 /// Median milliseconds of `repeats` single launches, after two warm-up launches.

@@ -20,7 +20,7 @@ pub use ctx_probe::ctx_probe_main;
 use super::plan::Group;
 use super::protocol::{ChildMsg, ChildRequest, GroupResult};
 use cu::{Gpu, Kernels};
-use gpuaudit_core::facts::{ComputeCapability, CudaDevice, SkippedGpu};
+use gpuaudit_core::facts::{ComputeCapability, CudaDevice, OnGpu, SkippedGpu};
 use gpuaudit_core::Reading;
 use std::io::{Read, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -129,6 +129,21 @@ pub struct Ctx {
 impl Ctx {
     pub fn device(&self, gpu: u32) -> Option<&CudaDevice> {
         self.devices.iter().find(|d| d.gpu == gpu)
+    }
+
+    /// One result per GPU that measured (in `gpus` order), then the GPUs that could not be
+    /// opened, each with its reason.
+    pub fn per_gpu<T>(&self, measured: Vec<Reading<T>>) -> Vec<OnGpu<T>> {
+        let mut out: Vec<OnGpu<T>> = self
+            .gpus
+            .iter()
+            .zip(measured)
+            .map(|(g, r)| OnGpu::new(g.index, r))
+            .collect();
+        for u in &self.unavailable {
+            out.push(OnGpu::new(u.gpu, Reading::unavailable(u.reason.clone())));
+        }
+        out
     }
 }
 
