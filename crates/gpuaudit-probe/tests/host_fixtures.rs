@@ -2,12 +2,10 @@
 //! bad case is found, the clean one passes, damaged files give `skip` with the reason.
 
 use gpuaudit_core::checks::{find, run_one};
-use gpuaudit_core::facts::{ComputeCapability, CudaVersion, Facts, GpuFacts, KernelModule, Origin};
+use gpuaudit_core::facts::Facts;
 use gpuaudit_core::finding::{Finding, Status};
 use gpuaudit_core::policy::{Policy, Profile};
-use gpuaudit_core::reading::Reading;
-use gpuaudit_probe::host::{gather, gather_somaxconn, HostOptions};
-use gpuaudit_probe::root::RootFs;
+use gpuaudit_probe::gather::{self, GatherOptions};
 use std::path::PathBuf;
 
 const HOST_CHECKS: &[&str] = &[
@@ -31,58 +29,10 @@ fn dir(name: &str) -> PathBuf {
         .join(name)
 }
 
-/// The facts the host checks use. GPU, driver, module and memory facts come from other
-/// sources (their parsers are tested elsewhere): here they are the fixture's known values.
+/// The facts of a fixture snapshot, read by the same gatherer as `gpuaudit --root`.
 fn facts(name: &str) -> Facts {
     let path = dir(name);
-    let root = RootFs::new(&path);
-    let mut f = Facts::empty(
-        Origin::Snapshot {
-            path: path.display().to_string(),
-            description: None,
-        },
-        "not read by the host tests",
-    );
-    f.host = gather(&root, &HostOptions::default());
-    f.net.somaxconn = gather_somaxconn(&root);
-    let gpus = ["0000:00:06.0", "0000:00:07.0"]
-        .iter()
-        .enumerate()
-        .map(|(i, bus)| {
-            let mut g = GpuFacts::unread(i as u32, bus, "nvidia-smi", "not read by the host tests");
-            g.name = Reading::Value("NVIDIA H200".into());
-            g.compute_capability = Reading::Value(ComputeCapability { major: 9, minor: 0 });
-            g.uuid = Reading::Value(format!("GPU-00000000-0000-0000-0000-0000000000{}0", 6 + i));
-            g
-        })
-        .collect();
-    f.gpus = Reading::Value(gpus);
-    f.driver.version = Reading::Value("580.159.04".into());
-    f.driver.cuda_version = Reading::Value(CudaVersion::new(13, 0));
-    if let Ok(t) = std::fs::read_to_string(path.join("proc/modules")) {
-        f.modules = Reading::Value(
-            t.lines()
-                .filter_map(|l| l.split_whitespace().next())
-                .map(|n| KernelModule {
-                    name: n.to_string(),
-                    size: 0,
-                    used_by: vec![],
-                    state: "Live".into(),
-                    taints: String::new(),
-                })
-                .collect(),
-        );
-    }
-    if let Ok(t) = std::fs::read_to_string(path.join("proc/meminfo")) {
-        if let Some(kb) = t
-            .lines()
-            .find_map(|l| l.strip_prefix("MemTotal:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        {
-            f.machine.memory_total_kib = Reading::Value(kb);
-        }
-    }
-    f
+    gather::snapshot(&path, &GatherOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"))
 }
 
 fn run(f: &Facts, policy: &Policy) -> Vec<Finding> {
