@@ -230,11 +230,7 @@ fn machine_section(facts: &Facts) -> MachineSection {
 }
 
 fn gpu_section(facts: &Facts, g: &GpuFacts) -> GpuSection {
-    let spec = SpecDb::embedded().identify(
-        g.pci_device_id.value().copied(),
-        g.name.value().map(String::as_str),
-        g.memory.total_mib.value().copied(),
-    );
+    let spec = SpecDb::embedded().identify_gpu(g);
     let pci = facts.pci_of(g);
     GpuSection {
         index: g.index,

@@ -65,11 +65,7 @@ pub fn per_gpu_many(
 
 /// The datasheet entry for a GPU, where the spec database knows the model.
 pub fn spec_of(g: &GpuFacts) -> Option<&'static GpuSpec> {
-    SpecDb::embedded().identify(
-        g.pci_device_id.value().copied(),
-        g.name.value().map(String::as_str),
-        g.memory.total_mib.value().copied(),
-    )
+    SpecDb::embedded().identify_gpu(g)
 }
 
 /// "NVIDIA H200" or "unknown model".

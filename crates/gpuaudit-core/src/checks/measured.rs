@@ -270,11 +270,7 @@ fn gpu_facts(facts: &Facts, gpu: u32) -> Option<&GpuFacts> {
 pub fn spec_of(facts: &Facts, gpu: u32) -> Option<&'static GpuSpec> {
     let db = SpecDb::embedded();
     if let Some(g) = gpu_facts(facts, gpu) {
-        let s = db.identify(
-            g.pci_device_id.value().copied(),
-            g.name.value().map(String::as_str),
-            g.memory.total_mib.value().copied(),
-        );
+        let s = db.identify_gpu(g);
         if s.is_some() {
             return s;
         }

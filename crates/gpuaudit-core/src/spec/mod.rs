@@ -273,6 +273,16 @@ impl SpecDb {
         self.gpus.iter().find(|g| g.key == key)
     }
 
+    /// The model of a GPU the driver reported: [`identify`](Self::identify) from its PCI
+    /// device id, name and memory size.
+    pub fn identify_gpu(&self, g: &crate::facts::GpuFacts) -> Option<&GpuSpec> {
+        self.identify(
+            g.pci_device_id.value().copied(),
+            g.name.value().map(String::as_str),
+            g.memory.total_mib.value().copied(),
+        )
+    }
+
     /// Which model a GPU is.
     ///
     /// 1. The PCI device id, where given and known.

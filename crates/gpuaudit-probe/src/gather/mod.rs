@@ -393,11 +393,7 @@ fn fill_from_spec(g: &mut GpuFacts) {
     if g.compute_capability.value().is_some() {
         return;
     }
-    let spec = SpecDb::embedded().identify(
-        g.pci_device_id.value().copied(),
-        g.name.value().map(String::as_str),
-        g.memory.total_mib.value().copied(),
-    );
+    let spec = SpecDb::embedded().identify_gpu(g);
     if let Some(cc) = spec.and_then(|s| s.compute_capability()) {
         g.compute_capability = Reading::Value(cc);
     }
