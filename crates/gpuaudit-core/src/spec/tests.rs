@@ -333,6 +333,7 @@ const MINIMAL: &str = r#"
 [[gpu]]
 key = "x"
 name = "X"
+family = "X"
 nvml_names = ["NVIDIA X"]
 pci_device_ids = [0x1234]
 architecture = "Hopper"
