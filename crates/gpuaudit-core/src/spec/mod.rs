@@ -19,7 +19,7 @@ pub use cuda::{
 pub use expect::{ExpectMatch, GpuEvidence, UnknownModel};
 
 use crate::facts::ComputeCapability;
-use names::{family_fits, normalize, tokens, vocabulary, word_matches};
+use names::{family_fits, normalize, tokens, variant_words, vocabulary, word_matches};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::OnceLock;
@@ -517,6 +517,9 @@ impl SpecDb {
     /// - An entry matches when every query word is one of its words, except that the query
     ///   word "sxm" also matches "sxm2", "sxm4", "sxm5".
     ///
+    /// - An entry whose family has a variant word (Ti, SUPER, D, Max-Q, SFF, ...) matches only
+    ///   a query that says it: `rtx 2080` is not an RTX 2080 Ti, `rtx pro 6000` not the Max-Q.
+    ///
     /// Words match whole, so `h100` never matches H800, H20, H200 or GH200, `v100` never
     /// matches the V100S, and `l40` never matches the L40S. An empty or unknown name matches
     /// nothing.
@@ -529,6 +532,7 @@ impl SpecDb {
         if words.is_empty() {
             return Vec::new();
         }
+        let asked_variants = variant_words(&q);
         self.gpus
             .iter()
             .filter(|g| {
@@ -536,6 +540,9 @@ impl SpecDb {
                 words
                     .iter()
                     .all(|w| vocab.iter().any(|v| word_matches(w, v)))
+                    && variant_words(&g.family)
+                        .iter()
+                        .all(|v| asked_variants.contains(v))
             })
             .collect()
     }

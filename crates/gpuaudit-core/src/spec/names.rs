@@ -7,6 +7,29 @@ use std::collections::HashSet;
 /// Words that say nothing about the model ("NVIDIA Tesla V100", "NVIDIA GeForce RTX 4090").
 const NOISE: [&str; 4] = ["nvidia", "tesla", "geforce", "gpu"];
 
+/// Words that make another product of the same model number: an RTX 3080 Ti is not an RTX
+/// 3080, an RTX 4090 D not an RTX 4090, a Max-Q or SFF card not the full-power one.
+const VARIANT_WORDS: [&str; 8] = [
+    "ti", "super", "d", "max", "sff", "laptop", "mobile", "embedded",
+];
+
+/// The variant words among a name's words, also where one is glued to a model number
+/// ("2080ti" says "ti").
+pub(super) fn variant_words(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for t in tokens(s) {
+        for v in VARIANT_WORDS {
+            let glued = t
+                .strip_suffix(v)
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            if (t == v || glued) && !out.iter().any(|o| o == v) {
+                out.push(v.to_string());
+            }
+        }
+    }
+    out
+}
+
 /// Lower case, noise words dropped, separators collapsed:
 /// "NVIDIA H100 80GB HBM3" -> "h100 80gb hbm3".
 pub(super) fn normalize(s: &str) -> String {
@@ -55,15 +78,22 @@ pub(super) fn vocabulary(g: &GpuSpec) -> HashSet<String> {
     vocab
 }
 
-/// Whether `name` carries every word of `family` ("NVIDIA RTX 6000 Ada Generation" carries
-/// "RTX 6000 Ada"; "Quadro RTX 6000" does not). A family with no words fits nothing.
+/// Whether `name` names a product of `family`: it carries every word of the family
+/// ("NVIDIA RTX 6000 Ada Generation" carries "RTX 6000 Ada"; "Quadro RTX 6000" does not), and
+/// no variant word the family lacks ("NVIDIA GeForce RTX 3080 Ti" is not an "RTX 3080"). A
+/// family with no words fits nothing.
 pub(super) fn family_fits(family: &str, name: &str) -> bool {
     let want = tokens(family);
     if want.is_empty() {
         return false;
     }
     let have = words_and_pairs(name);
-    want.iter().all(|w| have.contains(w)) || have.contains(&want.concat())
+    let carries = want.iter().all(|w| have.contains(w)) || have.contains(&want.concat());
+    let family_variants = variant_words(family);
+    carries
+        && variant_words(name)
+            .iter()
+            .all(|v| family_variants.contains(v))
 }
 
 /// A query word against an entry's word: equal, or "sxm" for "sxm2" / "sxm4" / "sxm5".
