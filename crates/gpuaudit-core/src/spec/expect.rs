@@ -45,6 +45,10 @@ impl<'a> GpuEvidence<'a> {
 }
 
 /// The verdict of [`SpecDb::judge_expected`].
+///
+/// For `gpu.identity`: `Contradicts` is a failure whether or not `delivered` is known;
+/// `Unknown` cannot confirm the order (a warning); only `Matches` lets a count finding say
+/// "as ordered".
 #[derive(Clone, Debug, PartialEq)]
 pub enum ExpectMatch<'a> {
     /// Some ordered model fits every piece of evidence, and the PCI id or the name points at
@@ -112,8 +116,9 @@ impl SpecDb {
     ///
     /// The ordered models (what [`SpecDb::matching`] gives for `expect`) are narrowed by each
     /// piece of evidence in turn, strongest first:
-    /// 1. the PCI device id: the models that list it (an id no ordered model lists, known to
-    ///    the database or not, rules them all out);
+    /// 1. the PCI device id: the models that list it (an id another entry lists rules the
+    ///    order out; an id no entry lists rules it out too, unless the name carries the
+    ///    ordered family, which makes it a variant the database lacks: `Unknown`);
     /// 2. the name: the models it is exactly the name of, where it is one of the database's
     ///    names; otherwise the models whose family it carries;
     /// 3. the memory size: the models whose label it fits ([`GpuSpec::memory_matches`]);
@@ -124,36 +129,38 @@ impl SpecDb {
     /// not narrow the set, so each reason is judged against the same models.
     pub fn judge_evidence<'a>(&'a self, expect: &str, e: &GpuEvidence) -> ExpectMatch<'a> {
         let ordered = self.matching(expect);
-        if ordered.is_empty() {
+        let Some(&first_ordered) = ordered.first() else {
             return ExpectMatch::Unknown {
                 why: format!("no model in the spec database is named '{}'", expect.trim()),
             };
-        }
+        };
         let label = expect.trim();
         let mut remaining = ordered;
         let mut why: Vec<String> = Vec::new();
         let mut pointed = false;
+        // A device id no entry lists, judged once the name has been heard.
+        let mut unlisted_id: Option<(u16, String)> = None;
 
         if let Some(id) = e.pci_device_id.and_then(readable_pci_id) {
             let named = self.by_pci_id(id, e.pci_subsystem_device_id);
             let kept = keep(&remaining, |g| named.iter().any(|n| n.key == g.key));
             if kept.is_empty() {
-                why.push(match named.first() {
-                    Some(other) => format!(
+                match named.first() {
+                    Some(other) => why.push(format!(
                         "PCI device id {id:#06x} is that of the {}, not of any model '{label}' names",
                         other.name
-                    ),
-                    None => format!(
-                        "PCI device id {id:#06x} is not among the ids of the models '{label}' names ({})",
-                        id_list(&remaining)
-                    ),
-                });
+                    )),
+                    None => {
+                        unlisted_id = Some((id, id_list(&remaining)));
+                    }
+                }
             } else {
                 remaining = kept;
                 pointed = true;
             }
         }
 
+        let mut name_fits = false;
         if let Some(name) = e.name.filter(|n| !names::normalize(n).is_empty()) {
             let exact = self.by_exact_name(name);
             let kept = if exact.is_empty() {
@@ -175,6 +182,22 @@ impl SpecDb {
             } else {
                 remaining = kept;
                 pointed = true;
+                name_fits = true;
+            }
+        }
+
+        // An id the database lists for no model: the ordered models' ids are NVIDIA's full
+        // list for them, so it is another product, unless the driver's name for it carries
+        // the ordered family (an H100 variant the list lacks): then it cannot tell which.
+        let mut unlisted_but_named = None;
+        if let Some((id, ids)) = unlisted_id {
+            let text = format!(
+                "PCI device id {id:#06x} is not among the ids of the models '{label}' names ({ids})"
+            );
+            if name_fits {
+                unlisted_but_named = Some(text);
+            } else {
+                why.insert(0, text);
             }
         }
 
@@ -209,6 +232,13 @@ impl SpecDb {
                 delivered: self.identify_evidence(e),
             };
         }
+        if let Some(text) = unlisted_but_named {
+            return ExpectMatch::Unknown {
+                why: format!(
+                    "{text}, though the driver names it as one: a variant the spec database does not list"
+                ),
+            };
+        }
         if !pointed {
             return ExpectMatch::Unknown {
                 why: "neither the PCI device id nor the name could be read; what was read fits"
@@ -216,17 +246,12 @@ impl SpecDb {
             };
         }
         // Several ordered models fit ("a100" and a name only): the one identification
-        // prefers, where it is among them.
+        // prefers, where it is among them. Narrowing never empties `remaining`.
         let best = self
             .identify_evidence(e)
             .filter(|g| remaining.iter().any(|r| r.key == g.key))
-            .or_else(|| remaining.first().copied());
-        match best {
-            Some(g) => ExpectMatch::Matches(g),
-            None => ExpectMatch::Unknown {
-                why: "no ordered model is left to compare with".to_string(),
-            },
-        }
+            .unwrap_or_else(|| remaining.first().copied().unwrap_or(first_ordered));
+        ExpectMatch::Matches(best)
     }
 }
 
@@ -250,6 +275,7 @@ fn id_list(set: &[&GpuSpec]) -> String {
 /// "A100" or "RTX PRO 6000 or RTX 6000 Ada".
 fn families(set: &[&GpuSpec]) -> String {
     let mut f: Vec<&str> = set.iter().map(|g| g.family.as_str()).collect();
+    f.sort_unstable();
     f.dedup();
     f.join(" or ")
 }

@@ -1485,3 +1485,28 @@ fn the_evidence_narrows_the_order_before_it_is_judged() {
     let g = facts(Some(0x2329), Some("NVIDIA H20"), Some(97871), Some(78));
     assert!(matches!(db.judge_expected("h20", &g), ExpectMatch::Matches(s) if s.key == "h20"));
 }
+
+#[test]
+fn an_unlisted_id_contradicts_unless_the_name_vouches_for_the_family() {
+    let db = db();
+    // 0x2339 is an H100 variant the driver names "NVIDIA H100" and the database lacks.
+    let g = facts(Some(0x2339), Some("NVIDIA H100"), None, None);
+    let m = db.judge_expected("h100", &g);
+    assert!(matches!(m, ExpectMatch::Unknown { .. }), "{m:?}");
+    assert!(m.why_text().contains("0x2339") && m.why_text().contains("variant"));
+    // The same GPU ordered as an A100: the name says otherwise, so the id counts too.
+    let reasons = why(&db.judge_expected("a100", &g));
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(reasons[0].contains("0x2339") && reasons[0].contains("not among"));
+    // An unlisted id and no name: another product.
+    let g = facts(Some(0x1234), None, None, None);
+    let reasons = why(&db.judge_expected("a100", &g));
+    assert!(reasons[0].contains("0x1234"), "{reasons:?}");
+    // An unlisted id with a name that fits but a memory size that does not: still a
+    // contradiction, by the memory.
+    let g = facts(Some(0x2339), Some("NVIDIA H100"), Some(16384), None);
+    assert!(matches!(
+        db.judge_expected("h100", &g),
+        ExpectMatch::Contradicts { .. }
+    ));
+}
