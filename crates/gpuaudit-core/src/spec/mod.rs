@@ -212,8 +212,9 @@ impl GpuSpec {
         tokens(&self.family).join("-")
     }
 
-    /// Whether a reported name names this model's family ("Tesla V100S-PCIE-32GB" does not
-    /// name an A100).
+    /// Whether a reported name names this model's family: it carries the family's words and
+    /// no variant word (Ti, SUPER, D, Max-Q, SFF, Laptop) the family lacks. "Tesla
+    /// V100S-PCIE-32GB" does not name an A100, "NVIDIA GeForce RTX 3080 Ti" not an RTX 3080.
     pub fn family_fits(&self, reported_name: &str) -> bool {
         family_fits(&self.family, reported_name)
     }
