@@ -31,6 +31,12 @@ pub enum Command {
     Collect(CollectArgs),
     /// List every check id with its one-line description.
     Checks,
+    /// List every GPU model the spec database knows, with the names --expect accepts.
+    Models {
+        /// table | json.
+        #[arg(long, value_name = "FORMAT")]
+        format: Option<String>,
+    },
     /// What a check looks at, why it matters, how to verify it by hand, and the fix.
     Explain {
         /// A check id, e.g. pcie.link (see `gpuaudit checks`).
@@ -89,7 +95,8 @@ pub struct AuditArgs {
     /// Audit a snapshot directory (written by `gpuaudit collect`) instead of this machine.
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
-    /// What was ordered, e.g. h100-sxm5-80gb:8, a100:2, h200: model and count are checked.
+    /// What was ordered, e.g. h100-sxm5-80gb:8, a100:2, h200: model and count are checked
+    /// (`gpuaudit models` lists the model names).
     #[arg(long, value_name = "MODEL[:COUNT]")]
     pub expect: Option<String>,
     /// general | train | inference | hpc | render: raises or lowers the severity of the checks

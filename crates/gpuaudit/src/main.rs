@@ -28,6 +28,7 @@ fn main() -> ExitCode {
         Some(cli::Command::Audit(a)) => commands::audit::run(&a),
         Some(cli::Command::Collect(c)) => commands::collect::run(&c),
         Some(cli::Command::Checks) => commands::catalog::list(),
+        Some(cli::Command::Models { format }) => commands::models::run(format.as_deref()),
         Some(cli::Command::Explain { id }) => commands::catalog::explain(&id),
         Some(cli::Command::Bench(b)) => commands::bench::bench(&b),
         Some(cli::Command::Burn(b)) => commands::bench::burn(&b),

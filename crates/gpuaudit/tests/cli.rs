@@ -243,3 +243,112 @@ fn collect_then_audit_gives_the_live_findings() {
         .collect();
     assert_eq!(key(&live, &measured), key(&offline, &measured));
 }
+
+#[test]
+fn models_lists_every_model_and_the_names_expect_accepts() {
+    let db = gpuaudit_core::spec::SpecDb::embedded();
+    let out = gpuaudit().arg("models").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.starts_with("KEY "), "{text}");
+    for g in &db.gpus {
+        let line = text
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(g.key.as_str()))
+            .unwrap_or_else(|| panic!("{} not listed", g.key));
+        assert!(line.contains(&g.name), "{line}");
+        assert!(line.contains(&g.expect_names().join(", ")), "{line}");
+    }
+    assert!(
+        text.contains(&format!("{} models.", db.gpus.len())),
+        "{text}"
+    );
+
+    let out = gpuaudit()
+        .args(["models", "--format", "json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["schema"], "gpuaudit.models/1");
+    let models = v["models"].as_array().unwrap();
+    assert_eq!(models.len(), db.gpus.len());
+    for (m, g) in models.iter().zip(&db.gpus) {
+        assert_eq!(m["key"], g.key.as_str());
+        assert_eq!(m["nvlink"], g.nvlink_kind().as_str());
+        let names: Vec<String> = m["expect_names"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_str().unwrap().to_string())
+            .collect();
+        assert_eq!(names, g.expect_names(), "{}", g.key);
+        assert_eq!(
+            m["pci_device_ids"][0].as_str().unwrap(),
+            format!("0x{:04x}", g.pci_device_ids[0])
+        );
+    }
+    let h200 = models
+        .iter()
+        .find(|m| m["key"] == "h200-sxm-141gb")
+        .unwrap();
+    assert_eq!(h200["memory_gb"], 141.0);
+    assert_eq!(h200["nvlink"], "direct");
+    let p4 = models.iter().find(|m| m["key"] == "p4").unwrap();
+    assert!(p4["memory_gb"].is_null());
+
+    gpuaudit()
+        .args(["models", "--format", "yaml"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("expected table or json"));
+}
+
+#[test]
+fn expect_accepts_the_names_models_lists() {
+    // Every listed name is checked against the database in gpuaudit-core's tests; here a
+    // few go through the command line, the way a user types them.
+    for name in [
+        "v100s:8",
+        "a100:8",
+        "rtx4090",
+        "rtx-pro-6000:2",
+        "gh200",
+        "p100-sxm2-16gb",
+        "rtx-2080-ti",
+        "b300:8",
+    ] {
+        let out = gpuaudit()
+            .args(["--format", "json", "--root"])
+            .arg(fixture("h200-x2-vm"))
+            .args(["--expect", name])
+            .output()
+            .unwrap();
+        assert_ne!(
+            out.status.code(),
+            Some(2),
+            "--expect {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+#[test]
+fn an_unknown_expect_model_is_refused_with_the_names_known() {
+    let out = gpuaudit()
+        .args(["--root"])
+        .arg(fixture("h200-x2-vm"))
+        .args(["--expect", "x100:8"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--expect 'x100:8': unknown GPU model 'x100'; known: a10, a100,"),
+        "{err}"
+    );
+    assert!(err.contains("v100s") && err.contains("rtx-4090"), "{err}");
+    assert!(err.contains("`gpuaudit models`"), "{err}");
+    assert!(out.stdout.is_empty());
+}

@@ -489,7 +489,16 @@ mod tests {
         );
         assert_eq!(t.architecture(cc(7, 0)).unwrap().min_driver.branch(), 384);
         assert_eq!(t.architecture(cc(10, 0)).unwrap().min_driver.branch(), 570);
-        assert!(t.architecture(cc(6, 1)).is_none());
+        assert_eq!(t.architecture(cc(6, 1)).unwrap().name, "Pascal");
+        assert_eq!(
+            t.architecture(cc(6, 0)).unwrap().min_driver.to_string(),
+            "367.48"
+        );
+        assert_eq!(
+            t.architecture(cc(10, 3)).unwrap().first_cuda,
+            CudaVersion::new(12, 9)
+        );
+        assert!(t.architecture(cc(5, 2)).is_none());
         // Where the first toolkit is in the table, the architecture's driver is its GA driver.
         for a in &t.architectures {
             if let Some(tk) = t.toolkit(a.first_cuda) {

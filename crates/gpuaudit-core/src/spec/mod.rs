@@ -7,26 +7,38 @@
 //! [`cuda`] holds the CUDA toolkit / driver table (`data/cuda.toml`).
 
 pub mod cuda;
+mod expect;
+mod names;
+mod raw;
 
 pub use cuda::{
     cuda_table, ArchSupport, BadDriverVersion, CudaTable, CudaTableError, DriverSupport,
     DriverVersion, ToolkitReq, ToolkitUpdate,
 };
 
+pub use expect::{ExpectMatch, GpuEvidence, UnknownModel};
+
 use crate::facts::ComputeCapability;
+use names::{family_fits, normalize, tokens, variant_words, vocabulary, word_matches};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
 use std::sync::OnceLock;
 
 const EMBEDDED: &str = include_str!("../../../../data/gpus.toml");
 
+/// One model as its datasheet describes it. Deserialized from the file's shape
+/// (`raw::RawGpuSpec`), which keeps [`GpuSpec::nvlink_kind`] and [`GpuSpec::nvlink`] in step.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "raw::RawGpuSpec", into = "raw::RawGpuSpec")]
 pub struct GpuSpec {
     /// Stable key, e.g. "h100-sxm5-80gb".
     pub key: String,
     /// The marketing name, e.g. "NVIDIA H100 SXM5 80GB".
     pub name: String,
+    /// The product line the model number names, e.g. "A100", "RTX 4090", "RTX PRO 6000".
+    /// Every name of the entry (marketing and NVML) contains its words, so a GPU whose
+    /// reported name lacks them is another product.
+    pub family: String,
     /// Other names users use for it ("h100 sxm 80gb", "4090"); used by [`SpecDb::matching`].
     #[serde(default)]
     pub aliases: Vec<String>,
@@ -35,36 +47,32 @@ pub struct GpuSpec {
     pub nvml_names: Vec<String>,
     /// PCI device ids (vendor 0x10de).
     pub pci_device_ids: Vec<u16>,
+    /// Where two models share a device id (the A2 and the A16 are both 0x25b6), the PCI
+    /// subsystem device ids that make this one; empty: any subsystem.
+    pub pci_subsystem_device_ids: Vec<u16>,
     pub architecture: String,
     /// "9.0".
     pub compute_capability: String,
-    #[serde(default)]
     pub sm_count: Option<u32>,
     /// NVIDIA's capacity label ("80GB"); it tracks GiB, see [`GpuSpec::memory_matches`].
-    #[serde(default)]
     pub memory_gb: Option<f64>,
-    #[serde(default)]
     pub memory_type: Option<String>,
     /// Peak memory bandwidth, GB/s (1e9 bytes per second).
-    #[serde(default)]
     pub memory_bandwidth_gbps: Option<f64>,
     /// Board power (TDP / TGP / max TDP), watts. For configurable parts, the maximum.
-    #[serde(default)]
     pub tdp_w: Option<f64>,
     /// For configurable parts (e.g. H100 NVL 350-400 W), the lowest configuration.
-    #[serde(default)]
     pub tdp_min_w: Option<f64>,
-    #[serde(default)]
     pub boost_clock_mhz: Option<u32>,
-    #[serde(default)]
     pub base_clock_mhz: Option<u32>,
-    #[serde(default)]
     pub pcie_gen: Option<u32>,
-    #[serde(default)]
     pub pcie_width: Option<u32>,
-    /// `None` where the model has no GPU-to-GPU NVLink.
-    #[serde(default)]
+    /// NVLink figures (version, links, bandwidth) where the model has NVLink and NVIDIA
+    /// states them; `None` otherwise, whether the model has no NVLink or the database does
+    /// not know: [`GpuSpec::nvlink_kind`] tells which.
     pub nvlink: Option<NvlinkSpec>,
+    /// Whether and how the model connects to other GPUs over NVLink.
+    pub nvlink_kind: NvlinkKind,
     /// Form factor: "sxm", "pcie", "superchip", "mezzanine".
     pub form_factor: String,
     pub tflops: Tflops,
@@ -72,6 +80,50 @@ pub struct GpuSpec {
     pub sources: Vec<Source>,
 }
 
+/// What the database says about a model's NVLink.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum NvlinkKind {
+    /// The database does not say (no NVIDIA document read states it).
+    Unknown,
+    /// The model has no NVLink: GPU-to-GPU traffic goes over PCIe.
+    None,
+    /// NVLink through an add-on bridge between two (or four) cards: without a bridge, no
+    /// links up is normal.
+    Bridge,
+    /// NVLink on the board (SXM / mezzanine): to the other GPUs directly or through NVSwitch,
+    /// as the board is built. Links are expected up without anything added.
+    Direct,
+    /// NVLink that reaches other GPUs only through NVSwitch (V100 SXM3 in DGX-2, HGX B200):
+    /// links are expected up, and the fabric manager must run.
+    Switch,
+}
+
+impl NvlinkKind {
+    /// Links are part of the board: no links up is a fault, not a missing bridge.
+    pub fn is_on_board(self) -> bool {
+        matches!(self, NvlinkKind::Direct | NvlinkKind::Switch)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NvlinkKind::Unknown => "unknown",
+            NvlinkKind::None => "none",
+            NvlinkKind::Bridge => "bridge",
+            NvlinkKind::Direct => "direct",
+            NvlinkKind::Switch => "switch",
+        }
+    }
+}
+
+impl std::fmt::Display for NvlinkKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// NVLink figures. Built from the file's `nvlink` table; `bridge` mirrors
+/// [`NvlinkKind::Bridge`] for the checks that read it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NvlinkSpec {
@@ -132,6 +184,58 @@ const MEMORY_LOW: f64 = 0.90;
 const MEMORY_HIGH: f64 = 1.02;
 
 impl GpuSpec {
+    /// Whether and how this model connects to other GPUs over NVLink.
+    pub fn nvlink_kind(&self) -> NvlinkKind {
+        self.nvlink_kind
+    }
+
+    /// The names `--expect` accepts for this model, most specific first: its key, its
+    /// aliases, and its family's short name (`a100`, `rtx-4090`), which stands for every
+    /// model of the family.
+    pub fn expect_names(&self) -> Vec<String> {
+        let mut out = vec![self.key.clone()];
+        for a in &self.aliases {
+            let a = a.trim().to_ascii_lowercase();
+            if !out.contains(&a) {
+                out.push(a);
+            }
+        }
+        let short = self.family_short_name();
+        if !out.contains(&short) {
+            out.push(short);
+        }
+        out
+    }
+
+    /// The family as one lower-case word group: "RTX PRO 6000" -> "rtx-pro-6000".
+    pub fn family_short_name(&self) -> String {
+        tokens(&self.family).join("-")
+    }
+
+    /// Whether a reported name names this model's family: it carries the family's words and
+    /// no variant word (Ti, SUPER, D, Max-Q, SFF, Laptop) the family lacks. "Tesla
+    /// V100S-PCIE-32GB" does not name an A100, "NVIDIA GeForce RTX 3080 Ti" not an RTX 3080.
+    pub fn family_fits(&self, reported_name: &str) -> bool {
+        family_fits(&self.family, reported_name)
+    }
+
+    /// Whether a reported name is exactly one of this model's names (NVML or marketing),
+    /// ignoring case, separators and the words NVIDIA, Tesla, GeForce.
+    pub fn has_exact_name(&self, reported_name: &str) -> bool {
+        let wanted = normalize(reported_name);
+        !wanted.is_empty()
+            && (self.nvml_names.iter().any(|n| normalize(n) == wanted)
+                || normalize(&self.name) == wanted)
+    }
+
+    /// Whether a PCI function with this device id (and subsystem device id, where read) is
+    /// this model.
+    pub fn has_pci_id(&self, device: u16, subsystem_device: Option<u16>) -> bool {
+        self.pci_device_ids.contains(&device)
+            && (self.pci_subsystem_device_ids.is_empty()
+                || subsystem_device.is_none_or(|s| self.pci_subsystem_device_ids.contains(&s)))
+    }
+
     pub fn compute_capability(&self) -> Option<ComputeCapability> {
         parse_cc(&self.compute_capability)
     }
@@ -186,9 +290,16 @@ pub struct SpecDb {
     pub gpus: Vec<GpuSpec>,
 }
 
+/// PCI ids read as "no value": an unprogrammed or unreadable register reads 0x0000 or 0xffff.
+fn readable_pci_id(id: u16) -> Option<u16> {
+    (id != 0 && id != 0xffff).then_some(id)
+}
+
 impl SpecDb {
     /// Parses and checks a database: unique keys, a valid compute capability, at least one
-    /// PCI id and one source per entry, positive figures, and no PCI id in two entries.
+    /// PCI id and one source per entry, positive figures, a family every name of the entry
+    /// carries, and no PCI id in two entries unless both name the subsystems that tell them
+    /// apart, and those differ.
     pub fn parse(text: &str) -> Result<SpecDb, SpecError> {
         let db: SpecDb = toml::from_str(text)?;
         db.validate()?;
@@ -198,7 +309,7 @@ impl SpecDb {
     fn validate(&self) -> Result<(), SpecError> {
         let bad = |key: &str, what: String| Err(SpecError::Invalid(format!("{key}: {what}")));
         let mut keys = HashSet::new();
-        let mut ids: BTreeMap<u16, &str> = BTreeMap::new();
+        let mut ids: BTreeMap<u16, Vec<&GpuSpec>> = BTreeMap::new();
         for g in &self.gpus {
             if g.key.trim().is_empty() || g.key != g.key.trim().to_ascii_lowercase() {
                 return bad(&g.key, "key must be lower case, non-empty".into());
@@ -218,13 +329,37 @@ impl SpecDb {
             if g.pci_device_ids.is_empty() {
                 return bad(&g.key, "has no PCI device id".into());
             }
-            for id in &g.pci_device_ids {
-                if let Some(other) = ids.insert(*id, &g.key) {
+            if tokens(&g.family).is_empty() {
+                return bad(&g.key, "family must name the product line".into());
+            }
+            for n in std::iter::once(&g.name).chain(g.nvml_names.iter()) {
+                if !g.family_fits(n) {
                     return bad(
                         &g.key,
-                        format!("PCI id {id:#06x} is also listed by {other}"),
+                        format!("name {n:?} does not carry the family {:?}", g.family),
                     );
                 }
+            }
+            for id in &g.pci_device_ids {
+                let sharing = ids.entry(*id).or_default();
+                for other in sharing.iter() {
+                    let apart = !g.pci_subsystem_device_ids.is_empty()
+                        && !other.pci_subsystem_device_ids.is_empty()
+                        && !g
+                            .pci_subsystem_device_ids
+                            .iter()
+                            .any(|s| other.pci_subsystem_device_ids.contains(s));
+                    if !apart {
+                        return bad(
+                            &g.key,
+                            format!(
+                                "PCI id {id:#06x} is also listed by {} (two entries may share a device id only with disjoint pci_subsystem_device_ids)",
+                                other.key
+                            ),
+                        );
+                    }
+                }
+                sharing.push(g);
             }
             let mut figures: Vec<(&str, Option<f64>)> = vec![
                 ("memory_gb", g.memory_gb),
@@ -255,6 +390,11 @@ impl SpecDb {
                     return bad(&g.key, "tdp_min_w exceeds tdp_w".into());
                 }
             }
+            if let (Some(base), Some(boost)) = (g.base_clock_mhz, g.boost_clock_mhz) {
+                if base > boost {
+                    return bad(&g.key, "base_clock_mhz exceeds boost_clock_mhz".into());
+                }
+            }
         }
         Ok(())
     }
@@ -273,55 +413,69 @@ impl SpecDb {
         self.gpus.iter().find(|g| g.key == key)
     }
 
-    /// The model of a GPU the driver reported: [`identify`](Self::identify) from its PCI
-    /// device id, name and memory size.
+    /// The model of a GPU the driver reported: [`identify_evidence`](Self::identify_evidence)
+    /// from its PCI device and subsystem ids, name and memory size.
     pub fn identify_gpu(&self, g: &crate::facts::GpuFacts) -> Option<&GpuSpec> {
-        self.identify(
-            g.pci_device_id.value().copied(),
-            g.name.value().map(String::as_str),
-            g.memory.total_mib.value().copied(),
-        )
+        self.identify_evidence(&GpuEvidence::of(g))
     }
 
-    /// Which model a GPU is.
-    ///
-    /// 1. The PCI device id, where given and known.
-    /// 2. Otherwise the reported name: an exact (normalised) NVML or marketing name, else the
-    ///    loose [`matching`](Self::matching) rules on the name.
-    /// 3. Where several entries remain, the one whose memory label is nearest the reported
-    ///    memory (compared in GiB), then the one whose NVML name is the reported name.
+    /// Which model a GPU is, from its PCI device id, name and memory size (see
+    /// [`identify_evidence`](Self::identify_evidence)).
     pub fn identify(
         &self,
         pci_device_id: Option<u16>,
         name: Option<&str>,
         memory_mib: Option<u64>,
     ) -> Option<&GpuSpec> {
-        let by_id: Vec<&GpuSpec> = match pci_device_id {
-            Some(id) => self
-                .gpus
-                .iter()
-                .filter(|g| g.pci_device_ids.contains(&id))
-                .collect(),
+        self.identify_evidence(&GpuEvidence {
+            pci_device_id,
+            name,
+            memory_mib,
+            ..GpuEvidence::default()
+        })
+    }
+
+    /// The entries a PCI function's ids name: one, or several where models share a device id
+    /// and the subsystem was not read. Ids 0x0000 and 0xffff name nothing.
+    pub fn by_pci_id(&self, device: u16, subsystem_device: Option<u16>) -> Vec<&GpuSpec> {
+        let Some(device) = readable_pci_id(device) else {
+            return Vec::new();
+        };
+        self.gpus
+            .iter()
+            .filter(|g| g.has_pci_id(device, subsystem_device))
+            .collect()
+    }
+
+    /// The entries whose NVML or marketing name is exactly this name (normalised).
+    pub fn by_exact_name(&self, name: &str) -> Vec<&GpuSpec> {
+        self.gpus
+            .iter()
+            .filter(|g| g.has_exact_name(name))
+            .collect()
+    }
+
+    /// Which model a GPU is.
+    ///
+    /// 1. The PCI device id (and the subsystem id where two models share a device id), where
+    ///    given and known.
+    /// 2. Otherwise the reported name: an exact (normalised) NVML or marketing name, else the
+    ///    loose [`matching`](Self::matching) rules on the name.
+    /// 3. Where several entries remain, the one whose NVML name is the reported name, then
+    ///    the one whose memory label is nearest the reported memory (compared in GiB).
+    pub fn identify_evidence(&self, e: &GpuEvidence) -> Option<&GpuSpec> {
+        let by_id = match e.pci_device_id {
+            Some(id) => self.by_pci_id(id, e.pci_subsystem_device_id),
             None => Vec::new(),
         };
-        let wanted = name.map(normalize);
+        let name = e.name.filter(|n| !normalize(n).is_empty());
         let candidates = if !by_id.is_empty() {
             by_id
         } else {
-            let wanted = wanted.as_deref()?;
-            if wanted.is_empty() {
-                return None;
-            }
-            let exact: Vec<&GpuSpec> = self
-                .gpus
-                .iter()
-                .filter(|g| {
-                    g.nvml_names.iter().any(|n| normalize(n) == wanted)
-                        || normalize(&g.name) == wanted
-                })
-                .collect();
+            let name = name?;
+            let exact = self.by_exact_name(name);
             if exact.is_empty() {
-                self.matching(name.unwrap_or_default())
+                self.matching(name)
             } else {
                 exact
             }
@@ -329,7 +483,16 @@ impl SpecDb {
         if candidates.len() <= 1 {
             return candidates.into_iter().next();
         }
-        if let Some(mib) = memory_mib {
+        if let Some(name) = name {
+            let named: Vec<&&GpuSpec> = candidates
+                .iter()
+                .filter(|g| g.has_exact_name(name))
+                .collect();
+            if named.len() == 1 {
+                return Some(named[0]);
+            }
+        }
+        if let Some(mib) = e.memory_mib {
             let gib = mib as f64 / 1024.0;
             if let Some(best) = candidates
                 .iter()
@@ -337,14 +500,6 @@ impl SpecDb {
                 .min_by(|a, b| a.1.total_cmp(&b.1))
             {
                 return Some(best.0);
-            }
-        }
-        if let Some(wanted) = wanted.as_deref() {
-            if let Some(g) = candidates
-                .iter()
-                .find(|g| g.nvml_names.iter().any(|n| normalize(n) == wanted))
-            {
-                return Some(g);
             }
         }
         candidates.into_iter().next()
@@ -355,16 +510,20 @@ impl SpecDb {
     ///
     /// Rules:
     /// - A query equal to an entry's key (ignoring case) names that entry alone.
-    /// - Otherwise the query and each entry's key, name, aliases and NVML names are split into
-    ///   lower-case words at every character that is not a letter or digit; the words
-    ///   "nvidia", "tesla", "geforce" and "gpu" are dropped; a memory word "40g" is read as
-    ///   "40gb". Two adjacent words of an entry also count joined ("rtx" "4090" gives
+    /// - Otherwise the query and each entry's key, name, family, aliases and NVML names are
+    ///   split into lower-case words at every character that is not a letter or digit; the
+    ///   words "nvidia", "tesla", "geforce" and "gpu" are dropped; a memory word "40g" is read
+    ///   as "40gb". Two adjacent words of an entry also count joined ("rtx" "4090" gives
     ///   "rtx4090").
     /// - An entry matches when every query word is one of its words, except that the query
     ///   word "sxm" also matches "sxm2", "sxm4", "sxm5".
     ///
-    /// Words match whole, so `h100` never matches H800, H20, H200 or GH200, and `l40` never
-    /// matches the L40S. An empty or unknown name matches nothing.
+    /// - An entry whose family has a variant word (Ti, SUPER, D, Max-Q, SFF, ...) matches only
+    ///   a query that says it: `rtx 2080` is not an RTX 2080 Ti, `rtx pro 6000` not the Max-Q.
+    ///
+    /// Words match whole, so `h100` never matches H800, H20, H200 or GH200, `v100` never
+    /// matches the V100S, and `l40` never matches the L40S. An empty or unknown name matches
+    /// nothing.
     pub fn matching(&self, query: &str) -> Vec<&GpuSpec> {
         let q = query.trim().to_ascii_lowercase();
         if let Some(g) = self.gpus.iter().find(|g| g.key == q) {
@@ -374,6 +533,7 @@ impl SpecDb {
         if words.is_empty() {
             return Vec::new();
         }
+        let asked_variants = variant_words(&q);
         self.gpus
             .iter()
             .filter(|g| {
@@ -381,59 +541,21 @@ impl SpecDb {
                 words
                     .iter()
                     .all(|w| vocab.iter().any(|v| word_matches(w, v)))
+                    && variant_words(&g.family)
+                        .iter()
+                        .all(|v| asked_variants.contains(v))
             })
             .collect()
     }
-}
 
-const NOISE: [&str; 4] = ["nvidia", "tesla", "geforce", "gpu"];
-
-/// Lower case, noise words dropped, separators collapsed:
-/// "NVIDIA H100 80GB HBM3" -> "h100 80gb hbm3".
-fn normalize(s: &str) -> String {
-    tokens(s).join(" ")
-}
-
-fn tokens(s: &str) -> Vec<String> {
-    s.to_ascii_lowercase()
-        .split(|c: char| !c.is_ascii_alphanumeric())
-        .filter(|t| !t.is_empty() && !NOISE.contains(t))
-        .map(canonical_word)
-        .collect()
-}
-
-/// "40g" -> "40gb": users write both.
-fn canonical_word(t: &str) -> String {
-    match t.strip_suffix('g') {
-        Some(n) if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) => format!("{n}gb"),
-        _ => t.to_string(),
+    /// The family short names (`a100`, `h100`, `rtx-4090`, ...), sorted: what a refusal of
+    /// an unknown `--expect` model offers.
+    pub fn family_short_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.gpus.iter().map(|g| g.family_short_name()).collect();
+        names.sort();
+        names.dedup();
+        names
     }
-}
-
-fn vocabulary(g: &GpuSpec) -> HashSet<String> {
-    let mut vocab = HashSet::new();
-    let names = [&g.key, &g.name]
-        .into_iter()
-        .chain(g.aliases.iter())
-        .chain(g.nvml_names.iter());
-    for n in names {
-        let words = tokens(n);
-        for pair in words.windows(2) {
-            vocab.insert(format!("{}{}", pair[0], pair[1]));
-        }
-        vocab.extend(words);
-    }
-    vocab
-}
-
-fn word_matches(query: &str, word: &str) -> bool {
-    if query == word {
-        return true;
-    }
-    query == "sxm"
-        && word
-            .strip_prefix("sxm")
-            .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_digit()))
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
 use super::*;
+use crate::reading::Reading;
 
 fn db() -> SpecDb {
     SpecDb::parse(EMBEDDED).expect("data/gpus.toml must parse")
@@ -17,44 +18,81 @@ fn embedded_database_parses_and_is_served() {
     assert_eq!(SpecDb::embedded().gpus.len(), db.gpus.len());
 }
 
+/// Every model issue 8 asks the database to cover, by key.
+const COVERED: &[&str] = &[
+    "p4",
+    "p40",
+    "p100-pcie-12gb",
+    "p100-pcie-16gb",
+    "p100-sxm2-16gb",
+    "v100-pcie-16gb",
+    "v100-pcie-32gb",
+    "v100-sxm2-16gb",
+    "v100-sxm2-32gb",
+    "v100-sxm3-32gb",
+    "v100s-pcie-32gb",
+    "t4",
+    "rtx-2080",
+    "rtx-2080-ti",
+    "a2",
+    "a10",
+    "a10g",
+    "a16",
+    "a30",
+    "a40",
+    "a100-pcie-40gb",
+    "a100-pcie-80gb",
+    "a100-sxm4-40gb",
+    "a100-sxm4-80gb",
+    "a800-pcie-80gb",
+    "a800-sxm4-80gb",
+    "rtx-a4000",
+    "rtx-a5000",
+    "rtx-a6000",
+    "rtx-3080",
+    "rtx-3090",
+    "l4",
+    "l20",
+    "l40",
+    "l40s",
+    "rtx-4000-ada",
+    "rtx-4000-sff-ada",
+    "rtx-5000-ada",
+    "rtx-6000-ada",
+    "rtx-4080",
+    "rtx-4090",
+    "h100-pcie-80gb",
+    "h100-sxm5-80gb",
+    "h100-nvl-94gb",
+    "h800-sxm5",
+    "h800-pcie",
+    "h20",
+    "h200-sxm-141gb",
+    "h200-nvl-141gb",
+    "gh200-96gb",
+    "gh200-144gb",
+    "b200",
+    "b300",
+    "gb200",
+    "rtx-pro-6000-server",
+    "rtx-pro-6000-workstation",
+    "rtx-pro-6000-max-q",
+    "rtx-5090",
+];
+
 #[test]
 fn the_ordered_models_are_all_there() {
     let db = db();
-    for key in [
-        "v100-pcie-16gb",
-        "v100-pcie-32gb",
-        "v100-sxm2-16gb",
-        "v100-sxm2-32gb",
-        "t4",
-        "a10",
-        "a10g",
-        "a30",
-        "a40",
-        "a100-pcie-40gb",
-        "a100-pcie-80gb",
-        "a100-sxm4-40gb",
-        "a100-sxm4-80gb",
-        "a800-pcie-80gb",
-        "a800-sxm4-80gb",
-        "l4",
-        "l40",
-        "l40s",
-        "rtx-4090",
-        "rtx-a6000",
-        "rtx-6000-ada",
-        "h100-pcie-80gb",
-        "h100-sxm5-80gb",
-        "h100-nvl-94gb",
-        "h800-sxm5",
-        "h800-pcie",
-        "h20",
-        "h200-sxm-141gb",
-        "h200-nvl-141gb",
-        "gh200-96gb",
-        "gh200-144gb",
-        "b200",
-    ] {
+    for key in COVERED {
         assert!(db.by_key(key).is_some(), "{key} missing");
+    }
+    // And nothing unlisted crept in without a test naming it.
+    for g in &db.gpus {
+        assert!(
+            COVERED.contains(&g.key.as_str()),
+            "{} is not in COVERED",
+            g.key
+        );
     }
 }
 
@@ -67,7 +105,23 @@ fn every_entry_is_well_formed() {
             assert!(s.url.starts_with("https://"), "{}: {}", g.key, s.url);
         }
         let cc = g.compute_capability().expect("valid compute capability");
-        assert!((7..=12).contains(&cc.major), "{}: {cc}", g.key);
+        assert!((6..=12).contains(&cc.major), "{}: {cc}", g.key);
+        for n in std::iter::once(&g.name).chain(g.nvml_names.iter()) {
+            assert!(
+                g.family_fits(n),
+                "{}: {n:?} lacks family {:?}",
+                g.key,
+                g.family
+            );
+        }
+        // The NVLink figures and the kind agree, and `bridge` mirrors the kind.
+        match (g.nvlink_kind(), &g.nvlink) {
+            (NvlinkKind::None | NvlinkKind::Unknown, Some(_)) => {
+                panic!("{}: figures without NVLink", g.key)
+            }
+            (kind, Some(n)) => assert_eq!(n.bridge, kind == NvlinkKind::Bridge, "{}", g.key),
+            _ => {}
+        }
         assert!(g.min_driver().is_some(), "{}: architecture unknown", g.key);
         assert!(!g.nvml_names.is_empty(), "{}: no NVML name", g.key);
         assert!(
@@ -96,13 +150,34 @@ fn every_entry_is_well_formed() {
 
 #[test]
 fn pci_ids_are_not_shared() {
-    let mut seen: BTreeMap<u16, String> = BTreeMap::new();
-    for g in &db().gpus {
+    let mut seen: BTreeMap<u16, Vec<&GpuSpec>> = BTreeMap::new();
+    let db = db();
+    for g in &db.gpus {
         for id in &g.pci_device_ids {
-            if let Some(other) = seen.insert(*id, g.key.clone()) {
-                panic!("{id:#06x} in {other} and {}", g.key);
+            seen.entry(*id).or_default().push(g);
+        }
+    }
+    for (id, entries) in seen {
+        if entries.len() == 1 {
+            continue;
+        }
+        // Only NVIDIA's two-products-one-id case, told apart by disjoint subsystems.
+        let mut subsystems: Vec<u16> = Vec::new();
+        for g in &entries {
+            assert!(
+                !g.pci_subsystem_device_ids.is_empty(),
+                "{id:#06x} shared by {} without subsystem ids",
+                g.key
+            );
+            for s in &g.pci_subsystem_device_ids {
+                assert!(
+                    !subsystems.contains(s),
+                    "{id:#06x}: subsystem {s:#06x} twice"
+                );
+                subsystems.push(*s);
             }
         }
+        assert_eq!(id, 0x25b6, "a new shared id: check it is NVIDIA's doing");
     }
 }
 
@@ -112,6 +187,21 @@ fn every_pci_id_and_nvml_name_identifies_its_entry() {
     for g in &db.gpus {
         let mib = g.memory_mib().map(|m| m as u64);
         for id in &g.pci_device_ids {
+            if !g.pci_subsystem_device_ids.is_empty() {
+                for sub in &g.pci_subsystem_device_ids {
+                    let e = GpuEvidence {
+                        pci_device_id: Some(*id),
+                        pci_subsystem_device_id: Some(*sub),
+                        ..GpuEvidence::default()
+                    };
+                    assert_eq!(db.identify_evidence(&e).unwrap().key, g.key);
+                }
+                // A shared id without its subsystem: the name decides.
+                for n in &g.nvml_names {
+                    assert_eq!(db.identify(Some(*id), Some(n), None).unwrap().key, g.key);
+                }
+                continue;
+            }
             assert_eq!(db.identify(Some(*id), None, None).unwrap().key, g.key);
             for n in &g.nvml_names {
                 assert_eq!(
@@ -275,7 +365,43 @@ fn loose_names_match_the_models_they_stand_for() {
         ("a6000", &["rtx-a6000"]),
         ("rtx a6000", &["rtx-a6000"]),
         ("rtx 6000 ada", &["rtx-6000-ada"]),
-        ("rtx-6000", &["rtx-6000-ada"]),
+        // "rtx 6000" is every card of that number: the Ada one and the RTX PRO 6000s (the
+        // Max-Q only when asked for).
+        (
+            "rtx-6000",
+            &[
+                "rtx-6000-ada",
+                "rtx-pro-6000-server",
+                "rtx-pro-6000-workstation",
+            ],
+        ),
+        (
+            "rtx-pro-6000",
+            &["rtx-pro-6000-server", "rtx-pro-6000-workstation"],
+        ),
+        ("rtx pro 6000 max-q", &["rtx-pro-6000-max-q"]),
+        ("rtx2080", &["rtx-2080"]),
+        ("rtx 2080 ti", &["rtx-2080-ti"]),
+        ("rtx 4000 ada", &["rtx-4000-ada"]),
+        ("rtx 4000 sff ada", &["rtx-4000-sff-ada"]),
+        ("v100s", &["v100s-pcie-32gb"]),
+        (
+            "p100",
+            &["p100-pcie-12gb", "p100-pcie-16gb", "p100-sxm2-16gb"],
+        ),
+        ("p40", &["p40"]),
+        ("p4", &["p4"]),
+        ("a2", &["a2"]),
+        ("a16", &["a16"]),
+        ("l20", &["l20"]),
+        ("b300", &["b300"]),
+        ("gb200", &["gb200"]),
+        ("rtx5090", &["rtx-5090"]),
+        ("3090", &["rtx-3090"]),
+        ("rtx 3080", &["rtx-3080"]),
+        ("4080", &["rtx-4080"]),
+        ("a5000", &["rtx-a5000"]),
+        ("rtx a4000", &["rtx-a4000"]),
         (
             "v100",
             &[
@@ -283,9 +409,13 @@ fn loose_names_match_the_models_they_stand_for() {
                 "v100-pcie-32gb",
                 "v100-sxm2-16gb",
                 "v100-sxm2-32gb",
+                "v100-sxm3-32gb",
             ],
         ),
-        ("v100-32gb", &["v100-pcie-32gb", "v100-sxm2-32gb"]),
+        (
+            "v100-32gb",
+            &["v100-pcie-32gb", "v100-sxm2-32gb", "v100-sxm3-32gb"],
+        ),
         ("v100-sxm2", &["v100-sxm2-16gb", "v100-sxm2-32gb"]),
         ("NVIDIA H100 80GB HBM3", &["h100-sxm5-80gb"]),
         ("Tesla V100-SXM2-32GB", &["v100-sxm2-32gb"]),
@@ -333,6 +463,7 @@ const MINIMAL: &str = r#"
 [[gpu]]
 key = "x"
 name = "X"
+family = "X"
 nvml_names = ["NVIDIA X"]
 pci_device_ids = [0x1234]
 architecture = "Hopper"
@@ -398,4 +529,984 @@ fn h200_vm_snapshot_agrees_with_its_entry() {
         cuda_table().max_cuda_for_driver(&driver),
         Some(crate::facts::CudaVersion::new(13, 0))
     );
+}
+
+// ------------------------------------------------------------------ identification samples
+
+/// One GPU of each family as the driver reports it: (PCI id, NVML name, entry).
+const SAMPLES: &[(u16, &str, &str)] = &[
+    (0x15f8, "Tesla P100-PCIE-16GB", "p100-pcie-16gb"),
+    (0x1b38, "Tesla P40", "p40"),
+    (0x1bb3, "Tesla P4", "p4"),
+    (0x1db5, "Tesla V100-SXM2-32GB", "v100-sxm2-32gb"),
+    (0x1db8, "Tesla V100-SXM3-32GB", "v100-sxm3-32gb"),
+    (0x1df6, "Tesla V100S-PCIE-32GB", "v100s-pcie-32gb"),
+    (0x1eb8, "Tesla T4", "t4"),
+    (0x1e07, "NVIDIA GeForce RTX 2080 Ti", "rtx-2080-ti"),
+    (0x20b2, "NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),
+    (0x20f3, "NVIDIA A800-SXM4-80GB", "a800-sxm4-80gb"),
+    (0x20b7, "NVIDIA A30", "a30"),
+    (0x2237, "NVIDIA A10G", "a10g"),
+    (0x2235, "NVIDIA A40", "a40"),
+    (0x2231, "NVIDIA RTX A5000", "rtx-a5000"),
+    (0x2204, "NVIDIA GeForce RTX 3090", "rtx-3090"),
+    (0x220a, "NVIDIA GeForce RTX 3080", "rtx-3080"),
+    (0x26ba, "NVIDIA L20", "l20"),
+    (0x26b9, "NVIDIA L40S", "l40s"),
+    (0x27b8, "NVIDIA L4", "l4"),
+    (0x27b2, "NVIDIA RTX 4000 Ada Generation", "rtx-4000-ada"),
+    (0x2684, "NVIDIA GeForce RTX 4090", "rtx-4090"),
+    (0x2330, "NVIDIA H100 80GB HBM3", "h100-sxm5-80gb"),
+    (0x2324, "NVIDIA H800", "h800-sxm5"),
+    (0x2329, "NVIDIA H20", "h20"),
+    (0x2335, "NVIDIA H200", "h200-sxm-141gb"),
+    (0x2342, "NVIDIA GH200 480GB", "gh200-96gb"),
+    (0x2901, "NVIDIA B200", "b200"),
+    (0x3182, "NVIDIA B300 SXM6 AC", "b300"),
+    (0x2941, "NVIDIA GB200", "gb200"),
+    (
+        0x2bb5,
+        "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        "rtx-pro-6000-server",
+    ),
+    (0x2b85, "NVIDIA GeForce RTX 5090", "rtx-5090"),
+];
+
+#[test]
+fn a_gpu_of_every_family_is_identified_by_id_and_by_name() {
+    let db = db();
+    for (id, name, key) in SAMPLES {
+        let by_id = db.identify(Some(*id), None, None).map(|g| g.key.as_str());
+        assert_eq!(by_id, Some(*key), "{id:#06x}");
+        let by_name = db.identify(None, Some(name), None).map(|g| g.key.as_str());
+        assert_eq!(by_name, Some(*key), "{name}");
+        // Old drivers print the name without "NVIDIA "; the rules ignore it.
+        let bare = name.trim_start_matches("NVIDIA ");
+        let by_bare = db.identify(None, Some(bare), None).map(|g| g.key.as_str());
+        assert_eq!(by_bare, Some(*key), "{bare}");
+    }
+}
+
+#[test]
+fn a2_and_a16_share_a_device_id_and_the_subsystem_or_name_tells_them_apart() {
+    let db = db();
+    let id = |sub: Option<u16>, name: Option<&'static str>| {
+        db.identify_evidence(&GpuEvidence {
+            pci_device_id: Some(0x25b6),
+            pci_subsystem_device_id: sub,
+            name,
+            ..GpuEvidence::default()
+        })
+        .map(|g| g.key.clone())
+    };
+    assert_eq!(id(Some(0x14a9), None).as_deref(), Some("a16"));
+    assert_eq!(id(Some(0x157e), None).as_deref(), Some("a2"));
+    assert_eq!(id(None, Some("NVIDIA A16")).as_deref(), Some("a16"));
+    assert_eq!(id(None, Some("NVIDIA A2")).as_deref(), Some("a2"));
+    // The subsystem outranks a name that says otherwise.
+    assert_eq!(id(Some(0x14a9), Some("NVIDIA A2")).as_deref(), Some("a16"));
+    // A subsystem neither lists: neither model.
+    assert_eq!(id(Some(0x1234), None), None);
+    assert_eq!(db.by_pci_id(0x25b6, None).len(), 2);
+    // GpuFacts carry NVML's pciSubSystemId: subsystem device in the high half.
+    let mut g = crate::facts::GpuFacts::unread(0, "0000:01:00.0", "nvml", "test");
+    g.pci_device_id = Reading::Value(0x25b6);
+    g.pci_subsystem_id = Reading::Value(0x14a9_10de);
+    assert_eq!(db.identify_gpu(&g).unwrap().key, "a16");
+}
+
+#[test]
+fn unreadable_pci_ids_name_nothing() {
+    let db = db();
+    assert!(db.by_pci_id(0x0000, None).is_empty());
+    assert!(db.by_pci_id(0xffff, None).is_empty());
+    let mut g = crate::facts::GpuFacts::unread(0, "0000:01:00.0", "nvml", "test");
+    g.pci_device_id = Reading::Value(0);
+    g.name = Reading::Value("NVIDIA L4".into());
+    g.memory.total_mib = Reading::Value(0);
+    g.sm_count = Reading::Value(0);
+    let e = GpuEvidence::of(&g);
+    assert_eq!(e.pci_device_id, None);
+    assert_eq!(e.memory_mib, None);
+    assert_eq!(e.sm_count, None);
+    assert_eq!(db.identify_gpu(&g).unwrap().key, "l4");
+}
+
+#[test]
+fn variant_words_make_another_product() {
+    let db = db();
+    let fits = |key: &str, name: &str| db.by_key(key).unwrap().family_fits(name);
+    assert!(fits("rtx-3080", "NVIDIA GeForce RTX 3080"));
+    assert!(!fits("rtx-3080", "NVIDIA GeForce RTX 3080 Ti"));
+    assert!(!fits("rtx-3080", "NVIDIA GeForce RTX 3080 Laptop GPU"));
+    assert!(!fits("rtx-4090", "NVIDIA GeForce RTX 4090 D"));
+    assert!(!fits("rtx-2080", "NVIDIA GeForce RTX 2080 SUPER"));
+    assert!(fits("rtx-2080-ti", "NVIDIA GeForce RTX 2080 Ti"));
+    assert!(!fits(
+        "rtx-pro-6000-workstation",
+        "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition"
+    ));
+    assert!(fits(
+        "rtx-pro-6000-max-q",
+        "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition"
+    ));
+    assert!(!fits("rtx-4000-ada", "NVIDIA RTX 4000 SFF Ada Generation"));
+    assert!(!fits("rtx-6000-ada", "Quadro RTX 6000"));
+    // Words, not substrings: an A100X is not an A100, an A10G not an A10.
+    assert!(!fits("a100-sxm4-80gb", "NVIDIA A100X"));
+    assert!(!fits("a10", "NVIDIA A10G"));
+    assert!(fits("a100-pcie-40gb", "GRID A100-40C"));
+}
+
+// ---------------------------------------------------------------------------------- NVLink
+
+#[test]
+fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
+    let db = db();
+    let kind = |key: &str| db.by_key(key).unwrap().nvlink_kind();
+    assert_eq!(kind("v100-sxm3-32gb"), NvlinkKind::Switch);
+    assert_eq!(kind("b200"), NvlinkKind::Switch);
+    assert_eq!(kind("b300"), NvlinkKind::Switch);
+    assert_eq!(kind("v100-sxm2-32gb"), NvlinkKind::Direct);
+    assert_eq!(kind("a100-sxm4-80gb"), NvlinkKind::Direct);
+    assert_eq!(kind("h100-sxm5-80gb"), NvlinkKind::Direct);
+    assert_eq!(kind("h200-sxm-141gb"), NvlinkKind::Direct);
+    for bridged in [
+        "a100-pcie-40gb",
+        "a100-pcie-80gb",
+        "a30",
+        "a40",
+        "rtx-a6000",
+        "h100-pcie-80gb",
+        "h100-nvl-94gb",
+        "h200-nvl-141gb",
+    ] {
+        assert_eq!(kind(bridged), NvlinkKind::Bridge, "{bridged}");
+    }
+    for none in [
+        "v100-pcie-16gb",
+        "v100-pcie-32gb",
+        "t4",
+        "a10",
+        "l4",
+        "l40",
+        "l40s",
+        "rtx-4090",
+        "rtx-6000-ada",
+    ] {
+        assert_eq!(kind(none), NvlinkKind::None, "{none}");
+    }
+    // Where no document read says, the database does not guess.
+    for unknown in [
+        "a10g",
+        "h20",
+        "gh200-96gb",
+        "rtx-a5000",
+        "rtx-2080-ti",
+        "rtx-3090",
+    ] {
+        assert_eq!(kind(unknown), NvlinkKind::Unknown, "{unknown}");
+    }
+    assert!(NvlinkKind::Switch.is_on_board() && NvlinkKind::Direct.is_on_board());
+    assert!(!NvlinkKind::Bridge.is_on_board() && !NvlinkKind::None.is_on_board());
+    assert!(!NvlinkKind::Unknown.is_on_board());
+    // The checks read `nvlink` and `bridge`; the kind keeps them as they were.
+    let pcie = db.by_key("a100-pcie-80gb").unwrap().nvlink.clone().unwrap();
+    assert!(pcie.bridge);
+    assert_eq!(pcie.bandwidth_gbps, 600.0);
+    let sxm = db.by_key("h100-sxm5-80gb").unwrap().nvlink.clone().unwrap();
+    assert!(!sxm.bridge);
+    assert_eq!(sxm.links, Some(18));
+    assert!(db.by_key("l40s").unwrap().nvlink.is_none());
+    assert!(db.by_key("v100-sxm3-32gb").unwrap().nvlink.is_none());
+}
+
+#[test]
+fn nvlink_tables_that_contradict_themselves_are_refused() {
+    let with = |nvlink: &str| MINIMAL.replace("tflops = {}", &format!("{nvlink}\ntflops = {{}}"));
+    for ok in [
+        r#"nvlink = { kind = "none" }"#,
+        r#"nvlink = { kind = "switch" }"#,
+        r#"nvlink = { kind = "bridge", version = 3, bandwidth_gbps = 112.5 }"#,
+        r#"nvlink = { kind = "direct", version = 4, links = 18, bandwidth_gbps = 900 }"#,
+    ] {
+        assert!(SpecDb::parse(&with(ok)).is_ok(), "{ok}");
+    }
+    for bad in [
+        r#"nvlink = { kind = "none", version = 3, bandwidth_gbps = 100 }"#,
+        r#"nvlink = { kind = "bridge", version = 3 }"#,
+        r#"nvlink = { kind = "bridge", bandwidth_gbps = 100 }"#,
+        r#"nvlink = { kind = "direct", links = 12 }"#,
+        r#"nvlink = { kind = "maybe" }"#,
+        r#"nvlink = { version = 3, bandwidth_gbps = 100 }"#,
+        r#"nvlink = { kind = "bridge", version = 3, bandwidth_gbps = 100, bridge = true }"#,
+        r#"nvlink = "none""#,
+        r#"nvlink = { kind = "bridge", version = 3, bandwidth_gbps = -1 }"#,
+    ] {
+        assert!(SpecDb::parse(&with(bad)).is_err(), "{bad} parsed");
+    }
+    let parsed = SpecDb::parse(&with(r#"nvlink = { kind = "none" }"#)).unwrap();
+    assert_eq!(parsed.gpus[0].nvlink_kind(), NvlinkKind::None);
+    let parsed = SpecDb::parse(MINIMAL).unwrap();
+    assert_eq!(parsed.gpus[0].nvlink_kind(), NvlinkKind::Unknown);
+}
+
+#[test]
+fn a_database_survives_a_round_trip_through_its_own_format() {
+    let db = db();
+    let text = toml::to_string(&db).expect("serializes");
+    let again = SpecDb::parse(&text).expect("parses what it wrote");
+    assert_eq!(again.gpus, db.gpus);
+}
+
+#[test]
+fn families_shared_device_ids_and_subsystems_are_checked() {
+    // A family the names do not carry.
+    assert!(SpecDb::parse(&MINIMAL.replace("family = \"X\"", "family = \"Y\"")).is_err());
+    assert!(SpecDb::parse(&MINIMAL.replace("family = \"X\"", "family = \"-\"")).is_err());
+    // Two entries on one device id: only with disjoint subsystem ids.
+    let second = MINIMAL
+        .replace("key = \"x\"", "key = \"y\"")
+        .replace("NVIDIA X", "NVIDIA X Two");
+    let shared = |a: &str, b: &str| {
+        let first = MINIMAL.replace(
+            "pci_device_ids = [0x1234]",
+            &format!("pci_device_ids = [0x1234]\n{a}"),
+        );
+        let other = second.replace(
+            "pci_device_ids = [0x1234]",
+            &format!("pci_device_ids = [0x1234]\n{b}"),
+        );
+        SpecDb::parse(&format!("{first}{other}"))
+    };
+    assert!(shared("", "").is_err());
+    assert!(shared("pci_subsystem_device_ids = [0x1]", "").is_err());
+    assert!(shared(
+        "pci_subsystem_device_ids = [0x1]",
+        "pci_subsystem_device_ids = [0x1, 0x2]"
+    )
+    .is_err());
+    assert!(shared(
+        "pci_subsystem_device_ids = [0x1]",
+        "pci_subsystem_device_ids = [0x2]"
+    )
+    .is_ok());
+    // A base clock above the boost clock is a typo.
+    assert!(SpecDb::parse(&MINIMAL.replace(
+        "form_factor = \"sxm\"",
+        "form_factor = \"sxm\"\nbase_clock_mhz = 2000\nboost_clock_mhz = 1500"
+    ))
+    .is_err());
+}
+
+// ------------------------------------------------------------------- figures and sources
+
+/// The figures a check needs of a data-center GPU, and for each entry the ones the sources
+/// read did not give (the entry's comment says why). A figure added or lost fails here until
+/// this table and the comment agree.
+const REQUIRED: &[&str] = &[
+    "memory_gb",
+    "memory_type",
+    "memory_bandwidth_gbps",
+    "tdp_w",
+    "sm_count",
+    "boost_clock_mhz",
+    "pcie_gen",
+    "tflops.fp32",
+    "tflops.fp16",
+];
+
+const KNOWN_GAPS: &[(&str, &[&str])] = &[
+    (
+        "p4",
+        &[
+            "memory_gb",
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    (
+        "p40",
+        &[
+            "memory_gb",
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    (
+        "p100-pcie-12gb",
+        &[
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    (
+        "p100-pcie-16gb",
+        &[
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    (
+        "p100-sxm2-16gb",
+        &[
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    ("v100-pcie-16gb", &["boost_clock_mhz"]),
+    ("v100-pcie-32gb", &["boost_clock_mhz"]),
+    (
+        "v100-sxm3-32gb",
+        &[
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    (
+        "v100s-pcie-32gb",
+        &[
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    (
+        "a2",
+        &[
+            "memory_gb",
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    (
+        "a16",
+        &[
+            "memory_gb",
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    ("a10", &["sm_count", "boost_clock_mhz"]),
+    (
+        "a10g",
+        &[
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    ("a30", &["sm_count", "boost_clock_mhz"]),
+    ("a40", &["boost_clock_mhz"]),
+    (
+        "a800-pcie-80gb",
+        &[
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    (
+        "a800-sxm4-80gb",
+        &[
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    ("l4", &["sm_count", "boost_clock_mhz"]),
+    (
+        "l20",
+        &[
+            "memory_gb",
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    ("l40", &["boost_clock_mhz"]),
+    ("l40s", &["boost_clock_mhz"]),
+    ("h100-nvl-94gb", &["sm_count", "boost_clock_mhz"]),
+    (
+        "h800-sxm5",
+        &[
+            "memory_gb",
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    (
+        "h800-pcie",
+        &[
+            "memory_gb",
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    (
+        "h20",
+        &[
+            "memory_gb",
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    ("h200-nvl-141gb", &["sm_count", "boost_clock_mhz"]),
+    ("gh200-96gb", &["sm_count", "boost_clock_mhz", "pcie_gen"]),
+    ("gh200-144gb", &["sm_count", "boost_clock_mhz", "pcie_gen"]),
+    (
+        "b200",
+        &["tdp_w", "sm_count", "boost_clock_mhz", "pcie_gen"],
+    ),
+    (
+        "b300",
+        &[
+            "memory_gb",
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+        ],
+    ),
+    (
+        "gb200",
+        &[
+            "memory_gb",
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+    (
+        "rtx-pro-6000-server",
+        &[
+            "memory_gb",
+            "memory_type",
+            "memory_bandwidth_gbps",
+            "tdp_w",
+            "sm_count",
+            "boost_clock_mhz",
+            "pcie_gen",
+            "tflops.fp32",
+            "tflops.fp16",
+        ],
+    ),
+];
+
+/// Data-center parts: what clouds rent by the hour, where the checks lean on the datasheet.
+const DATACENTER: &[&str] = &[
+    "p4",
+    "p40",
+    "p100-pcie-12gb",
+    "p100-pcie-16gb",
+    "p100-sxm2-16gb",
+    "v100-pcie-16gb",
+    "v100-pcie-32gb",
+    "v100-sxm2-16gb",
+    "v100-sxm2-32gb",
+    "v100-sxm3-32gb",
+    "v100s-pcie-32gb",
+    "t4",
+    "a2",
+    "a16",
+    "a10",
+    "a10g",
+    "a30",
+    "a40",
+    "a100-pcie-40gb",
+    "a100-pcie-80gb",
+    "a100-sxm4-40gb",
+    "a100-sxm4-80gb",
+    "a800-pcie-80gb",
+    "a800-sxm4-80gb",
+    "l4",
+    "l20",
+    "l40",
+    "l40s",
+    "h100-pcie-80gb",
+    "h100-sxm5-80gb",
+    "h100-nvl-94gb",
+    "h800-sxm5",
+    "h800-pcie",
+    "h20",
+    "h200-sxm-141gb",
+    "h200-nvl-141gb",
+    "gh200-96gb",
+    "gh200-144gb",
+    "b200",
+    "b300",
+    "gb200",
+    "rtx-pro-6000-server",
+];
+
+fn missing_figures(g: &GpuSpec) -> Vec<&'static str> {
+    let present = |f: &str| match f {
+        "memory_gb" => g.memory_gb.is_some(),
+        "memory_type" => g.memory_type.is_some(),
+        "memory_bandwidth_gbps" => g.memory_bandwidth_gbps.is_some(),
+        "tdp_w" => g.tdp_w.is_some(),
+        "sm_count" => g.sm_count.is_some(),
+        "boost_clock_mhz" => g.boost_clock_mhz.is_some(),
+        "pcie_gen" => g.pcie_gen.is_some(),
+        "tflops.fp32" => g.tflops.fp32.is_some(),
+        "tflops.fp16" => g.tflops.fp16.is_some(),
+        other => panic!("unknown figure {other}"),
+    };
+    REQUIRED.iter().copied().filter(|f| !present(f)).collect()
+}
+
+#[test]
+fn data_center_entries_have_every_figure_nvidia_published_in_the_sources_read() {
+    let db = db();
+    for key in DATACENTER {
+        let g = db.by_key(key).unwrap_or_else(|| panic!("{key} missing"));
+        let want: Vec<&str> = KNOWN_GAPS
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, gaps)| gaps.to_vec())
+            .unwrap_or_default();
+        assert_eq!(
+            missing_figures(g),
+            want,
+            "{key}: figures present differ from KNOWN_GAPS"
+        );
+    }
+    for (key, _) in KNOWN_GAPS {
+        assert!(
+            DATACENTER.contains(key),
+            "{key} in KNOWN_GAPS but not DATACENTER"
+        );
+    }
+    // A part with figures cites more than its identity: a source beyond the id lists.
+    for g in &db.gpus {
+        let identity_only = g.tflops.entries().iter().all(|(_, v)| v.is_none())
+            && g.memory_bandwidth_gbps.is_none()
+            && g.tdp_w.is_none();
+        if !identity_only {
+            assert!(
+                g.sources
+                    .iter()
+                    .any(|s| !s.title.contains("Compatible GPUs")
+                        && !s.title.contains("PCI ID Repository")),
+                "{}: figures without a datasheet source",
+                g.key
+            );
+        }
+    }
+}
+
+// ------------------------------------------------------------------------------- --expect
+
+#[test]
+fn every_name_gpuaudit_models_lists_is_accepted_by_expect() {
+    let db = db();
+    for g in &db.gpus {
+        let names = g.expect_names();
+        assert_eq!(names[0], g.key);
+        for n in &names {
+            let found = db
+                .resolve_expected(n)
+                .unwrap_or_else(|e| panic!("{}: {e}", g.key));
+            assert!(
+                found.iter().any(|f| f.key == g.key),
+                "--expect {n} does not name {}",
+                g.key
+            );
+        }
+        // The key alone names the entry alone.
+        assert_eq!(keys(&db.matching(&g.key)), vec![g.key.clone()]);
+    }
+}
+
+#[test]
+fn natural_short_names_resolve() {
+    let db = db();
+    for (name, includes) in [
+        ("a100", "a100-sxm4-80gb"),
+        ("h100", "h100-sxm5-80gb"),
+        ("v100s", "v100s-pcie-32gb"),
+        ("rtx4090", "rtx-4090"),
+        ("4090", "rtx-4090"),
+        ("l40s", "l40s"),
+        ("b200", "b200"),
+        ("gh200", "gh200-144gb"),
+        ("rtx-pro-6000", "rtx-pro-6000-server"),
+        ("rtx-pro-6000", "rtx-pro-6000-workstation"),
+        ("V100S", "v100s-pcie-32gb"),
+        ("h200", "h200-sxm-141gb"),
+        ("t4", "t4"),
+        ("p100", "p100-sxm2-16gb"),
+    ] {
+        let found = db.resolve_expected(name).unwrap();
+        assert!(
+            found.iter().any(|g| g.key == includes),
+            "{name} -> {includes}"
+        );
+    }
+    // `--expect v100s:8` is split by Expectation before the database sees it.
+    let e: crate::Expectation = "v100s:8".parse().unwrap();
+    assert_eq!(
+        keys(&db.resolve_expected(&e.model).unwrap()),
+        vec!["v100s-pcie-32gb"]
+    );
+}
+
+#[test]
+fn an_unknown_model_is_refused_with_the_names_known() {
+    let db = db();
+    let err = db.resolve_expected("x100").unwrap_err();
+    assert_eq!(err.model, "x100");
+    let text = err.to_string();
+    assert!(
+        text.starts_with("unknown GPU model 'x100'; known: "),
+        "{text}"
+    );
+    for short in ["a100", "h100", "v100s", "rtx-4090", "rtx-pro-6000", "b200"] {
+        assert!(err.known.iter().any(|k| k == short), "{short} not offered");
+    }
+    assert!(text.contains("`gpuaudit models`"), "{text}");
+    assert_eq!(err.known, db.family_short_names());
+    // Sorted, no repeats.
+    let mut sorted = err.known.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted, err.known);
+}
+
+fn facts(
+    pci: Option<u16>,
+    name: Option<&str>,
+    mib: Option<u64>,
+    sms: Option<u32>,
+) -> crate::facts::GpuFacts {
+    let mut g = crate::facts::GpuFacts::unread(0, "0000:3b:00.0", "nvidia-smi", "not read");
+    if let Some(p) = pci {
+        g.pci_device_id = Reading::Value(p);
+    }
+    if let Some(n) = name {
+        g.name = Reading::Value(n.to_string());
+    }
+    if let Some(m) = mib {
+        g.memory.total_mib = Reading::Value(m);
+    }
+    if let Some(s) = sms {
+        g.sm_count = Reading::Value(s);
+    }
+    g
+}
+
+fn why(m: &ExpectMatch) -> Vec<String> {
+    match m {
+        ExpectMatch::Contradicts { why, .. } => why.clone(),
+        other => panic!("expected a contradiction, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_v100s_ordered_as_an_a100_contradicts_on_every_count() {
+    let db = db();
+    // Issue 8, defect 1: eight V100S-PCIE-32GB audited with --expect a100:8.
+    let g = facts(
+        Some(0x1df6),
+        Some("Tesla V100S-PCIE-32GB"),
+        Some(32768),
+        Some(80),
+    );
+    let m = db.judge_expected("a100", &g);
+    let reasons = why(&m);
+    assert_eq!(reasons.len(), 4, "{reasons:?}");
+    assert!(
+        reasons[0].contains("0x1df6") && reasons[0].contains("V100S"),
+        "{}",
+        reasons[0]
+    );
+    assert!(
+        reasons[1].contains("Tesla V100S-PCIE-32GB"),
+        "{}",
+        reasons[1]
+    );
+    assert!(
+        reasons[2].contains("32.0 GiB") && reasons[2].contains("40 or 80 GB"),
+        "{}",
+        reasons[2]
+    );
+    assert!(
+        reasons[3].contains("80 SMs") && reasons[3].contains("108"),
+        "{}",
+        reasons[3]
+    );
+    let ExpectMatch::Contradicts { delivered, .. } = &m else {
+        unreachable!()
+    };
+    assert_eq!(delivered.map(|d| d.key.as_str()), Some("v100s-pcie-32gb"));
+    assert!(m.why_text().contains("; "));
+    // Each piece of evidence alone is enough.
+    for alone in [
+        facts(Some(0x1df6), None, None, None),
+        facts(None, Some("Tesla V100S-PCIE-32GB"), None, None),
+        facts(None, None, Some(32768), None),
+        facts(None, None, None, Some(80)),
+    ] {
+        assert_eq!(why(&db.judge_expected("a100", &alone)).len(), 1);
+    }
+}
+
+#[test]
+fn an_rtx_3090_ordered_as_an_rtx_4090_contradicts() {
+    let db = db();
+    let g = facts(
+        Some(0x2204),
+        Some("NVIDIA GeForce RTX 3090"),
+        Some(24576),
+        Some(82),
+    );
+    let reasons = why(&db.judge_expected("rtx4090", &g));
+    assert!(reasons[0].contains("0x2204"), "{reasons:?}");
+    assert!(reasons
+        .iter()
+        .any(|r| r.contains("NVIDIA GeForce RTX 3090")));
+    // 24 GB fits a 4090 too; only the SM count and the identity say otherwise.
+    assert!(!reasons.iter().any(|r| r.contains("GiB")), "{reasons:?}");
+    assert!(reasons
+        .iter()
+        .any(|r| r.contains("82 SMs") && r.contains("128")));
+}
+
+#[test]
+fn an_h200_ordered_as_an_h200_matches() {
+    let db = db();
+    // The values of the 2xH200 VM snapshot.
+    let g = facts(Some(0x2335), Some("NVIDIA H200"), Some(143771), Some(132));
+    for order in ["h200", "h200-sxm-141gb", "H200 SXM", "h200-sxm"] {
+        match db.judge_expected(order, &g) {
+            ExpectMatch::Matches(s) => assert_eq!(s.key, "h200-sxm-141gb", "{order}"),
+            other => panic!("{order}: {other:?}"),
+        }
+    }
+    // The NVL card is an H200 too, but not this one.
+    assert!(matches!(
+        db.judge_expected("h200-nvl-141gb", &g),
+        ExpectMatch::Contradicts { .. }
+    ));
+}
+
+#[test]
+fn a_gpu_the_database_does_not_know_contradicts_by_name() {
+    let db = db();
+    // Neither the id nor the name is in the database, and the name is no A100's.
+    let g = facts(Some(0x1e30), Some("Quadro RTX 6000"), None, None);
+    let m = db.judge_expected("a100", &g);
+    let reasons = why(&m);
+    assert!(
+        reasons[0].contains("0x1e30") && reasons[0].contains("not among"),
+        "{reasons:?}"
+    );
+    assert!(
+        reasons[1].contains("'Quadro RTX 6000', a name no A100 has"),
+        "{reasons:?}"
+    );
+    let ExpectMatch::Contradicts { delivered, .. } = m else {
+        unreachable!()
+    };
+    assert!(delivered.is_none());
+    // The name alone, no id: still a contradiction.
+    let g = facts(None, Some("Radeon Instinct MI100"), None, None);
+    assert_eq!(why(&db.judge_expected("h100", &g)).len(), 1);
+}
+
+#[test]
+fn a_gpu_with_nothing_readable_cannot_tell() {
+    let db = db();
+    let g = facts(None, None, None, None);
+    assert!(matches!(
+        db.judge_expected("a100", &g),
+        ExpectMatch::Unknown { .. }
+    ));
+    // Zeros are not readings either.
+    let g = facts(Some(0), Some("  "), Some(0), Some(0));
+    assert!(matches!(
+        db.judge_expected("a100", &g),
+        ExpectMatch::Unknown { .. }
+    ));
+    // Memory and SMs that fit, and nothing that names the model: cannot tell.
+    let g = facts(None, None, Some(81920), Some(108));
+    let m = db.judge_expected("a100", &g);
+    assert!(matches!(m, ExpectMatch::Unknown { .. }), "{m:?}");
+    assert!(m
+        .why_text()
+        .contains("neither the PCI device id nor the name"));
+    // An order the database does not know cannot be judged.
+    let g = facts(Some(0x2335), Some("NVIDIA H200"), None, None);
+    assert!(matches!(
+        db.judge_expected("x100", &g),
+        ExpectMatch::Unknown { .. }
+    ));
+}
+
+#[test]
+fn the_evidence_narrows_the_order_before_it_is_judged() {
+    let db = db();
+    // The id says A100 SXM4 80GB, the memory says 40 GB: a 40 GB part under an 80 GB id is
+    // not what an "a100" order delivers either (the id narrowed it to the 80 GB model).
+    let g = facts(
+        Some(0x20b2),
+        Some("NVIDIA A100-SXM4-80GB"),
+        Some(40960),
+        None,
+    );
+    let reasons = why(&db.judge_expected("a100", &g));
+    assert_eq!(reasons.len(), 1, "{reasons:?}");
+    assert!(
+        reasons[0].contains("40.0 GiB") && reasons[0].contains("(80 GB)"),
+        "{reasons:?}"
+    );
+    // The right size: matches the model the id names.
+    let g = facts(
+        Some(0x20b2),
+        Some("NVIDIA A100-SXM4-80GB"),
+        Some(81920),
+        Some(108),
+    );
+    assert!(
+        matches!(db.judge_expected("a100", &g), ExpectMatch::Matches(s) if s.key == "a100-sxm4-80gb")
+    );
+    // A PCIe card ordered as SXM: the exact name of another entry contradicts.
+    let g = facts(None, Some("NVIDIA A100 80GB PCIe"), None, None);
+    let reasons = why(&db.judge_expected("a100-sxm4-80gb", &g));
+    assert!(
+        reasons[0].contains("the name of the NVIDIA A100 PCIe 80GB"),
+        "{reasons:?}"
+    );
+    // A name not in the database that carries the family is no contradiction: a vGPU
+    // profile name, with its slice of memory, of an "a100" order.
+    let g = facts(None, Some("GRID A100-40C"), Some(40960), None);
+    match db.judge_expected("a100", &g) {
+        ExpectMatch::Matches(s) => assert!(s.key.starts_with("a100-") && s.key.ends_with("40gb")),
+        other => panic!("{other:?}"),
+    }
+    // A variant name is another product: an RTX 3080 Ti ordered as an RTX 3080.
+    let g = facts(None, Some("NVIDIA GeForce RTX 3080 Ti"), None, None);
+    assert_eq!(why(&db.judge_expected("rtx3080", &g)).len(), 1);
+    // A model whose figure is unknown is not ruled out by it: an H20 of any size.
+    let g = facts(Some(0x2329), Some("NVIDIA H20"), Some(97871), Some(78));
+    assert!(matches!(db.judge_expected("h20", &g), ExpectMatch::Matches(s) if s.key == "h20"));
+}
+
+#[test]
+fn an_unlisted_id_contradicts_unless_the_name_vouches_for_the_family() {
+    let db = db();
+    // 0x2339 is an H100 variant the driver names "NVIDIA H100" and the database lacks.
+    let g = facts(Some(0x2339), Some("NVIDIA H100"), None, None);
+    let m = db.judge_expected("h100", &g);
+    assert!(matches!(m, ExpectMatch::Unknown { .. }), "{m:?}");
+    assert!(m.why_text().contains("0x2339") && m.why_text().contains("variant"));
+    // The same GPU ordered as an A100: the name says otherwise, so the id counts too.
+    let reasons = why(&db.judge_expected("a100", &g));
+    assert_eq!(reasons.len(), 2, "{reasons:?}");
+    assert!(reasons[0].contains("0x2339") && reasons[0].contains("not among"));
+    // An unlisted id and no name: another product.
+    let g = facts(Some(0x1234), None, None, None);
+    let reasons = why(&db.judge_expected("a100", &g));
+    assert!(reasons[0].contains("0x1234"), "{reasons:?}");
+    // An unlisted id with a name that fits but a memory size that does not: still a
+    // contradiction, by the memory.
+    let g = facts(Some(0x2339), Some("NVIDIA H100"), Some(16384), None);
+    assert!(matches!(
+        db.judge_expected("h100", &g),
+        ExpectMatch::Contradicts { .. }
+    ));
 }

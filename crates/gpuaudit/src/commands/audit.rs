@@ -18,12 +18,8 @@ pub fn policy_from(args: &AuditArgs) -> Result<Policy> {
     let expect = match &args.expect {
         Some(s) => {
             let e: Expectation = s.parse().map_err(anyhow::Error::msg)?;
-            if SpecDb::embedded().matching(&e.model).is_empty() {
-                bail!(
-                    "--expect '{}': no GPU model in the spec database matches '{}' (try e.g. h100, a100-80gb, h200-sxm)",
-                    s,
-                    e.model
-                );
+            if let Err(unknown) = SpecDb::embedded().resolve_expected(&e.model) {
+                bail!("--expect '{s}': {unknown}");
             }
             Some(e)
         }

@@ -2,3 +2,4 @@ pub mod audit;
 pub mod bench;
 pub mod catalog;
 pub mod collect;
+pub mod models;
