@@ -19,6 +19,10 @@ pub struct NvsmiLog {
     pub driver_version: Option<String>,
     /// `<cuda_version>`: the newest CUDA the driver supports ("13.0").
     pub cuda_version: Option<String>,
+    /// `<attached_gpus>`: how many GPUs the driver says are attached. It can exceed `gpus.len()`
+    /// (`nvidia-smi -q -x -i N`, or a log cut down before publishing), so it is read on its own
+    /// rather than inferred from the `<gpu>` elements.
+    pub attached_gpus: Reading<u32>,
     /// In document order; `index` is the position (nvidia-smi lists GPUs in NVML order).
     pub gpus: Vec<GpuFacts>,
 }
@@ -63,8 +67,20 @@ pub fn parse(xml: &str) -> Result<NvsmiLog, ParseError> {
     Ok(NvsmiLog {
         driver_version: plain_text(child(root, "driver_version")),
         cuda_version: plain_text(child(root, "cuda_version")),
+        attached_gpus: attached_gpus(root),
         gpus,
     })
+}
+
+fn attached_gpus(root: Node) -> Reading<u32> {
+    let Some(node) = child(root, "attached_gpus") else {
+        return Reading::unavailable(format!("{SOURCE}: <attached_gpus> missing"));
+    };
+    let t = node.text().unwrap_or("").trim();
+    match not_available(t) {
+        Some(why) => Reading::unavailable(format!("{SOURCE}: <attached_gpus> {why}")),
+        None => number(t, &[], "attached_gpus"),
+    }
 }
 
 /// Byte offset of the first line that opens with '<' (the XML declaration, normally). Whatever

@@ -478,3 +478,98 @@ fn zero_gpus() {
     let log = parse("<nvidia_smi_log><attached_gpus>0</attached_gpus></nvidia_smi_log>").unwrap();
     assert!(log.gpus.is_empty());
 }
+
+// ----- real machines (fixtures/real, each with its PROVENANCE.md) ------------------------------
+
+const REAL_A100_MIG: &str =
+    include_str!("../../../../../fixtures/real/a100-sxm4-80gb-mig-r535/cmd/nvidia-smi-q.xml");
+const REAL_P100_R375: &str =
+    include_str!("../../../../../fixtures/real/p100-pcie-12gb-x2-r375/cmd/nvidia-smi-q.xml");
+const REAL_V100S_X8: &str =
+    include_str!("../../../../../fixtures/real/v100s-pcie-32gb-x8-r460/cmd/nvidia-smi-q.xml");
+const REAL_P4_VGPU: &str =
+    include_str!("../../../../../fixtures/real/grid-p4-1q-vgpu-r513-windows/cmd/nvidia-smi-q.xml");
+const REAL_RTX2080_R590: &str =
+    include_str!("../../../../../fixtures/real/rtx2080-x2-r590/cmd/nvidia-smi-q.xml");
+
+#[test]
+fn attached_gpus_is_read_even_where_fewer_gpus_are_listed() {
+    // The owner published one <gpu> of the four the driver reports attached.
+    let log = parse(REAL_A100_MIG).unwrap();
+    assert_eq!(v(&log.attached_gpus), 4);
+    assert_eq!(log.gpus.len(), 1);
+    assert_eq!(v(&parse(REAL_V100S_X8).unwrap().attached_gpus), 8);
+    assert_eq!(v(&parse(REAL_P100_R375).unwrap().attached_gpus), 2);
+    assert_eq!(v(&parse(H200).unwrap().attached_gpus), 2);
+}
+
+#[test]
+fn attached_gpus_missing_or_unreadable_is_unavailable_with_the_reason() {
+    let no_tag = parse("<nvidia_smi_log><gpu id=\"0000:01:00.0\"/></nvidia_smi_log>").unwrap();
+    assert_eq!(
+        why(&no_tag.attached_gpus),
+        "nvidia-smi: <attached_gpus> missing"
+    );
+    let na = parse("<nvidia_smi_log><attached_gpus>N/A</attached_gpus></nvidia_smi_log>").unwrap();
+    assert_eq!(why(&na.attached_gpus), "nvidia-smi: <attached_gpus> N/A");
+    let junk =
+        parse("<nvidia_smi_log><attached_gpus>four</attached_gpus></nvidia_smi_log>").unwrap();
+    assert!(
+        why(&junk.attached_gpus).contains("unexpected value"),
+        "{junk:?}"
+    );
+}
+
+#[test]
+fn r375_layout_of_2017_parses() {
+    // DTD v8: no <cuda_version>, a 4-digit PCI domain, <retired_page_addresses>, only
+    // <pending_retirement>, power under <power_readings>.
+    let log = parse(REAL_P100_R375).unwrap();
+    assert_eq!(log.driver_version.as_deref(), Some("375.66"));
+    assert_eq!(log.cuda_version, None);
+    assert_eq!(log.gpus.len(), 2);
+    let g = &log.gpus[1];
+    assert_eq!(g.pci_bus_id, "0000:82:00.0");
+    assert_eq!(v(&g.pci_device_id), 0x15F7);
+    assert_eq!(v(&g.memory.total_mib), 12290);
+    assert_eq!(
+        v(&g.retired_pages),
+        RetiredPages {
+            single_bit: 0,
+            double_bit: 0,
+            pending: false
+        }
+    );
+    assert_eq!(v(&g.power.limit_w), 250.0);
+    assert_eq!(v(&g.throttle_reasons), vec![T::GpuIdle]);
+    assert!(why(&g.mig.current).contains("<mig_mode/current_mig> missing"));
+}
+
+#[test]
+fn vgpu_guest_reports_most_things_unavailable() {
+    let log = parse(REAL_P4_VGPU).unwrap();
+    let g = &log.gpus[0];
+    assert_eq!(v(&g.name), "GRID P4-1Q");
+    assert_eq!(v(&g.virtualization), VirtualizationMode::Vgpu);
+    assert_eq!(v(&g.pci_device_id), 0x1BB3);
+    assert!(why(&g.throttle_reasons).contains("no readable reason"));
+    assert!(why(&g.pcie.gen_current).contains("N/A"));
+    assert!(why(&g.power.limit_w).contains("N/A"));
+    assert!(why(&g.persistence_mode).contains("N/A"));
+}
+
+#[test]
+fn r590_layout_reads_instant_power_and_both_gpus() {
+    let log = parse(REAL_RTX2080_R590).unwrap();
+    assert_eq!(log.driver_version.as_deref(), Some("590.44.01"));
+    assert_eq!(log.cuda_version.as_deref(), Some("13.1"));
+    assert_eq!(log.gpus.len(), 2);
+    // <average_power_draw> is N/A on this Turing card; the instant draw is the reading.
+    assert_eq!(v(&log.gpus[0].power.draw_w), 1.0);
+    assert_eq!(v(&log.gpus[1].power.draw_w), 1.62);
+    assert_eq!(v(&log.gpus[1].power.max_limit_w), 240.0);
+    assert_eq!(v(&log.gpus[0].pcie.width_current), 8);
+    assert_eq!(v(&log.gpus[0].pcie.gen_max_gpu), 3);
+    // "Requested functionality has been deprecated" is a reason, not a clock.
+    assert!(why(&log.gpus[0].clocks.app_sm_mhz).contains("deprecated"));
+}
