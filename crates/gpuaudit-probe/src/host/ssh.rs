@@ -1,7 +1,7 @@
 //! sshd's configuration (with its Include files) and the authorized_keys of root and /home.
 
-use super::files::{abs, glob, read_text, rel};
 use crate::root::RootFs;
+use crate::root::{abs, rel};
 use gpuaudit_core::facts::{AuthorizedKey, SshFacts, SshdConfig};
 use gpuaudit_core::parse::host::listing::parse_keys;
 use gpuaudit_core::parse::host::sshd::{
@@ -22,7 +22,7 @@ fn expand(
     depth: usize,
     out: &mut Vec<Segment>,
 ) -> Result<(), String> {
-    let text = match read_text(root, file_rel)? {
+    let text = match root.read_text(file_rel)? {
         Some(t) => t,
         None => return Ok(()),
     };
@@ -49,7 +49,7 @@ fn expand(
             } else {
                 format!("etc/ssh/{pattern}")
             };
-            for f in glob(root, &p, 64) {
+            for f in root.glob(&p, 64) {
                 expand(root, &f, depth + 1, out)?;
             }
         }
@@ -60,7 +60,7 @@ fn expand(
 
 /// The segments of sshd's configuration; `Ok(None)` when there is no sshd_config.
 pub fn segments(root: &RootFs) -> Result<Option<Vec<Segment>>, String> {
-    if read_text(root, SSHD)?.is_none() {
+    if root.read_text(SSHD)?.is_none() {
         return Ok(None);
     }
     let mut out = Vec::new();
@@ -79,7 +79,7 @@ pub fn read_sshd(root: &RootFs) -> Reading<Option<SshdConfig>> {
 /// (user, home) of root and of each directory in /home.
 fn users(root: &RootFs) -> Vec<(String, String)> {
     let mut u = vec![("root".to_string(), "/root".to_string())];
-    for h in glob(root, "home/*", 256) {
+    for h in root.glob("home/*", 256) {
         let name = h.rsplit('/').next().unwrap_or(&h).to_string();
         u.push((name, abs(&h)));
     }
@@ -101,7 +101,7 @@ pub fn keys_from_files(
     for (user, home) in users(root) {
         for p in patterns.split_whitespace().filter(|p| *p != "none") {
             let file = expand_keys_file(p, &user, &home);
-            match read_text(root, &rel(&file)) {
+            match root.read_text(&rel(&file)) {
                 Ok(None) => {}
                 Ok(Some(t)) => {
                     for line in t.lines() {
@@ -131,7 +131,7 @@ pub fn keys_from_files(
 
 pub fn read_keys(root: &RootFs, sshd: Option<&SshdConfig>) -> Reading<Vec<AuthorizedKey>> {
     if !root.is_live() {
-        match read_text(root, KEYS_FILE) {
+        match root.read_text(KEYS_FILE) {
             Ok(Some(t)) => {
                 return parse_keys(&t)
                     .map_err(|e| format!("{}: {e}", abs(KEYS_FILE)))
