@@ -103,9 +103,12 @@ fn check_snapshot_dir(dir: &Path, root: &RootFs) -> Result<(), SnapshotError> {
     let mut found = false;
     for k in ["meta.json", "proc", "sys", "etc", "cmd"] {
         match root.stat_io(k) {
-            Ok(_) => found = true,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(unreadable(e)),
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(unreadable(e))
+            }
+            // There, if broken (a link loop): the readings under it say why.
+            _ => found = true,
         }
     }
     if !found {
@@ -391,5 +394,126 @@ fn fill_from_spec(g: &mut GpuFacts) {
     let spec = SpecDb::embedded().identify_gpu(g);
     if let Some(cc) = spec.and_then(|s| s.compute_capability()) {
         g.compute_capability = Reading::Value(cc);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn fifo(p: &Path) {
+        use std::os::unix::ffi::OsStrExt;
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    }
+
+    fn snapshot_of(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for (rel, content) in files {
+            let p = d.path().join(rel);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, content).unwrap();
+        }
+        d
+    }
+
+    fn opts() -> GatherOptions {
+        GatherOptions::default()
+    }
+
+    #[test]
+    fn an_unreadable_os_release_keeps_its_reason() {
+        let d = snapshot_of(&[("usr/lib/os-release", "ID=debian\nPRETTY_NAME=\"Debian\"\n")]);
+        fifo(&d.path().join("etc/os-release"));
+        let f = snapshot(d.path(), &opts()).unwrap();
+        assert_eq!(
+            f.machine.os.reason(),
+            Some("/etc/os-release: a FIFO, not a regular file: not read")
+        );
+        // Only a missing /etc/os-release falls back to /usr/lib/os-release.
+        fs::remove_file(d.path().join("etc/os-release")).unwrap();
+        let f = snapshot(d.path(), &opts()).unwrap();
+        assert_eq!(f.machine.os.value().unwrap().pretty_name, "Debian");
+    }
+
+    #[test]
+    fn an_unreadable_pci_function_is_a_reason_not_a_gpu_less() {
+        let dev = "sys/bus/pci/devices/0000:00:06.0";
+        let d = snapshot_of(&[
+            (&format!("{dev}/vendor"), "0x10de\n"),
+            (&format!("{dev}/device"), "0x2335\n"),
+            (&format!("{dev}/class"), "0x030200\n"),
+        ]);
+        assert_eq!(
+            snapshot(d.path(), &opts())
+                .unwrap()
+                .pci_gpus
+                .value()
+                .unwrap()
+                .len(),
+            1
+        );
+        fifo(&d.path().join("sys/bus/pci/devices/0000:00:07.0/vendor"));
+        let f = snapshot(d.path(), &opts()).unwrap();
+        let why = f.pci_gpus.reason().unwrap();
+        assert!(
+            why.starts_with("/sys/bus/pci/devices/0000:00:07.0/vendor: a FIFO"),
+            "{why}"
+        );
+        fs::write(d.path().join(dev).join("class"), "garbage\n").unwrap();
+        fs::remove_file(d.path().join("sys/bus/pci/devices/0000:00:07.0/vendor")).unwrap();
+        let f = snapshot(d.path(), &opts()).unwrap();
+        assert!(f
+            .pci_gpus
+            .reason()
+            .unwrap()
+            .contains("class: not a PCI id: 'garbage'"));
+    }
+
+    #[test]
+    fn meta_json_format_and_description() {
+        let d = snapshot_of(&[("meta.json", r#"{"format": 7}"#)]);
+        let e = snapshot(d.path(), &opts()).unwrap_err().to_string();
+        assert!(e.ends_with("meta.json: unsupported snapshot format 7 (this gpuaudit reads \"gpuaudit-snapshot/1\")"), "{e}");
+        let d = snapshot_of(&[(
+            "meta.json",
+            r#"{"format": "gpuaudit-snapshot/1", "description": "x"}"#,
+        )]);
+        let f = snapshot(d.path(), &opts()).unwrap();
+        assert_eq!(
+            f.origin,
+            Origin::Snapshot {
+                path: d.path().display().to_string(),
+                description: Some("x".into())
+            }
+        );
+        // No format at all (a hand-made snapshot) and a damaged meta.json are read.
+        for meta in [r#"{"description": "by hand"}"#, "{ not json"] {
+            let d = snapshot_of(&[("meta.json", meta)]);
+            assert!(snapshot(d.path(), &opts()).is_ok(), "{meta}");
+        }
+        let d = snapshot_of(&[("other", "")]);
+        assert!(matches!(
+            snapshot(d.path(), &opts()),
+            Err(SnapshotError::NotASnapshot(_))
+        ));
+    }
+
+    #[test]
+    fn gpus_beyond_the_cap_are_said() {
+        let xml = format!(
+            "<nvidia_smi_log>{}</nvidia_smi_log>",
+            "<gpu id=\"00000000:01:00.0\"/>".repeat(300)
+        );
+        let d = snapshot_of(&[("cmd/nvidia-smi-q.xml", &xml)]);
+        let f = snapshot(d.path(), &opts()).unwrap();
+        assert_eq!(f.gpus.value().unwrap().len(), 256);
+        assert_eq!(
+            f.driver.gpus_left_out.as_deref(),
+            Some("nvidia-smi lists 300 GPUs; the first 256 were read")
+        );
     }
 }

@@ -77,7 +77,8 @@ fn expand(root: &RootFs, file_rel: &str, depth: usize, x: &mut Expansion) -> Res
             }
         }
     }
-    x.out.push((abs(&file_rel), current, bad.take().unwrap_or_default()));
+    x.out
+        .push((abs(&file_rel), current, bad.take().unwrap_or_default()));
     Ok(())
 }
 
@@ -219,7 +220,11 @@ mod tests {
     #[test]
     fn include_bombs_are_bounded_and_stay_in_the_root() {
         let outside = tempfile::tempdir().unwrap();
-        fs::write(outside.path().join("passwd"), "PasswordAuthentication yes\n").unwrap();
+        fs::write(
+            outside.path().join("passwd"),
+            "PasswordAuthentication yes\n",
+        )
+        .unwrap();
         let d = tempfile::tempdir().unwrap();
         let s = d.path().join("etc/ssh");
         fs::create_dir_all(s.join("sshd_config.d")).unwrap();
@@ -237,14 +242,21 @@ mod tests {
             .unwrap();
         }
         let t0 = std::time::Instant::now();
-        let c = read_sshd(&RootFs::new(d.path())).into_value().unwrap().unwrap();
+        let c = read_sshd(&RootFs::new(d.path()))
+            .into_value()
+            .unwrap()
+            .unwrap();
         assert!(t0.elapsed() < std::time::Duration::from_secs(5));
         // Each file once.
         assert_eq!(c.files.len(), 41, "{:?}", c.files);
         assert_eq!(c.get("permitrootlogin"), Some("no"));
         // More files than the limit: refused with the reason, not read for minutes.
         for i in 40..(MAX_INCLUDED_FILES + 5) {
-            fs::write(s.join(format!("sshd_config.d/{i:03}.conf")), "X11Forwarding no\n").unwrap();
+            fs::write(
+                s.join(format!("sshd_config.d/{i:03}.conf")),
+                "X11Forwarding no\n",
+            )
+            .unwrap();
         }
         let r = read_sshd(&RootFs::new(d.path()));
         assert!(r.reason().unwrap().contains("more than 256 files"), "{r:?}");
@@ -253,11 +265,17 @@ mod tests {
         let rel_up = "../".repeat(12) + &outside.path().join("passwd").to_string_lossy();
         fs::write(
             s.join("sshd_config"),
-            format!("Include {rel_up}\nInclude {}\n", outside.path().join("passwd").display()),
+            format!(
+                "Include {rel_up}\nInclude {}\n",
+                outside.path().join("passwd").display()
+            ),
         )
         .unwrap();
         fs::remove_dir_all(s.join("sshd_config.d")).unwrap();
-        let c = read_sshd(&RootFs::new(d.path())).into_value().unwrap().unwrap();
+        let c = read_sshd(&RootFs::new(d.path()))
+            .into_value()
+            .unwrap()
+            .unwrap();
         assert_eq!(c.get("passwordauthentication"), None, "{c:?}");
         assert_eq!(c.files, vec!["/etc/ssh/sshd_config"]);
     }
