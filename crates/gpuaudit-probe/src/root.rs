@@ -24,6 +24,7 @@
 //! said.
 
 use gpuaudit_core::parse::fact_line;
+use gpuaudit_core::parse::host::mounts::normalize_path;
 use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io::{self, Read};
@@ -528,17 +529,7 @@ pub fn join(rel: &str, name: &str) -> String {
 /// A root-relative path without `.`, `..` or empty components, `..` stopping at the root
 /// ("etc/ssh/../../../etc/shadow" is "etc/shadow"), as the kernel resolves it in a root.
 pub fn normalize(path: &str) -> String {
-    let mut out: Vec<&str> = Vec::new();
-    for c in path.split('/') {
-        match c {
-            "" | "." => {}
-            ".." => {
-                out.pop();
-            }
-            c => out.push(c),
-        }
-    }
-    out.join("/")
+    normalize_path(path).trim_start_matches('/').to_string()
 }
 
 /// Match a file name against a pattern with `*` and `?` (as sshd's Include and shells do).
@@ -981,6 +972,19 @@ mod tests {
                 .stat(&format!("sys/class/net/{dev}"))
                 .unwrap()
                 .is_some());
+            assert!(live.read(&format!("sys/class/net/{dev}/operstate")).is_ok());
+        }
+        // The driver links of PCI functions give the driver's name, as the real link says.
+        for dev in live.children("sys/bus/pci/devices") {
+            let rel = format!("sys/bus/pci/devices/{dev}/driver");
+            if let Ok(target) = fs::read_link(Path::new("/").join(&rel)) {
+                let name = target.file_name().unwrap().to_string_lossy().into_owned();
+                assert_eq!(live.link_name(&rel).unwrap(), Some(name));
+                assert!(live
+                    .read(&format!("sys/bus/pci/devices/{dev}/vendor"))
+                    .is_ok());
+                break;
+            }
         }
     }
 }

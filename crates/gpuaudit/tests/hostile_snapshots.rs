@@ -107,6 +107,20 @@ fn copy_dir(from: &Path, to: &Path) {
 /// limited; as the `nobody` user where `unprivileged` (root reads every file whatever its
 /// permissions, so "permission denied" needs another user).
 fn run_audit(root: &Path, format: &str, unprivileged: bool) -> Run {
+    // Once with openat2, once with the walk that stands in for it on old kernels: the same
+    // report either way.
+    let kernel = run_once(root, format, unprivileged, false);
+    let walked = run_once(root, format, unprivileged, true);
+    assert_eq!(
+        (kernel.code, &kernel.stdout, &kernel.stderr),
+        (walked.code, &walked.stdout, &walked.stderr),
+        "{}: openat2 and the walk disagree",
+        root.display()
+    );
+    kernel
+}
+
+fn run_once(root: &Path, format: &str, unprivileged: bool, walk: bool) -> Run {
     let out_dir = tempfile::tempdir().unwrap();
     let (out_path, err_path) = (out_dir.path().join("out"), out_dir.path().join("err"));
     let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("gpuaudit"));
@@ -115,6 +129,7 @@ fn run_audit(root: &Path, format: &str, unprivileged: bool) -> Run {
         .env("NO_COLOR", "1")
         // One malloc arena: each one reserves 64 MB of address space per thread.
         .env("MALLOC_ARENA_MAX", "1")
+        .env("GPUAUDIT_NO_OPENAT2", if walk { "1" } else { "0" })
         .stdin(Stdio::null())
         .stdout(fs::File::create(&out_path).unwrap())
         .stderr(fs::File::create(&err_path).unwrap());
@@ -177,12 +192,7 @@ fn complete(run: &Run, what: &str) -> serde_json::Value {
             &run.stdout[..200.min(run.stdout.len())]
         )
     });
-    let seen: std::collections::BTreeSet<&str> = report["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|f| f["check"].as_str())
-        .collect();
+    let seen = common::check_ids(&report);
     for c in gpuaudit_core::checks::all() {
         assert!(
             seen.contains(c.id),

@@ -56,22 +56,34 @@ pub fn escape_line(s: &str) -> Cow<'_, str> {
     escape_with(s, false)
 }
 
-/// One table cell of Markdown: control characters as in [`escape_line`], HTML's special
-/// characters as entities (a renderer would otherwise run `<script>` or `<img onerror>`), and
-/// `|` escaped so that a cell cannot open another.
-pub fn markdown_cell(s: &str) -> String {
-    let line = escape_line(s);
-    let mut out = String::with_capacity(line.len());
-    for c in line.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '|' => out.push_str("\\|"),
-            c => out.push(c),
+/// `<` `>` `&` as entities, and the quotes where `quotes` (inside HTML attributes); `|` as
+/// `\|` where `pipe` (a Markdown table cell).
+fn entities(s: &str, quotes: bool, pipe: bool) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => o.push_str("&amp;"),
+            '<' => o.push_str("&lt;"),
+            '>' => o.push_str("&gt;"),
+            '"' if quotes => o.push_str("&quot;"),
+            '\'' if quotes => o.push_str("&#39;"),
+            '|' if pipe => o.push_str("\\|"),
+            c => o.push(c),
         }
     }
-    out
+    o
+}
+
+/// HTML's special characters as entities (`<` `>` `&` `"` `'`).
+pub fn html(s: &str) -> String {
+    entities(s, true, false)
+}
+
+/// One table cell of Markdown: control characters as in [`escape_line`], `<` `>` `&` as
+/// entities (a renderer would otherwise run `<script>` or `<img onerror>`), and `|` escaped so
+/// that a cell cannot open another. Quotes stay as they are, for the text to read as text.
+pub fn markdown_cell(s: &str) -> String {
+    entities(&escape_line(s), false, true)
 }
 
 #[cfg(test)]
@@ -111,6 +123,11 @@ mod tests {
         assert_eq!(
             markdown_cell("<script>alert(1)</script>|<img src=x onerror=y>&\r\n"),
             "&lt;script&gt;alert(1)&lt;/script&gt;\\|&lt;img src=x onerror=y&gt;&amp;\\r\\n"
+        );
+        assert_eq!(markdown_cell("'a' \"b\""), "'a' \"b\"");
+        assert_eq!(
+            html("<a href='x'>\"&\"</a>"),
+            "&lt;a href=&#39;x&#39;&gt;&quot;&amp;&quot;&lt;/a&gt;"
         );
     }
 }
