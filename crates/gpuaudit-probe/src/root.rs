@@ -736,7 +736,6 @@ fn walk(root: &OwnedFd, rel: &str, flags: libc::c_int) -> io::Result<(OwnedFd, V
             if links > MAX_LINKS {
                 return Err(io::Error::from_raw_os_error(libc::ELOOP));
             }
-            // SAFETY-free: readlinkat on the directory and name just looked at.
             let dir = stack.last().map(|(d, _)| d).unwrap_or(root);
             let target = readlink_at(dir, &name)?;
             if target.first() == Some(&b'/') {
