@@ -6,49 +6,68 @@
 
 use crate::command;
 use crate::gather::SNAPSHOT_FORMAT;
-use crate::root::RootFs;
+use crate::root::{io_reason, normalize, RootFs, UNREADABLE_MARK};
 use gpuaudit_core::parse::sysfs;
+use gpuaudit_core::Reading;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CollectError {
-    #[error("{0} exists and is not empty: choose a new directory")]
-    NotEmpty(PathBuf),
-    #[error("cannot write {path}: {source}")]
-    Write {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("{0} already exists: collect writes a new directory (choose another path)")]
+    Exists(PathBuf),
+    #[error("{0} is a file, not a directory: collect writes a new directory")]
+    IsAFile(PathBuf),
+    #[error("cannot create {path}: {reason}")]
+    Create { path: PathBuf, reason: String },
 }
 
-/// What was written, and what could not be collected (each a sentence).
+/// What was written, what could not be collected and what could not be written (each a
+/// sentence).
 #[derive(Debug, Default)]
 pub struct CollectSummary {
     pub files: usize,
+    /// Readings the machine did not give (the snapshot says so in their place).
     pub notes: Vec<String>,
+    /// Files of the snapshot that could not be written ("could not write DIR/x: why"): the
+    /// snapshot is incomplete.
+    pub failed: Vec<String>,
 }
 
+/// The one writer of a snapshot: every file goes through [`write`](Self::write), which records
+/// a failure and goes on, so that a full disk costs a list of the files missing, not a
+/// snapshot cut off at the first one.
 pub struct Collector<'a> {
-    src: &'a RootFs,
+    pub(crate) src: &'a RootFs,
     out: PathBuf,
     pub summary: CollectSummary,
 }
 
 impl<'a> Collector<'a> {
+    /// Create `out` (its parents as needed) and nothing else: a path that exists is refused,
+    /// so that two collects into one directory cannot mix their files (`mkdir` is atomic: of
+    /// two at once, one gets the directory and the other `Exists`).
     pub fn new(src: &'a RootFs, out: &Path) -> Result<Self, CollectError> {
-        if out.exists()
-            && fs::read_dir(out)
-                .map(|mut d| d.next().is_some())
-                .unwrap_or(true)
-        {
-            return Err(CollectError::NotEmpty(out.to_path_buf()));
+        match fs::symlink_metadata(out) {
+            Ok(m) if m.is_file() => return Err(CollectError::IsAFile(out.to_path_buf())),
+            Ok(_) => return Err(CollectError::Exists(out.to_path_buf())),
+            Err(_) => {}
         }
-        fs::create_dir_all(out).map_err(|e| CollectError::Write {
-            path: out.to_path_buf(),
-            source: e,
-        })?;
+        let create = |path: &Path, e: std::io::Error| CollectError::Create {
+            path: path.to_path_buf(),
+            reason: io_reason(&e),
+        };
+        if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(parent).map_err(|e| create(parent, e))?;
+        }
+        match fs::create_dir(out) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(CollectError::Exists(out.to_path_buf()))
+            }
+            Err(e) => return Err(create(out, e)),
+        }
         Ok(Collector {
             src,
             out: out.to_path_buf(),
@@ -60,56 +79,84 @@ impl<'a> Collector<'a> {
         &self.out
     }
 
-    /// Write `content` at `rel` in the snapshot.
-    pub fn write(&mut self, rel: &str, content: &str) -> Result<(), CollectError> {
-        let p = self.out.join(rel.trim_start_matches('/'));
-        if let Some(parent) = p.parent() {
-            fs::create_dir_all(parent).map_err(|e| CollectError::Write {
-                path: parent.to_path_buf(),
-                source: e,
-            })?;
+    /// Write `content` at `rel` in the snapshot (`..` cannot leave it); a failure is recorded
+    /// in `summary.failed`.
+    pub fn write(&mut self, rel: &str, content: impl AsRef<[u8]>) {
+        let p = self.out.join(normalize(rel));
+        let r = p
+            .parent()
+            .map_or(Ok(()), fs::create_dir_all)
+            .and_then(|_| fs::write(&p, content));
+        match r {
+            Ok(()) => self.summary.files += 1,
+            Err(e) => self.summary.failed.push(format!(
+                "could not write {}: {}",
+                p.display(),
+                io_reason(&e)
+            )),
         }
-        fs::write(&p, content).map_err(|e| CollectError::Write {
-            path: p.clone(),
-            source: e,
-        })?;
-        self.summary.files += 1;
-        Ok(())
+    }
+
+    /// A directory that must be there even when empty.
+    pub fn dir(&mut self, rel: &str) {
+        let p = self.out.join(normalize(rel));
+        if let Err(e) = fs::create_dir_all(&p) {
+            self.summary.failed.push(format!(
+                "could not write {}: {}",
+                p.display(),
+                io_reason(&e)
+            ));
+        }
+    }
+
+    /// The unreadable marker with its reason, in place of a file that could not be read.
+    pub fn mark(&mut self, rel: &str, reason: &str) {
+        self.write(rel, format!("{UNREADABLE_MARK}{reason}\n"));
+    }
+
+    /// An empty file that says "this program exists".
+    pub fn marker(&mut self, rel: &str) {
+        self.write(rel, b"");
     }
 
     /// Copy a file from the source root to the same path in the snapshot; a missing file is
-    /// left out silently (the audit says what is missing), an unreadable one is noted.
-    pub fn copy(&mut self, rel: &str) -> Result<(), CollectError> {
-        match self.src.read(rel) {
-            Ok(text) => self.write(rel, &text),
-            Err(e) if e.ends_with("no such file") => Ok(()),
+    /// left out (the audit says what is missing), an unreadable one becomes the marker with
+    /// the reason.
+    pub fn copy(&mut self, rel: &str) {
+        match self.src.read_bytes(rel) {
+            Ok(Some(b)) => self.write(rel, b),
+            Ok(None) => {}
             Err(e) => {
-                self.summary.notes.push(e);
-                Ok(())
+                self.summary.notes.push(e.clone());
+                self.mark(rel, &e);
+            }
+        }
+    }
+
+    /// A reading, formatted, or the marker with the reason it could not be taken.
+    pub fn reading<T>(&mut self, rel: &str, r: &Reading<T>, format: impl Fn(&T) -> String) {
+        match r {
+            Reading::Value(v) => self.write(rel, format(v)),
+            Reading::Unavailable(why) => {
+                self.summary.notes.push(format!("{rel}: {why}"));
+                self.mark(rel, why);
             }
         }
     }
 
     /// Run a command and keep its output under `cmd/NAME`; its failure message is kept too,
     /// so the audit of the snapshot sees what the live audit saw.
-    pub fn command(
-        &mut self,
-        name: &str,
-        program: &str,
-        args: &[&str],
-        timeout: Duration,
-    ) -> Result<(), CollectError> {
+    pub fn command(&mut self, name: &str, program: &str, args: &[&str], timeout: Duration) {
         match command::run(program, args, timeout) {
-            Ok(out) => self.write(&format!("cmd/{name}"), &out),
+            Ok(out) => self.write(&format!("cmd/{name}"), out),
             Err(e) if e.ends_with("not found") => {
                 self.summary
                     .notes
                     .push(format!("{program} not found: cmd/{name} not written"));
-                Ok(())
             }
             Err(e) => {
                 self.summary.notes.push(e.clone());
-                self.write(&format!("cmd/{name}"), &e)
+                self.write(&format!("cmd/{name}"), e);
             }
         }
     }
@@ -117,11 +164,7 @@ impl<'a> Collector<'a> {
 
 /// Collect everything the facts readers of this crate need. Other sources (the host module)
 /// add theirs through the same [`Collector`].
-pub fn collect_base(
-    c: &mut Collector,
-    description: &str,
-    timeout: Duration,
-) -> Result<(), CollectError> {
+pub fn collect_base(c: &mut Collector, description: &str, timeout: Duration) {
     let meta = serde_json::json!({
         "format": SNAPSHOT_FORMAT,
         "description": description,
@@ -129,11 +172,11 @@ pub fn collect_base(
     });
     c.write(
         "meta.json",
-        &format!(
+        format!(
             "{}\n",
             serde_json::to_string_pretty(&meta).unwrap_or_default()
         ),
-    )?;
+    );
 
     for f in [
         "proc/cpuinfo",
@@ -146,26 +189,26 @@ pub fn collect_base(
         "proc/driver/nvidia/version",
         "etc/os-release",
     ] {
-        c.copy(f)?;
+        c.copy(f);
     }
     if !c.src.exists("etc/os-release") {
-        c.copy("usr/lib/os-release")?;
+        c.copy("usr/lib/os-release");
     }
     if let Ok(gpus) = c.src.list("proc/driver/nvidia/gpus") {
         for g in gpus {
-            c.copy(&format!("proc/driver/nvidia/gpus/{g}/information"))?;
+            c.copy(&format!("proc/driver/nvidia/gpus/{g}/information"));
         }
     }
-    collect_pci(c)?;
-    collect_toolkits(c)?;
+    collect_pci(c);
+    collect_toolkits(c);
 
     match command::run("nvidia-smi", &["-q", "-x"], timeout) {
-        Ok(xml) => c.write("cmd/nvidia-smi-q.xml", &xml)?,
+        Ok(xml) => c.write("cmd/nvidia-smi-q.xml", xml),
         Err(smi_err) => match crate::nvml::NvmlSource::load() {
             Err(nvml_err) => {
                 let why = crate::gather::driver_failure(&nvml_err, &smi_err);
                 c.summary.notes.push(why.clone());
-                c.write("cmd/driver-error.txt", &format!("{why}\n"))?;
+                c.write("cmd/driver-error.txt", format!("{why}\n"));
             }
             Ok(_) => c.summary.notes.push(format!(
                 "{smi_err}: NVML answers but nvidia-smi does not, so the snapshot has no GPU details"
@@ -177,49 +220,47 @@ pub fn collect_base(
         "nvidia-smi",
         &["topo", "-m"],
         timeout,
-    )?;
+    );
     c.command(
         "nvidia-smi-nvlink-s.txt",
         "nvidia-smi",
         &["nvlink", "-s"],
         timeout,
-    )?;
-    c.command("ldd-version.txt", "ldd", &["--version"], timeout)?;
+    );
+    c.command("ldd-version.txt", "ldd", &["--version"], timeout);
     if c.src.exists("usr/local/cuda/bin/nvcc") {
         c.command(
             "nvcc-version.txt",
             "/usr/local/cuda/bin/nvcc",
             &["--version"],
             timeout,
-        )?;
+        );
     }
-    collect_xids(c)?;
-    Ok(())
+    collect_xids(c);
 }
 
 /// The host and software-stack files (see `host::collect_into`).
 pub fn collect_host(c: &mut Collector, opts: &crate::host::HostOptions) {
-    let notes = crate::host::collect_into(c.src, opts, &c.out);
-    c.summary.notes.extend(notes);
+    crate::host::collect_into(c, opts);
 }
 
-fn collect_pci(c: &mut Collector) -> Result<(), CollectError> {
+fn collect_pci(c: &mut Collector) {
     let Ok(devs) = c.src.list("sys/bus/pci/devices") else {
-        return Ok(());
+        return;
     };
     // Present even when empty: "no NVIDIA function on the bus" is a fact too.
-    let dir = c.out.join("sys/bus/pci/devices");
-    fs::create_dir_all(&dir).map_err(|e| CollectError::Write {
-        path: dir,
-        source: e,
-    })?;
+    c.dir("sys/bus/pci/devices");
     for d in devs {
         let dir = format!("sys/bus/pci/devices/{d}");
-        let vendor = c
-            .src
-            .read(&format!("{dir}/vendor"))
-            .ok()
-            .and_then(|v| sysfs::parse_hex_u16(&v));
+        let vendor = match c.src.read(&format!("{dir}/vendor")) {
+            Ok(v) => sysfs::parse_hex_u16(&v),
+            Err(_) => {
+                // Whether it is a GPU is unknown: the snapshot keeps the reason, as the audit
+                // of this machine reports it.
+                c.copy(&format!("{dir}/vendor"));
+                continue;
+            }
+        };
         if vendor != Some(0x10de) {
             continue;
         }
@@ -236,27 +277,28 @@ fn collect_pci(c: &mut Collector) -> Result<(), CollectError> {
             "numa_node",
             "local_cpulist",
         ] {
-            c.copy(&format!("{dir}/{a}"))?;
+            c.copy(&format!("{dir}/{a}"));
         }
         // The driver link becomes a plain file holding the driver's name (DESIGN's format).
-        if let Ok(Some(name)) = c.src.link_name(&format!("{dir}/driver")) {
-            c.write(&format!("{dir}/driver"), &format!("{name}\n"))?;
+        match c.src.link_name(&format!("{dir}/driver")) {
+            Ok(Some(name)) => c.write(&format!("{dir}/driver"), format!("{name}\n")),
+            Ok(None) => {}
+            Err(e) => c.mark(&format!("{dir}/driver"), &e),
         }
     }
-    Ok(())
 }
 
-fn collect_toolkits(c: &mut Collector) -> Result<(), CollectError> {
+fn collect_toolkits(c: &mut Collector) {
     let Ok(names) = c.src.list("usr/local") else {
-        return Ok(());
+        return;
     };
     for n in names
         .into_iter()
         .filter(|n| n == "cuda" || n.starts_with("cuda-"))
     {
         let dir = format!("usr/local/{n}");
-        c.copy(&format!("{dir}/version.json"))?;
-        c.copy(&format!("{dir}/version.txt"))?;
+        c.copy(&format!("{dir}/version.json"));
+        c.copy(&format!("{dir}/version.txt"));
         // cuda.h is large; its version define is all gpuaudit reads.
         if let Ok(h) = c.src.read(&format!("{dir}/include/cuda.h")) {
             let line: String = h
@@ -265,36 +307,88 @@ fn collect_toolkits(c: &mut Collector) -> Result<(), CollectError> {
                 .take(1)
                 .collect();
             if !line.is_empty() {
-                c.write(&format!("{dir}/include/cuda.h"), &format!("{line}\n"))?;
+                c.write(&format!("{dir}/include/cuda.h"), format!("{line}\n"));
             }
         }
         // File names only: the runtime's version is in them.
-        if let Ok(libs) = c.src.list(&format!("{dir}/lib64")) {
-            for l in libs.iter().filter(|l| l.starts_with("libcudart.so")) {
-                c.write(&format!("{dir}/lib64/{l}"), "")?;
+        for l in c.src.children(&format!("{dir}/lib64")) {
+            if l.starts_with("libcudart.so") {
+                c.marker(&format!("{dir}/lib64/{l}"));
             }
         }
-        if let Ok(libs) = c.src.list(&format!("{dir}/compat")) {
-            for l in libs.iter().filter(|l| l.starts_with("libcuda.so")) {
-                c.write(&format!("{dir}/compat/{l}"), "")?;
+        for l in c.src.children(&format!("{dir}/compat")) {
+            if l.starts_with("libcuda.so") {
+                c.marker(&format!("{dir}/compat/{l}"));
             }
         }
         if c.src.exists(&format!("{dir}/bin/nvcc")) {
-            c.write(&format!("{dir}/bin/nvcc"), "")?;
+            c.marker(&format!("{dir}/bin/nvcc"));
         }
     }
-    Ok(())
 }
 
 /// Only the NVIDIA XID lines of the kernel log go into the snapshot.
-fn collect_xids(c: &mut Collector) -> Result<(), CollectError> {
-    match crate::gather::xid_lines_live() {
-        Ok(text) => c.write("cmd/dmesg-xid.txt", &text),
-        Err(e) => {
-            c.summary
-                .notes
-                .push(format!("kernel log not collected: {e}"));
-            Ok(())
-        }
+fn collect_xids(c: &mut Collector) {
+    match c.src.kernel_log_lines("NVRM: Xid") {
+        Ok(text) => c.write("cmd/dmesg-xid.txt", text),
+        Err(e) => c
+            .summary
+            .notes
+            .push(format!("kernel log not collected: {e}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_existing_path_is_refused_and_a_file_says_so() {
+        let d = tempfile::tempdir().unwrap();
+        let src = RootFs::live();
+        let file = d.path().join("f");
+        fs::write(&file, "x").unwrap();
+        let e = Collector::new(&src, &file).err().unwrap();
+        assert!(matches!(e, CollectError::IsAFile(_)), "{e}");
+        assert!(e.to_string().contains("is a file, not a directory"));
+        // An empty directory is refused too: only a directory this run made is written to.
+        let e = Collector::new(&src, d.path()).err().unwrap();
+        assert!(matches!(e, CollectError::Exists(_)), "{e}");
+        let c = Collector::new(&src, &d.path().join("a/b/snap")).unwrap();
+        assert!(c.out().is_dir());
+    }
+
+    #[test]
+    fn every_failed_write_is_listed_and_the_rest_written() {
+        let d = tempfile::tempdir().unwrap();
+        let src = RootFs::live();
+        let mut c = Collector::new(&src, &d.path().join("snap")).unwrap();
+        // A file where a directory must go: every write under it fails, also for root.
+        fs::write(c.out().join("proc"), "not a directory").unwrap();
+        c.write("proc/cpuinfo", "x");
+        c.write("proc/meminfo", "x");
+        c.write("meta.json", "{}");
+        c.write("../../escape", "x");
+        assert_eq!(c.summary.failed.len(), 2, "{:?}", c.summary.failed);
+        assert!(c.summary.failed[0].contains("proc/cpuinfo"));
+        assert!(c.summary.failed[1].contains("proc/meminfo"));
+        assert_eq!(c.summary.files, 2);
+        // ".." stays inside the snapshot.
+        assert!(c.out().join("escape").exists());
+        assert!(!d.path().join("escape").exists());
+    }
+
+    #[test]
+    fn two_collects_into_one_directory_one_wins() {
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("snap");
+        let src = RootFs::live();
+        let wins: usize = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| Collector::new(&src, &out).is_ok()))
+                .collect();
+            hs.into_iter().map(|h| usize::from(h.join().unwrap())).sum()
+        });
+        assert_eq!(wins, 1);
     }
 }

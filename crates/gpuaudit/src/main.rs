@@ -36,12 +36,27 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            // One line: the whole error chain, outermost first.
-            let chain: Vec<String> = e.chain().map(|c| c.to_string()).collect();
-            eprintln!("gpuaudit: {}", chain.join(": "));
+            eprintln!("gpuaudit: {}", error_line(&e));
             ExitCode::from(2)
         }
     }
+}
+
+/// One line: the whole error chain, outermost first, each cause once (an error whose message
+/// already quotes its source is not followed by the source again), escaped for the terminal
+/// (paths and reasons come from the machine and the command line).
+fn error_line(e: &anyhow::Error) -> String {
+    let mut line = String::new();
+    for cause in e.chain().map(|c| c.to_string()) {
+        if line.contains(&cause) {
+            continue;
+        }
+        if !line.is_empty() {
+            line.push_str(": ");
+        }
+        line.push_str(&cause);
+    }
+    gpuaudit_core::render::escape::escape_line(&line).into_owned()
 }
 
 fn exit_code(code: i32) -> ExitCode {
@@ -57,4 +72,21 @@ fn install_panic_hook() {
         }
         default(info);
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn error_chain_is_one_line_each_cause_once() {
+        let io = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        let inner = anyhow::Error::new(io);
+        let msg = format!("cannot write /x: {inner}");
+        let e = inner.context(msg);
+        let line = error_line(&e);
+        assert_eq!(line.matches("permission denied").count(), 1, "{line}");
+        let e = anyhow::anyhow!("bad\x1b]0;title\x07 name").context("outer");
+        assert_eq!(error_line(&e), "outer: bad\\x1b]0;title\\x07 name");
+    }
 }

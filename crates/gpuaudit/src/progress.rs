@@ -1,5 +1,6 @@
 //! Progress on stderr: a bar on a terminal, nothing otherwise (stdout stays the report).
 
+use gpuaudit_core::render::escape::escape_line;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::time::Duration;
@@ -18,7 +19,7 @@ impl Bar {
         if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
             b.set_style(style);
         }
-        b.set_message(message.to_string());
+        b.set_message(escape_line(message).into_owned());
         b.enable_steady_tick(Duration::from_millis(120));
         Bar { bar: Some(b) }
     }
@@ -35,7 +36,7 @@ impl Bar {
             }
         }
         b.set_position(done_ms.min(total_ms));
-        b.set_message(message.to_string());
+        b.set_message(escape_line(message).into_owned());
     }
 
     pub fn finish(&mut self) {

@@ -206,7 +206,7 @@ fn collect_then_audit_gives_the_live_findings() {
         .arg(&snap)
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("not empty"));
+        .stderr(predicate::str::contains("already exists"));
     let live = gpuaudit()
         .args(["--facts-only", "--format", "json"])
         .output()

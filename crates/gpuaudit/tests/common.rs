@@ -41,6 +41,16 @@ pub fn audit(name: &str, extra: &[&str]) -> (i32, Value) {
     (code, report)
 }
 
+/// The check ids that have at least one finding in a report.
+pub fn check_ids(report: &Value) -> std::collections::BTreeSet<String> {
+    report["findings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["check"].as_str().map(str::to_string))
+        .collect()
+}
+
 pub fn findings<'a>(report: &'a Value, check: &str) -> Vec<&'a Value> {
     report["findings"]
         .as_array()

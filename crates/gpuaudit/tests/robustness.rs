@@ -111,13 +111,11 @@ fn damaged_snapshots_still_give_a_report() {
             }
             let r: serde_json::Value = serde_json::from_slice(&out.stdout)
                 .unwrap_or_else(|e| panic!("{name} round {round}: not JSON: {e}"));
-            let seen: std::collections::BTreeSet<&str> = r["findings"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .filter_map(|f| f["check"].as_str())
-                .collect();
-            assert_eq!(seen.len(), ids, "{name} round {round}: a check is missing");
+            assert_eq!(
+                check_ids(&r).len(),
+                ids,
+                "{name} round {round}: a check is missing"
+            );
             assert!(
                 !stderr.contains("panicked"),
                 "{name} round {round}: {stderr}"

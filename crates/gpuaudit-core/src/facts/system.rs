@@ -76,6 +76,10 @@ pub struct DriverFacts {
     pub module_flavor: Reading<ModuleFlavor>,
     /// The first line of /proc/driver/nvidia/version.
     pub proc_version: Reading<String>,
+    /// Where the driver listed more GPUs than gpuaudit reads (`parse::nvsmi_xml::MAX_GPUS`):
+    /// what was left out, in words ("nvidia-smi lists 700000 GPUs; the first 256 were read").
+    #[serde(default)]
+    pub gpus_left_out: Option<String>,
 }
 
 impl DriverFacts {
@@ -86,6 +90,7 @@ impl DriverFacts {
             cuda_version: Reading::unavailable(reason),
             module_flavor: Reading::unavailable(reason),
             proc_version: Reading::unavailable(reason),
+            gpus_left_out: None,
         }
     }
 }

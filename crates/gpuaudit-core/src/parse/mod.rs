@@ -9,6 +9,7 @@ pub mod procfs;
 mod robustness;
 pub mod sysfs;
 mod text;
+pub use text::{fact_line, FACT_LINE_CHARS};
 pub mod toolkit;
 pub mod topo;
 pub mod xid;

@@ -4,7 +4,7 @@
 //! `clocks_event_reasons` after; power under `power_readings` or `gpu_power_readings`); both
 //! are accepted. "N/A" and missing elements become `Reading::Unavailable` with the reason.
 
-use super::text::{first_line, shorten};
+use super::text::{fact_line, first_line, shorten};
 use super::ParseError;
 use crate::facts::{
     normalize_bus_id, Clocks, Ecc, Fabric, GpuFacts, GpuMemory, GpuProcess, Mig, PcieLink, Power,
@@ -23,9 +23,16 @@ pub struct NvsmiLog {
     /// (`nvidia-smi -q -x -i N`, or a log cut down before publishing), so it is read on its own
     /// rather than inferred from the `<gpu>` elements.
     pub attached_gpus: Reading<u32>,
-    /// In document order; `index` is the position (nvidia-smi lists GPUs in NVML order).
+    /// In document order; `index` is the position (nvidia-smi lists GPUs in NVML order). At
+    /// most [`MAX_GPUS`].
     pub gpus: Vec<GpuFacts>,
+    /// `<gpu>` elements beyond [`MAX_GPUS`], not read.
+    pub gpus_left_out: usize,
 }
+
+/// The most GPUs read from one log: NVML's own limit per machine is far below it, so more is a
+/// hostile or broken file, and every GPU costs memory and report lines.
+pub const MAX_GPUS: usize = 256;
 
 const SOURCE: &str = "nvidia-smi";
 
@@ -40,12 +47,15 @@ pub fn parse(xml: &str) -> Result<NvsmiLog, ParseError> {
     // nvidia-smi may print a warning (a corrupt infoROM, a deprecated option) before the XML
     // on the same stream; start at the first line that opens the document.
     let start = xml_start(text).ok_or_else(|| ParseError::NotXml(first_line(text)))?;
+    let body = without_external_doctype(&text[start..])?;
+    // No DTD, so no entity but the five predefined ones: an entity bomb or an external entity
+    // (a file of the auditing machine) is an error, not a 3 GB string or a leak.
     let opts = ParsingOptions {
-        allow_dtd: true,
+        allow_dtd: false,
         nodes_limit: NODES_LIMIT,
         ..ParsingOptions::default()
     };
-    let doc = Document::parse_with_options(&text[start..], opts)
+    let doc = Document::parse_with_options(&body, opts)
         .map_err(|e| ParseError::Malformed(format!("nvidia-smi XML: {e}")))?;
     let root = doc.root_element();
     if root.tag_name().name() != "nvidia_smi_log" {
@@ -55,13 +65,14 @@ pub fn parse(xml: &str) -> Result<NvsmiLog, ParseError> {
         )));
     }
     let mut gpus = Vec::new();
-    for (i, node) in root
-        .children()
-        .filter(|n| n.has_tag_name("gpu"))
-        .enumerate()
-    {
-        let index = u32::try_from(i)
-            .map_err(|_| ParseError::Malformed("nvidia-smi XML: too many GPUs".into()))?;
+    let mut gpus_left_out = 0;
+    for node in root.children().filter(|n| n.has_tag_name("gpu")) {
+        if gpus.len() >= MAX_GPUS {
+            gpus_left_out += 1;
+            continue;
+        }
+        // Below MAX_GPUS, so it fits.
+        let index = gpus.len() as u32;
         gpus.push(parse_gpu(node, index)?);
     }
     Ok(NvsmiLog {
@@ -69,6 +80,7 @@ pub fn parse(xml: &str) -> Result<NvsmiLog, ParseError> {
         cuda_version: plain_text(child(root, "cuda_version")),
         attached_gpus: attached_gpus(root),
         gpus,
+        gpus_left_out,
     })
 }
 
@@ -80,6 +92,57 @@ fn attached_gpus(root: Node) -> Reading<u32> {
     match not_available(t) {
         Some(why) => Reading::unavailable(format!("{SOURCE}: <attached_gpus> {why}")),
         None => number(t, &[], "attached_gpus"),
+    }
+}
+
+/// The document with its document type declaration blanked out where it only names an
+/// external DTD, as nvidia-smi writes it (`<!DOCTYPE nvidia_smi_log SYSTEM
+/// "nvsmi_device_v12.dtd">`, never fetched); a declaration with an internal subset (`[...]`,
+/// where entities are declared) is refused.
+fn without_external_doctype(doc: &str) -> Result<std::borrow::Cow<'_, str>, ParseError> {
+    let mut i = 0;
+    loop {
+        let rest = &doc[i..];
+        let t = rest.trim_start();
+        i += rest.len() - t.len();
+        // The prolog: the XML declaration, processing instructions, comments.
+        let skip = if t.starts_with("<?") {
+            t.find("?>").map(|e| e + 2)
+        } else if t.starts_with("<!--") {
+            t.find("-->").map(|e| e + 3)
+        } else {
+            None
+        };
+        if let Some(n) = skip {
+            i += n;
+            continue;
+        }
+        if !t.starts_with("<!DOCTYPE") {
+            // No declaration (the XML parser refuses one further on).
+            return Ok(std::borrow::Cow::Borrowed(doc));
+        }
+        let Some(end) = t.find('>') else {
+            return Err(ParseError::Malformed(
+                "nvidia-smi XML: unterminated <!DOCTYPE".into(),
+            ));
+        };
+        if t[..end].contains('[') {
+            return Err(ParseError::Malformed(
+                "nvidia-smi XML: the document declares its own DTD (<!DOCTYPE ... [ ]>, where \
+                 entities are declared), which nvidia-smi never writes: not read"
+                    .into(),
+            ));
+        }
+        // Blanks keep the positions (and line numbers) of what follows for error messages.
+        let mut out = String::with_capacity(doc.len());
+        out.push_str(&doc[..i]);
+        out.extend(
+            t[..=end]
+                .chars()
+                .map(|c| if c == '\n' { '\n' } else { ' ' }),
+        );
+        out.push_str(&doc[i + end + 1..]);
+        return Ok(std::borrow::Cow::Owned(out));
     }
 }
 
@@ -190,8 +253,9 @@ impl<'a, 'input> Gpu<'a, 'input> {
         }
     }
 
+    /// Text as a fact: one line, capped (a product name of megabytes stays out of the report).
     fn string(&self, p: &[&str]) -> Reading<String> {
-        self.text(p).map(str::to_string)
+        self.text(p).map(fact_line)
     }
 
     /// A number with one of the expected units ("143771 MiB", "34 C", "16x", "5").
@@ -372,7 +436,7 @@ fn virtualization_mode(text: &str) -> VirtualizationMode {
         "vgpu" => VirtualizationMode::Vgpu,
         "hostvgpu" => VirtualizationMode::HostVgpu,
         "hostvsga" => VirtualizationMode::HostVsga,
-        _ => VirtualizationMode::Other(text.to_string()),
+        _ => VirtualizationMode::Other(fact_line(text)),
     }
 }
 
@@ -581,7 +645,7 @@ fn plain_text_ref<'a>(node: Option<Node<'a, '_>>) -> Option<&'a str> {
 }
 
 fn plain_text(node: Option<Node>) -> Option<String> {
-    plain_text_ref(node).map(str::to_string)
+    plain_text_ref(node).map(fact_line)
 }
 
 /// nvidia-smi's ways of saying a value is not there; `Some(what it said)` for those.

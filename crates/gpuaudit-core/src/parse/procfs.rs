@@ -220,7 +220,9 @@ pub fn parse_os_release(text: &str) -> Result<OsRelease, ParseError> {
             continue;
         }
         any = true;
-        let value = unquote(value.trim());
+        // One line each (lines() split them); capped so that a hostile file cannot put
+        // megabytes into the report.
+        let value = super::text::fact_line(&unquote(value.trim()));
         let slot = match key {
             "ID" => &mut id,
             "VERSION_ID" => &mut version_id,
@@ -325,7 +327,7 @@ pub fn parse_driver_version(text: &str) -> Result<(String, ModuleFlavor, String)
                 shorten(line, 120)
             ))
         })?;
-    Ok((version.to_string(), flavor, line.to_string()))
+    Ok((shorten(version, 64), flavor, super::text::fact_line(line)))
 }
 
 /// "580.159.04", "390.116": digits and at least one dot, no empty parts.

@@ -92,6 +92,12 @@ const TOKENS: &[&str] = &[
     "-->",
     "<?xml version=\"1.0\" ?>",
     "<!DOCTYPE nvidia_smi_log SYSTEM \"x.dtd\">",
+    "<!DOCTYPE x [<!ENTITY e \"e\">]>",
+    "&e;",
+    "\u{9b}",
+    "\u{9d}",
+    "\u{7f}",
+    "\r",
 ];
 
 /// SplitMix64: small, deterministic, good enough to spread mutations.
@@ -250,6 +256,8 @@ fn random_bytes(rng: &mut Rng) -> Vec<u8> {
 /// Runs every parser on `text` and checks what they return is consistent.
 pub(crate) fn run_all(text: &str) {
     if let Ok(log) = nvsmi_xml::parse(text) {
+        assert!(log.gpus.len() <= nvsmi_xml::MAX_GPUS);
+        assert!(log.gpus_left_out == 0 || log.gpus.len() == nvsmi_xml::MAX_GPUS);
         for (i, g) in log.gpus.iter().enumerate() {
             assert_eq!(g.index as usize, i);
             assert_eq!(g.source, "nvidia-smi");
@@ -289,6 +297,16 @@ pub(crate) fn run_all(text: &str) {
     if let Ok((v, _, _)) = procfs::parse_driver_version(text) {
         assert!(!v.is_empty());
     }
+    // What reaches a terminal or a Markdown table carries no raw control character.
+    let line = crate::render::escape::escape_line(text);
+    assert!(
+        !line.chars().any(|c| c.is_control() && c != '\t'),
+        "{line:?}"
+    );
+    let cell = crate::render::escape::markdown_cell(text);
+    assert!(!cell.contains('<') && !cell.chars().any(|c| c.is_control() && c != '\t'));
+    let fact = fact_line(text);
+    assert!(fact.chars().count() <= FACT_LINE_CHARS + 1 && !fact.contains('\n'));
     let _ = sysfs::parse_hex_u16(text);
     let _ = sysfs::parse_hex_u32(text);
     if let Some(s) = sysfs::parse_link_speed_gts(text) {
@@ -371,6 +389,12 @@ fn parsers_survive_edge_inputs() {
         "<nvidia_smi_log>{}</nvidia_smi_log>",
         "<gpu id=\"00000000:01:00.0\"/>".repeat(2000)
     );
+    let entity_bomb = format!(
+        "<!DOCTYPE nvidia_smi_log [<!ENTITY a \"{}\">]><nvidia_smi_log><driver_version>{}\
+         </driver_version></nvidia_smi_log>",
+        "a".repeat(1 << 16),
+        "&a;".repeat(1000)
+    );
     let billion_laughs = "<?xml version=\"1.0\"?><!DOCTYPE l [<!ENTITY a \"aaaaaaaaaa\">\
         <!ENTITY b \"&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;\"><!ENTITY c \"&b;&b;&b;&b;&b;&b;&b;&b;&b;&b;\">\
         <!ENTITY d \"&c;&c;&c;&c;&c;&c;&c;&c;&c;&c;\"><!ENTITY e \"&d;&d;&d;&d;&d;&d;&d;&d;&d;&d;\">]>\
@@ -384,6 +408,7 @@ fn parsers_survive_edge_inputs() {
         deep,
         wide,
         many_gpus,
+        entity_bomb,
         billion_laughs.into(),
         "GPU 0:\n".repeat(10_000),
         "processor : 0\n".repeat(10_000),

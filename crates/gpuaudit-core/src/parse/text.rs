@@ -61,6 +61,21 @@ pub(crate) fn first_line(text: &str) -> String {
     shorten(line, 200)
 }
 
+/// The most characters a one-line fact read from the machine keeps (a hostname, the kernel
+/// line, an os-release value): a snapshot's `proc/version` linked to `/dev/zero` or holding
+/// megabytes must not reach the report.
+pub const FACT_LINE_CHARS: usize = 256;
+
+/// A one-line fact: the first line of `text`, trimmed, at most [`FACT_LINE_CHARS`] characters
+/// with "…" where it was cut.
+pub fn fact_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("").trim();
+    match line.char_indices().nth(FACT_LINE_CHARS) {
+        Some((i, _)) => format!("{}…", &line[..i]),
+        None => line.to_string(),
+    }
+}
+
 /// At most `max` characters of `text`, with "..." when cut.
 pub(crate) fn shorten(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
@@ -89,5 +104,17 @@ mod tests {
         assert_eq!(shorten("abc", 3), "abc");
         assert_eq!(first_line("\n  \n  hello \nworld"), "hello");
         assert_eq!(first_line(""), "");
+    }
+
+    #[test]
+    fn fact_lines_are_one_capped_line() {
+        assert_eq!(fact_line("  gpu-node-7 \nsecond line"), "gpu-node-7");
+        assert_eq!(fact_line(""), "");
+        let long = "é".repeat(FACT_LINE_CHARS + 1);
+        let cut = fact_line(&long);
+        assert_eq!(cut.chars().count(), FACT_LINE_CHARS + 1);
+        assert!(cut.ends_with('…'));
+        let exact = "x".repeat(FACT_LINE_CHARS);
+        assert_eq!(fact_line(&exact), exact);
     }
 }

@@ -1,11 +1,12 @@
 //! The report as Markdown, for tickets and pull requests.
 
-use super::{area_title, by_area, fmt_value, headline, status_label};
+use super::{area_title, by_area, escape, fmt_value, headline, status_label};
 use crate::report::Report;
 use std::fmt::Write;
 
+/// Text from the machine in a cell or a heading: see [`escape::markdown_cell`].
 fn cell(s: &str) -> String {
-    s.replace('|', "\\|").replace('\n', " ")
+    escape::markdown_cell(s)
 }
 
 pub fn render(report: &Report) -> String {
@@ -43,7 +44,7 @@ pub fn render(report: &Report) -> String {
                 out,
                 "| {} | `{}` | {} | {} | {} |",
                 status_label(f.status),
-                f.check,
+                cell(&f.check),
                 f.gpu.map(|g| g.to_string()).unwrap_or_else(|| "-".into()),
                 cell(&f.message),
                 cell(f.fix.as_deref().unwrap_or(""))

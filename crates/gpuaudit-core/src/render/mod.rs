@@ -1,5 +1,6 @@
 //! Renderers: the report as a terminal table, JSON, Markdown or HTML. One file each.
 
+pub mod escape;
 mod html;
 mod json;
 mod markdown;
@@ -131,5 +132,65 @@ fn fmt_value(v: f64) -> String {
         format!("{v:.1}")
     } else {
         format!("{v:.2}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::{Facts, Origin};
+    use crate::finding::Finding;
+    use crate::policy::Policy;
+    use crate::reading::Reading;
+
+    /// Text from the machine as a hostile snapshot would have it: an OSC title change, a
+    /// screen clear, C1 CSI, a lone carriage return, a line feed that starts a forged line, HTML.
+    const HOSTILE: &str =
+        "n\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}1A\rPASS\n  PASS  gpu.present  <script>x</script>|";
+
+    fn report() -> Report {
+        let mut facts = Facts::empty(Origin::Live, "not read");
+        facts.machine.hostname = Reading::Value(HOSTILE.into());
+        let findings = vec![
+            Finding::fail("os.platform", HOSTILE).fix(HOSTILE),
+            Finding::skip("cuda.env", HOSTILE),
+        ];
+        Report::from_findings(&facts, &Policy::default(), findings)
+    }
+
+    fn raw_controls(s: &str) -> Vec<char> {
+        s.chars()
+            .filter(|&c| (c < ' ' && c != '\n' && c != '\t') || ('\u{7f}'..='\u{9f}').contains(&c))
+            .collect()
+    }
+
+    #[test]
+    fn table_and_markdown_carry_no_raw_control_character() {
+        let r = report();
+        let table = render(&r, Format::Table, &TableOptions::default());
+        assert_eq!(raw_controls(&table), Vec::<char>::new(), "{table}");
+        // The hostile line feed did not start a line of its own.
+        assert!(!table.lines().any(|l| l.starts_with("  PASS")), "{table}");
+        let md = render(&r, Format::Markdown, &TableOptions::default());
+        assert_eq!(raw_controls(&md), Vec::<char>::new(), "{md}");
+        assert!(
+            !md.contains("<script>") && md.contains("&lt;script&gt;"),
+            "{md}"
+        );
+        assert!(!md.lines().any(|l| l.starts_with("  PASS")), "{md}");
+        // Colour codes are gpuaudit's own: still there when asked for, around escaped text.
+        let coloured = render(
+            &r,
+            Format::Table,
+            &TableOptions {
+                color: true,
+                verbose: false,
+            },
+        );
+        assert!(coloured.contains("\u{1b}[") && coloured.contains("\\x1b]0;owned"));
+        // JSON keeps the text exactly (serde escapes it).
+        let json = render(&r, Format::Json, &TableOptions::default());
+        let back: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(back["machine"]["hostname"], HOSTILE);
     }
 }

@@ -1,6 +1,7 @@
 //! The report for a person at a terminal: grouped by area, one line per finding, coloured by
 //! status, the fix under each failing or warning finding.
 
+use super::escape::escape_line;
 use super::{area_title, by_area, fmt_value, headline, status_label};
 use crate::finding::{Finding, Status};
 use crate::report::Report;
@@ -43,8 +44,8 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
         "{} {} — {} — {}",
         "gpuaudit".style(bold),
         report.tool.version,
-        host,
-        headline(report)
+        escape_line(host),
+        escape_line(&headline(report))
     );
     let mut sub = Vec::new();
     if let Some(s) = &report.audit.snapshot {
@@ -59,7 +60,7 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
     if let Some(r) = &report.audit.measurements_not_run {
         sub.push(format!("not measured: {r}"));
     }
-    let _ = writeln!(out, "{}", sub.join(" · ").style(dim));
+    let _ = writeln!(out, "{}", escape_line(&sub.join(" · ")).style(dim));
 
     let width = report
         .findings
@@ -87,10 +88,10 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
                 _ => "-".into(),
             };
             t.add_row(vec![
-                m.name.clone(),
+                escape_line(&m.name).into_owned(),
                 gpu,
                 fmt_value(m.value),
-                m.unit.clone(),
+                escape_line(&m.unit).into_owned(),
                 m.expected.map(fmt_value).unwrap_or_else(|| "-".into()),
                 m.ratio
                     .map(|r| format!("{:.0}%", r * 100.0))
@@ -172,16 +173,17 @@ fn line(out: &mut String, f: &Finding, width: usize, opts: &TableOptions, note: 
     } else {
         Style::new()
     };
+    let message = escape_line(&f.message);
     let msg = if f.status == Status::Skip {
-        f.message.style(dim).to_string()
+        message.style(dim).to_string()
     } else {
-        f.message.clone()
+        message.into_owned()
     };
     let _ = writeln!(
         out,
         "  {}  {:<width$}  {}{}",
         status_label(f.status).style(st),
-        f.check,
+        escape_line(&f.check),
         msg,
         note.unwrap_or("").style(dim),
         width = width
@@ -189,7 +191,7 @@ fn line(out: &mut String, f: &Finding, width: usize, opts: &TableOptions, note: 
     if matches!(f.status, Status::Fail | Status::Warn) {
         if let Some(fix) = &f.fix {
             let pad = " ".repeat(width + 8);
-            let _ = writeln!(out, "{pad}{} {}", "fix:".style(st), fix);
+            let _ = writeln!(out, "{pad}{} {}", "fix:".style(st), escape_line(fix));
         }
     }
 }

@@ -34,9 +34,12 @@ pub fn machine(root: &RootFs, libc: Reading<Libc>) -> MachineFacts {
         Ok(text) => arch_from_cpuinfo(&text),
         Err(e) => Reading::Unavailable(e),
     };
-    let os = match root.read("etc/os-release") {
-        Ok(t) => Ok(t),
-        Err(_) => root.read("usr/lib/os-release"),
+    // /usr/lib/os-release stands in only where /etc/os-release does not exist: an unreadable
+    // one gives its own reason.
+    let os = match root.read_text("etc/os-release") {
+        Ok(Some(t)) => Ok(t),
+        Ok(None) => root.read("usr/lib/os-release"),
+        Err(e) => Err(e),
     };
     let os = match os {
         Ok(t) => {
@@ -45,9 +48,9 @@ pub fn machine(root: &RootFs, libc: Reading<Libc>) -> MachineFacts {
         Err(e) => Reading::Unavailable(e),
     };
     MachineFacts {
-        hostname: Reading::from(root.read_trimmed("proc/sys/kernel/hostname")),
+        hostname: Reading::from(root.read_line("proc/sys/kernel/hostname")),
         os,
-        kernel: Reading::from(root.read_trimmed("proc/version")),
+        kernel: Reading::from(root.read_line("proc/version")),
         arch,
         cpu,
         memory_total_kib: parsed(root, "proc/meminfo", procfs::parse_meminfo_total_kib),
@@ -143,21 +146,37 @@ pub fn pci_gpus(root: &RootFs) -> Reading<Vec<PciFunction>> {
     let mut out = Vec::new();
     for name in names {
         let dir = format!("{PCI_DEVICES}/{name}");
-        let attr = |a: &str| root.read(&format!("{dir}/{a}"));
-        let Some(vendor) = attr("vendor").ok().and_then(|v| sysfs::parse_hex_u16(&v)) else {
-            continue;
+        // What a function is must be readable: a GPU whose directory cannot be read would
+        // otherwise vanish from the list without a word, and the checks judge the rest as all.
+        let id = |a: &str, parse: fn(&str) -> Option<u32>| -> Result<u32, String> {
+            let rel = format!("{dir}/{a}");
+            let text = root.read(&rel)?;
+            parse(&text).ok_or_else(|| {
+                format!(
+                    "{}: not a PCI id: '{}'",
+                    root.display(&rel),
+                    gpuaudit_core::parse::host::truncate(text.trim(), 40)
+                )
+            })
+        };
+        let hex16 = |t: &str| sysfs::parse_hex_u16(t).map(u32::from);
+        let vendor = match id("vendor", hex16) {
+            Ok(v) => v as u16,
+            Err(e) => return Reading::Unavailable(unreadable_function(e)),
         };
         if vendor != NVIDIA_VENDOR {
             continue;
         }
-        let Some(class) = attr("class").ok().and_then(|v| sysfs::parse_hex_u32(&v)) else {
-            continue;
+        let class = match id("class", sysfs::parse_hex_u32) {
+            Ok(c) => c,
+            Err(e) => return Reading::Unavailable(unreadable_function(e)),
         };
         if class >> 16 != 0x03 {
             continue;
         }
-        let Some(device) = attr("device").ok().and_then(|v| sysfs::parse_hex_u16(&v)) else {
-            continue;
+        let device = match id("device", hex16) {
+            Ok(d) => d as u16,
+            Err(e) => return Reading::Unavailable(unreadable_function(e)),
         };
         let read = |a: &str| -> Result<String, String> { root.read(&format!("{dir}/{a}")) };
         let num = |a: &str, f: fn(&str) -> Option<u32>| -> Reading<u32> {
@@ -222,6 +241,10 @@ pub fn pci_gpus(root: &RootFs) -> Reading<Vec<PciFunction>> {
     Reading::Value(out)
 }
 
+fn unreadable_function(why: String) -> String {
+    format!("{why} (so the NVIDIA PCI functions cannot all be told)")
+}
+
 pub fn modules(root: &RootFs) -> Reading<Vec<KernelModule>> {
     parsed(root, "proc/modules", procfs::parse_modules)
 }
@@ -243,14 +266,14 @@ pub fn toolkits(root: &RootFs, nvcc_output: Option<&str>) -> Reading<Vec<Toolkit
         }
     }
     let mut out: Vec<Toolkit> = Vec::new();
-    let mut seen_real: Vec<std::path::PathBuf> = Vec::new();
+    let mut seen: Vec<(u64, u64)> = Vec::new();
     for d in &dirs {
         // /usr/local/cuda is usually a link to cuda-X.Y: list it once.
-        if let Ok(real) = std::fs::canonicalize(root.path(d)) {
-            if seen_real.contains(&real) {
+        if let Ok(Some(st)) = root.stat(d) {
+            if seen.contains(&st.identity) {
                 continue;
             }
-            seen_real.push(real);
+            seen.push(st.identity);
         }
         if let Some(t) = toolkit_in(root, d, nvcc_output) {
             // A snapshot holds /usr/local/cuda and the directory it links to as two copies:

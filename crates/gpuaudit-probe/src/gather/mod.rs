@@ -40,51 +40,88 @@ pub enum SnapshotError {
     NotFound(PathBuf),
     #[error("{0} is not a directory")]
     NotADirectory(PathBuf),
+    #[error("cannot read snapshot directory {path}: {reason}")]
+    Unreadable { path: PathBuf, reason: String },
     #[error("{0} is not a gpuaudit snapshot: it has none of meta.json, proc/, sys/, etc/, cmd/")]
     NotASnapshot(PathBuf),
     #[error(
-        "{path}: unsupported snapshot format '{format}' (this gpuaudit reads {SNAPSHOT_FORMAT})"
+        "{path}: unsupported snapshot format {format} (this gpuaudit reads \"{SNAPSHOT_FORMAT}\")"
     )]
     Format { path: PathBuf, format: String },
 }
 
-/// What a snapshot's meta.json says, where it says anything usable.
-fn read_meta(dir: &Path) -> Result<Option<String>, SnapshotError> {
-    let p = dir.join("meta.json");
-    let Ok(text) = std::fs::read_to_string(&p) else {
-        return Ok(None);
+/// What a snapshot's meta.json says, where it says anything usable. A format other than
+/// [`SNAPSHOT_FORMAT`] (another version, a number, a list) is refused; a meta.json that is
+/// missing, unreadable or not JSON is not (the facts are in the other files), and its reason
+/// stands in for the description.
+fn read_meta(root: &RootFs) -> Result<Option<String>, SnapshotError> {
+    let text = match root.read_text("meta.json") {
+        Ok(Some(t)) => t,
+        Ok(None) => return Ok(None),
+        Err(e) => return Ok(Some(e)),
     };
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
-        // A damaged meta.json does not stop the audit: the facts are in the other files.
         return Ok(Some("meta.json is not valid JSON".into()));
     };
-    if let Some(f) = v.get("format").and_then(|f| f.as_str()) {
-        if f != SNAPSHOT_FORMAT {
+    match v.get("format") {
+        None => {}
+        Some(serde_json::Value::String(f)) if f == SNAPSHOT_FORMAT => {}
+        Some(other) => {
+            let shown = match other {
+                serde_json::Value::String(f) => format!("\"{f}\""),
+                v => v.to_string(),
+            };
             return Err(SnapshotError::Format {
-                path: p,
-                format: f.to_string(),
+                path: root.root().join("meta.json"),
+                format: gpuaudit_core::parse::fact_line(&shown),
             });
         }
     }
     Ok(v.get("description")
         .and_then(|d| d.as_str())
-        .map(str::to_string))
+        .map(gpuaudit_core::parse::fact_line))
+}
+
+/// The snapshot directory can be read and looks like a snapshot.
+fn check_snapshot_dir(dir: &Path, root: &RootFs) -> Result<(), SnapshotError> {
+    let unreadable = |e: std::io::Error| SnapshotError::Unreadable {
+        path: dir.to_path_buf(),
+        reason: crate::root::io_reason(&e),
+    };
+    match root.root_stat() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(SnapshotError::NotFound(dir.to_path_buf()))
+        }
+        Err(e) => return Err(unreadable(e)),
+        Ok(s) if s.kind != crate::root::FileKind::Dir => {
+            return Err(SnapshotError::NotADirectory(dir.to_path_buf()))
+        }
+        Ok(_) => {}
+    }
+    // A directory that cannot be listed or searched is unreadable, not "not a snapshot".
+    root.list_io("").map_err(unreadable)?;
+    let mut found = false;
+    for k in ["meta.json", "proc", "sys", "etc", "cmd"] {
+        match root.stat_io(k) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(unreadable(e))
+            }
+            // There, if broken (a link loop): the readings under it say why.
+            _ => found = true,
+        }
+    }
+    if !found {
+        return Err(SnapshotError::NotASnapshot(dir.to_path_buf()));
+    }
+    Ok(())
 }
 
 /// Facts from a snapshot directory written by `gpuaudit collect` (or by hand).
 pub fn snapshot(dir: &Path, opts: &GatherOptions) -> Result<Facts, SnapshotError> {
-    if !dir.exists() {
-        return Err(SnapshotError::NotFound(dir.to_path_buf()));
-    }
-    if !dir.is_dir() {
-        return Err(SnapshotError::NotADirectory(dir.to_path_buf()));
-    }
-    let known = ["meta.json", "proc", "sys", "etc", "cmd"];
-    if !known.iter().any(|k| dir.join(k).exists()) {
-        return Err(SnapshotError::NotASnapshot(dir.to_path_buf()));
-    }
-    let description = read_meta(dir)?;
     let root = RootFs::new(dir);
+    check_snapshot_dir(dir, &root)?;
+    let description = read_meta(&root)?;
     let origin = Origin::Snapshot {
         path: dir.display().to_string(),
         description,
@@ -110,7 +147,7 @@ pub fn snapshot(dir: &Path, opts: &GatherOptions) -> Result<Facts, SnapshotError
             // `collect` on a machine where the driver did not answer keeps the reason.
             let why = cmd("driver-error.txt")
                 .ok()
-                .map(|t| t.trim().to_string())
+                .map(|t| gpuaudit_core::parse::host::truncate(t.trim(), 1000))
                 .filter(|t| !t.is_empty())
                 .unwrap_or_else(|| format!("snapshot has no nvidia-smi output ({e})"));
             facts.driver.query = Reading::Unavailable(why.clone());
@@ -165,13 +202,14 @@ pub fn live_deferred(opts: &GatherOptions) -> (Facts, PendingHost) {
     let host_job = std::thread::spawn(move || host::gather(&RootFs::live(), &host_opts));
     let nvcc_job = std::thread::spawn(move || {
         // Only where a toolkit directory has no version file of its own.
-        let nvcc = "/usr/local/cuda/bin/nvcc";
-        if Path::new(nvcc).exists()
-            && !Path::new("/usr/local/cuda/version.json").exists()
-            && !Path::new("/usr/local/cuda/version.txt").exists()
-            && !Path::new("/usr/local/cuda/include/cuda.h").exists()
+        let live = RootFs::live();
+        let nvcc = "usr/local/cuda/bin/nvcc";
+        if live.exists(nvcc)
+            && !live.exists("usr/local/cuda/version.json")
+            && !live.exists("usr/local/cuda/version.txt")
+            && !live.exists("usr/local/cuda/include/cuda.h")
         {
-            command::run(nvcc, &["--version"], t).ok()
+            command::run(&crate::root::abs(nvcc), &["--version"], t).ok()
         } else {
             None
         }
@@ -286,6 +324,13 @@ fn apply_nvsmi(facts: &mut Facts, parsed: Result<nvsmi_xml::NvsmiLog, ParseError
                 Some(c) => Reading::Value(c),
                 None => Reading::unavailable("nvidia-smi: no cuda_version"),
             };
+            if log.gpus_left_out > 0 {
+                facts.driver.gpus_left_out = Some(format!(
+                    "nvidia-smi lists {} GPUs; the first {} were read",
+                    log.gpus.len() + log.gpus_left_out,
+                    log.gpus.len()
+                ));
+            }
             facts.gpus = Reading::Value(log.gpus);
         }
         Err(e) => {
@@ -326,56 +371,9 @@ fn apply_nvlink_status(facts: &mut Facts, text: &str) {
 
 /// NVIDIA XID lines from /dev/kmsg, read without blocking (needs root or CAP_SYSLOG).
 fn live_xids() -> Reading<Vec<XidEvent>> {
-    match xid_lines_live() {
+    match RootFs::live().kernel_log_lines("NVRM: Xid") {
         Ok(text) => Reading::Value(files::xids_from_text(&text)),
         Err(e) => Reading::Unavailable(e),
-    }
-}
-
-/// The "NVRM: Xid" lines of the kernel log, one per line.
-pub fn xid_lines_live() -> Result<String, String> {
-    #[cfg(target_os = "linux")]
-    {
-        use std::io::Read;
-        use std::os::unix::fs::OpenOptionsExt;
-        const O_NONBLOCK: i32 = 0o4000;
-        let mut f = match std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(O_NONBLOCK)
-            .open("/dev/kmsg")
-        {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-                return Err("kernel log not readable (needs root)".into())
-            }
-            Err(e) => return Err(format!("/dev/kmsg: {e}")),
-        };
-        let mut text = String::new();
-        let mut buf = vec![0u8; 8192];
-        // One record per read; EAGAIN marks the end of the ring buffer. Bounded either way.
-        for _ in 0..200_000 {
-            match f.read(&mut buf) {
-                Ok(0) => break,
-                Ok(n) => {
-                    let rec = String::from_utf8_lossy(&buf[..n]);
-                    if rec.contains("NVRM: Xid") {
-                        // "6,1234,5678,-;NVRM: Xid ..." -> the message part.
-                        let msg = rec.split_once(';').map(|x| x.1).unwrap_or(&rec);
-                        text.push_str(msg.lines().next().unwrap_or(""));
-                        text.push('\n');
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                // EPIPE: records were overwritten while reading; go on with the next.
-                Err(e) if e.raw_os_error() == Some(32) => continue,
-                Err(e) => return Err(format!("/dev/kmsg: {e}")),
-            }
-        }
-        Ok(text)
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        Err("kernel log: Linux only".into())
     }
 }
 
@@ -396,5 +394,126 @@ fn fill_from_spec(g: &mut GpuFacts) {
     let spec = SpecDb::embedded().identify_gpu(g);
     if let Some(cc) = spec.and_then(|s| s.compute_capability()) {
         g.compute_capability = Reading::Value(cc);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    fn fifo(p: &Path) {
+        use std::os::unix::ffi::OsStrExt;
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+    }
+
+    fn snapshot_of(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        for (rel, content) in files {
+            let p = d.path().join(rel);
+            fs::create_dir_all(p.parent().unwrap()).unwrap();
+            fs::write(p, content).unwrap();
+        }
+        d
+    }
+
+    fn opts() -> GatherOptions {
+        GatherOptions::default()
+    }
+
+    #[test]
+    fn an_unreadable_os_release_keeps_its_reason() {
+        let d = snapshot_of(&[("usr/lib/os-release", "ID=debian\nPRETTY_NAME=\"Debian\"\n")]);
+        fifo(&d.path().join("etc/os-release"));
+        let f = snapshot(d.path(), &opts()).unwrap();
+        assert_eq!(
+            f.machine.os.reason(),
+            Some("/etc/os-release: a FIFO, not a regular file: not read")
+        );
+        // Only a missing /etc/os-release falls back to /usr/lib/os-release.
+        fs::remove_file(d.path().join("etc/os-release")).unwrap();
+        let f = snapshot(d.path(), &opts()).unwrap();
+        assert_eq!(f.machine.os.value().unwrap().pretty_name, "Debian");
+    }
+
+    #[test]
+    fn an_unreadable_pci_function_is_a_reason_not_a_gpu_less() {
+        let dev = "sys/bus/pci/devices/0000:00:06.0";
+        let d = snapshot_of(&[
+            (&format!("{dev}/vendor"), "0x10de\n"),
+            (&format!("{dev}/device"), "0x2335\n"),
+            (&format!("{dev}/class"), "0x030200\n"),
+        ]);
+        assert_eq!(
+            snapshot(d.path(), &opts())
+                .unwrap()
+                .pci_gpus
+                .value()
+                .unwrap()
+                .len(),
+            1
+        );
+        fifo(&d.path().join("sys/bus/pci/devices/0000:00:07.0/vendor"));
+        let f = snapshot(d.path(), &opts()).unwrap();
+        let why = f.pci_gpus.reason().unwrap();
+        assert!(
+            why.starts_with("/sys/bus/pci/devices/0000:00:07.0/vendor: a FIFO"),
+            "{why}"
+        );
+        fs::write(d.path().join(dev).join("class"), "garbage\n").unwrap();
+        fs::remove_file(d.path().join("sys/bus/pci/devices/0000:00:07.0/vendor")).unwrap();
+        let f = snapshot(d.path(), &opts()).unwrap();
+        assert!(f
+            .pci_gpus
+            .reason()
+            .unwrap()
+            .contains("class: not a PCI id: 'garbage'"));
+    }
+
+    #[test]
+    fn meta_json_format_and_description() {
+        let d = snapshot_of(&[("meta.json", r#"{"format": 7}"#)]);
+        let e = snapshot(d.path(), &opts()).unwrap_err().to_string();
+        assert!(e.ends_with("meta.json: unsupported snapshot format 7 (this gpuaudit reads \"gpuaudit-snapshot/1\")"), "{e}");
+        let d = snapshot_of(&[(
+            "meta.json",
+            r#"{"format": "gpuaudit-snapshot/1", "description": "x"}"#,
+        )]);
+        let f = snapshot(d.path(), &opts()).unwrap();
+        assert_eq!(
+            f.origin,
+            Origin::Snapshot {
+                path: d.path().display().to_string(),
+                description: Some("x".into())
+            }
+        );
+        // No format at all (a hand-made snapshot) and a damaged meta.json are read.
+        for meta in [r#"{"description": "by hand"}"#, "{ not json"] {
+            let d = snapshot_of(&[("meta.json", meta)]);
+            assert!(snapshot(d.path(), &opts()).is_ok(), "{meta}");
+        }
+        let d = snapshot_of(&[("other", "")]);
+        assert!(matches!(
+            snapshot(d.path(), &opts()),
+            Err(SnapshotError::NotASnapshot(_))
+        ));
+    }
+
+    #[test]
+    fn gpus_beyond_the_cap_are_said() {
+        let xml = format!(
+            "<nvidia_smi_log>{}</nvidia_smi_log>",
+            "<gpu id=\"00000000:01:00.0\"/>".repeat(300)
+        );
+        let d = snapshot_of(&[("cmd/nvidia-smi-q.xml", &xml)]);
+        let f = snapshot(d.path(), &opts()).unwrap();
+        assert_eq!(f.gpus.value().unwrap().len(), 256);
+        assert_eq!(
+            f.driver.gpus_left_out.as_deref(),
+            Some("nvidia-smi lists 300 GPUs; the first 256 were read")
+        );
     }
 }

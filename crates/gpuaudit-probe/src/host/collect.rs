@@ -3,9 +3,9 @@
 //! (sshd_config, Jupyter configs, containerd's config.toml); what is not a plain file goes
 //! under `cmd/`; a reading that failed is written as the unreadable marker with its reason.
 
-use super::files::{self, join, read_bytes, read_text, UNREADABLE_MARK};
 use super::{container, env, fabric, jupyter, libraries, python, ssh, storage, HostOptions};
-use crate::root::RootFs;
+use crate::collect::Collector;
+use crate::root::join;
 use gpuaudit_core::facts::ContainerdConfig;
 use gpuaudit_core::parse::host::jupyter::{reduce, reduce_json};
 use gpuaudit_core::parse::host::listing::{
@@ -14,56 +14,6 @@ use gpuaudit_core::parse::host::listing::{
 use gpuaudit_core::parse::host::python::metadata_header;
 use gpuaudit_core::parse::host::sshd::reduce_file;
 use gpuaudit_core::reading::Reading;
-use std::path::Path;
-
-struct Writer<'a> {
-    out: &'a Path,
-    notes: Vec<String>,
-}
-
-impl Writer<'_> {
-    fn write(&mut self, rel: &str, bytes: &[u8]) {
-        let p = self.out.join(rel.trim_start_matches('/'));
-        let r = p
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|_| std::fs::write(&p, bytes));
-        if let Err(e) = r {
-            self.notes
-                .push(format!("could not write {}: {e}", p.display()));
-        }
-    }
-
-    fn mark(&mut self, rel: &str, reason: &str) {
-        self.write(rel, format!("{UNREADABLE_MARK}{reason}\n").as_bytes());
-    }
-
-    /// An empty file that says "this program exists".
-    fn marker(&mut self, rel: &str) {
-        self.write(rel, b"");
-    }
-
-    fn copy(&mut self, root: &RootFs, rel: &str) {
-        match read_bytes(root, rel) {
-            Ok(Some(b)) => self.write(rel, &b),
-            Ok(None) => {}
-            Err(e) => {
-                self.notes.push(e.clone());
-                self.mark(rel, &e);
-            }
-        }
-    }
-
-    fn reading<T>(&mut self, rel: &str, r: &Reading<T>, format: impl Fn(&T) -> String) {
-        match r {
-            Reading::Value(v) => self.write(rel, format(v).as_bytes()),
-            Reading::Unavailable(why) => {
-                self.notes.push(format!("{rel}: {why}"));
-                self.mark(rel, why);
-            }
-        }
-    }
-}
 
 /// containerd's config reduced to what the check reads (its registry credentials stay home).
 fn containerd_toml(c: &ContainerdConfig) -> String {
@@ -91,11 +41,8 @@ fn toml_str(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-pub fn collect_into(root: &RootFs, opts: &HostOptions, out: &Path) -> Vec<String> {
-    let mut w = Writer {
-        out,
-        notes: Vec::new(),
-    };
+pub fn collect_into(w: &mut Collector, opts: &HostOptions) {
+    let root = w.src;
 
     // Plain copies.
     for rel in [
@@ -108,7 +55,7 @@ pub fn collect_into(root: &RootFs, opts: &HostOptions, out: &Path) -> Vec<String
         "run/.containerenv",
         container::DOCKER,
     ] {
-        w.copy(root, rel);
+        w.copy(rel);
     }
 
     // The environment and what derives from it.
@@ -127,15 +74,15 @@ pub fn collect_into(root: &RootFs, opts: &HostOptions, out: &Path) -> Vec<String
     for s in &sites {
         w.marker(&join(&s.rel, ".gpuaudit-site"));
         if let Some(i) = &s.interpreter {
-            w.marker(&files::rel(i));
+            w.marker(&crate::root::rel(i));
         }
         if python::has_torch(root, s) {
-            w.copy(root, &join(&s.rel, "torch/version.py"));
+            w.copy(&join(&s.rel, "torch/version.py"));
         }
         for (_, _, dist) in python::nvidia_wheels(root, s) {
             let meta = join(&dist, "METADATA");
-            if let Ok(Some(t)) = read_text(root, &meta) {
-                w.write(&meta, metadata_header(&t).as_bytes());
+            if let Ok(Some(t)) = root.read_text(&meta) {
+                w.write(&meta, metadata_header(&t));
             }
         }
     }
@@ -143,12 +90,12 @@ pub fn collect_into(root: &RootFs, opts: &HostOptions, out: &Path) -> Vec<String
         if opts.ask_interpreter {
             let q = python::query_all(root, &sites, opts.interpreter_timeout);
             match serde_json::to_string_pretty(&q) {
-                Ok(s) => w.write(python::QUERY_FILE, s.as_bytes()),
-                Err(e) => w.notes.push(format!("{}: {e}", python::QUERY_FILE)),
+                Ok(s) => w.write(python::QUERY_FILE, s),
+                Err(e) => w.summary.notes.push(format!("{}: {e}", python::QUERY_FILE)),
             }
         }
     } else {
-        w.copy(root, python::QUERY_FILE);
+        w.copy(python::QUERY_FILE);
     }
 
     // Libraries, resolved.
@@ -168,27 +115,27 @@ pub fn collect_into(root: &RootFs, opts: &HostOptions, out: &Path) -> Vec<String
     if let Some(t) = c.toolkit.value() {
         for p in t.found.iter().chain(t.engines.iter()) {
             if p.starts_with("/etc/") {
-                w.copy(root, &files::rel(p));
+                w.copy(&crate::root::rel(p));
             } else {
-                w.marker(&files::rel(p));
+                w.marker(&crate::root::rel(p));
             }
         }
     }
     match container::read_containerd(root) {
-        Reading::Value(Some(cd)) => w.write(container::CONTAINERD, containerd_toml(&cd).as_bytes()),
+        Reading::Value(Some(cd)) => w.write(container::CONTAINERD, containerd_toml(&cd)),
         Reading::Value(None) => {}
         Reading::Unavailable(why) => w.mark(container::CONTAINERD, &why),
     }
     for f in container::cdi_files(root) {
-        w.copy(root, &f);
+        w.copy(&f);
     }
 
     // Fabric.
-    for dev in files::children(root, fabric::IB) {
+    for dev in root.children(fabric::IB) {
         let pdir = join(&join(fabric::IB, &dev), "ports");
-        for p in files::children(root, &pdir) {
+        for p in root.children(&pdir) {
             for f in fabric::PORT_FILES {
-                w.copy(root, &join(&join(&pdir, &p), f));
+                w.copy(&join(&join(&pdir, &p), f));
             }
         }
     }
@@ -197,7 +144,7 @@ pub fn collect_into(root: &RootFs, opts: &HostOptions, out: &Path) -> Vec<String
         for f in fabric::NIC_FILES {
             // A NIC that is down refuses to tell its speed; leave the file out, as the reader
             // then does.
-            if let Ok(Some(b)) = read_bytes(root, &join(&base, f)) {
+            if let Ok(Some(b)) = root.read_bytes(&join(&base, f)) {
                 w.write(&join(&base, f), &b);
             }
         }
@@ -206,7 +153,7 @@ pub fn collect_into(root: &RootFs, opts: &HostOptions, out: &Path) -> Vec<String
             .ok()
             .flatten()
             .unwrap_or_default();
-        w.write(&join(&base, "device/driver"), driver.as_bytes());
+        w.write(&join(&base, "device/driver"), driver);
     }
 
     // Jupyter, reduced.
@@ -217,8 +164,8 @@ pub fn collect_into(root: &RootFs, opts: &HostOptions, out: &Path) -> Vec<String
             };
             match &cfg.error {
                 Some(e) => w.mark(&f, e),
-                None if f.ends_with(".json") => w.write(&f, reduce_json(&cfg.settings).as_bytes()),
-                None => w.write(&f, reduce(&cfg.settings).as_bytes()),
+                None if f.ends_with(".json") => w.write(&f, reduce_json(&cfg.settings)),
+                None => w.write(&f, reduce(&cfg.settings)),
             }
         }
     }
@@ -233,8 +180,8 @@ pub fn collect_into(root: &RootFs, opts: &HostOptions, out: &Path) -> Vec<String
                     continue;
                 }
                 done.push(file);
-                if let Ok(Some(t)) = read_text(root, &files::rel(file)) {
-                    w.write(&files::rel(file), reduce_file(&t).as_bytes());
+                if let Ok(Some(t)) = root.read_text(&crate::root::rel(file)) {
+                    w.write(&crate::root::rel(file), reduce_file(&t));
                 }
             }
         }
@@ -246,8 +193,6 @@ pub fn collect_into(root: &RootFs, opts: &HostOptions, out: &Path) -> Vec<String
         &ssh::read_keys(root, sshd.value().and_then(|c| c.as_ref())),
         |k| format_keys(k),
     );
-
-    w.notes
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! Containers: whether we are in one, the engines and the NVIDIA container toolkit on a host,
 //! their configuration, CDI specifications, /dev/nvidia* nodes, and who we are.
 
-use super::files::{abs, children, exists, join, read_text};
 use crate::root::RootFs;
+use crate::root::{abs, join, FileKind};
 use gpuaudit_core::facts::{
     CdiSpec, ContainerFacts, ContainerToolkit, ContainerdConfig, DeviceNode, DockerDaemon,
     EnvFacts, Mount,
@@ -49,7 +49,7 @@ fn config<T>(
     rel: &str,
     parse: impl Fn(&str) -> Result<T, ParseError>,
 ) -> Reading<Option<T>> {
-    match read_text(root, rel) {
+    match root.read_text(rel) {
         Ok(None) => Reading::Value(None),
         Ok(Some(t)) => match parse(&t) {
             Ok(v) => Reading::Value(Some(v)),
@@ -70,7 +70,7 @@ pub fn read_containerd(root: &RootFs) -> Reading<Option<ContainerdConfig>> {
 pub fn cdi_files(root: &RootFs) -> Vec<String> {
     let mut v = Vec::new();
     for d in CDI_DIRS {
-        for n in children(root, d) {
+        for n in root.children(d) {
             if n.ends_with(".yaml") || n.ends_with(".yml") || n.ends_with(".json") {
                 v.push(join(d, &n));
             }
@@ -82,7 +82,7 @@ pub fn cdi_files(root: &RootFs) -> Vec<String> {
 fn read_cdi(root: &RootFs) -> Reading<Vec<CdiSpec>> {
     let mut specs = Vec::new();
     for f in cdi_files(root) {
-        match read_text(root, &f) {
+        match root.read_text(&f) {
             Ok(Some(t)) => specs.push(parse_cdi(&abs(&f), &t)),
             Ok(None) => {}
             Err(e) => specs.push(CdiSpec {
@@ -105,15 +105,15 @@ fn detect(
 ) -> (Option<String>, Vec<String>) {
     let mut signs = Vec::new();
     let mut kinds: Vec<&str> = Vec::new();
-    if exists(root, ".dockerenv") {
+    if root.exists(".dockerenv") {
         signs.push("/.dockerenv exists".into());
         kinds.push("docker");
     }
-    if exists(root, "run/.containerenv") {
+    if root.exists("run/.containerenv") {
         signs.push("/run/.containerenv exists".into());
         kinds.push("podman");
     }
-    if let Ok(Some(cg)) = read_text(root, "proc/1/cgroup") {
+    if let Ok(Some(cg)) = root.read_text("proc/1/cgroup") {
         if let Some(k) = container_from_cgroup(&cg) {
             signs.push(format!("/proc/1/cgroup names {k}"));
             kinds.push(k);
@@ -167,31 +167,27 @@ fn detect(
     (kind, signs)
 }
 
-/// /dev/nvidia* (and /dev/nvidia-caps/*) on the live machine.
-pub fn live_devices() -> Result<Vec<DeviceNode>, String> {
-    use std::os::unix::fs::{FileTypeExt, MetadataExt};
-    let rd = std::fs::read_dir("/dev").map_err(|e| format!("/dev: {e}"))?;
-    let mut names: Vec<String> = rd
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("nvidia"))
-        .collect();
-    names.sort();
+/// /dev/nvidia* on the live machine (their status only: a device is never opened).
+pub fn live_devices(root: &RootFs) -> Result<Vec<DeviceNode>, String> {
     let mut out = Vec::new();
-    for n in names {
-        let p = format!("/dev/{n}");
-        let Ok(m) = std::fs::metadata(&p) else {
+    for n in root
+        .list("dev")?
+        .into_iter()
+        .filter(|n| n.starts_with("nvidia"))
+    {
+        let rel = join("dev", &n);
+        let Ok(Some(m)) = root.stat(&rel) else {
             continue;
         };
-        if m.is_dir() {
+        if m.kind == FileKind::Dir {
             continue;
         }
         out.push(DeviceNode {
-            path: p,
-            mode: m.mode() & 0o7777,
-            uid: m.uid(),
-            gid: m.gid(),
-            char_device: m.file_type().is_char_device(),
+            path: abs(&rel),
+            mode: m.mode,
+            uid: m.uid,
+            gid: m.gid,
+            char_device: m.kind == FileKind::CharDevice,
         });
     }
     Ok(out)
@@ -225,9 +221,9 @@ pub fn read(root: &RootFs, env: &EnvFacts, mounts: Option<&[Mount]>) -> Containe
     let (kind, signs) = detect(root, env, mounts);
     let live = root.is_live();
     let devices: Reading<Vec<DeviceNode>> = if live {
-        live_devices().into()
+        live_devices(root).into()
     } else {
-        match read_text(root, DEVICES_FILE) {
+        match root.read_text(DEVICES_FILE) {
             Ok(Some(t)) => parse_devices(&t)
                 .map_err(|e| format!("{}: {e}", abs(DEVICES_FILE)))
                 .into(),
@@ -238,7 +234,7 @@ pub fn read(root: &RootFs, env: &EnvFacts, mounts: Option<&[Mount]>) -> Containe
     let identity: Reading<(u32, Vec<u32>)> = if live {
         Reading::Value(live_identity())
     } else {
-        match read_text(root, IDENTITY_FILE) {
+        match root.read_text(IDENTITY_FILE) {
             Ok(Some(t)) => parse_identity(&t)
                 .map_err(|e| format!("{}: {e}", abs(IDENTITY_FILE)))
                 .into(),
@@ -249,7 +245,7 @@ pub fn read(root: &RootFs, env: &EnvFacts, mounts: Option<&[Mount]>) -> Containe
     let found = |paths: &[&str]| -> Vec<String> {
         paths
             .iter()
-            .filter(|p| exists(root, p))
+            .filter(|p| root.exists(p))
             .map(|p| abs(p))
             .collect()
     };

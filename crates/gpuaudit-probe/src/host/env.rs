@@ -1,7 +1,6 @@
 //! The environment variables gpuaudit reads: the process's own on the live machine,
 //! `cmd/env.json` in a snapshot.
 
-use super::files::read_text;
 use crate::root::RootFs;
 use gpuaudit_core::facts::EnvFacts;
 use gpuaudit_core::parse::host::cudaenv::is_read_variable;
@@ -26,9 +25,9 @@ pub fn read_env(root: &RootFs) -> Reading<EnvFacts> {
     if root.is_live() {
         return Reading::Value(live_env());
     }
-    match read_text(root, SNAPSHOT_FILE) {
+    match root.read_text(SNAPSHOT_FILE) {
         Ok(Some(t)) => parse_env(&t)
-            .map_err(|e| format!("{}: {e}", super::files::abs(SNAPSHOT_FILE)))
+            .map_err(|e| format!("{}: {e}", crate::root::abs(SNAPSHOT_FILE)))
             .into(),
         Ok(None) => Reading::unavailable(format!(
             "the snapshot has no {SNAPSHOT_FILE} (the environment gpuaudit collect ran in)"

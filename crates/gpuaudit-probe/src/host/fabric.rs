@@ -1,6 +1,6 @@
 //! /sys/class/infiniband (InfiniBand and RoCE ports) and /sys/class/net (physical NICs).
 
-use super::files::{children, exists, join, read_text};
+use crate::root::join;
 use crate::root::RootFs;
 use gpuaudit_core::facts::{FabricFacts, NetInterface, RdmaPort};
 use gpuaudit_core::parse::host::fabric::{parse_port_state, parse_rate_gbps, parse_speed_mbps};
@@ -14,14 +14,14 @@ pub const PORT_FILES: &[&str] = &["state", "phys_state", "rate", "link_layer"];
 pub const NIC_FILES: &[&str] = &["speed", "operstate"];
 
 fn text(root: &RootFs, rel: &str) -> Option<String> {
-    read_text(root, rel)
+    root.read_text(rel)
         .ok()
         .flatten()
         .map(|t| t.trim().to_string())
 }
 
 pub fn read_rdma(root: &RootFs) -> Reading<Vec<RdmaPort>> {
-    if !exists(root, IB) {
+    if !root.exists(IB) {
         // No RDMA driver registered a device (the class directory appears with the first one).
         return Reading::Value(Vec::new());
     }
@@ -32,7 +32,7 @@ pub fn read_rdma(root: &RootFs) -> Reading<Vec<RdmaPort>> {
     let mut ports = Vec::new();
     for dev in devices {
         let pdir = join(&join(IB, &dev), "ports");
-        for p in children(root, &pdir) {
+        for p in root.children(&pdir) {
             let Ok(port) = p.parse::<u32>() else { continue };
             let base = join(&pdir, &p);
             let rate_text = text(root, &join(&base, "rate"));
@@ -53,14 +53,14 @@ pub fn read_rdma(root: &RootFs) -> Reading<Vec<RdmaPort>> {
 
 /// Physical interfaces: those with a `device` (virtual ones, bridges and veths have none).
 pub fn physical_nics(root: &RootFs) -> Vec<String> {
-    children(root, NET)
+    root.children(NET)
         .into_iter()
-        .filter(|n| n != "lo" && exists(root, &join(&join(NET, n), "device")))
+        .filter(|n| n != "lo" && root.exists(&join(&join(NET, n), "device")))
         .collect()
 }
 
 pub fn read_nics(root: &RootFs) -> Reading<Vec<NetInterface>> {
-    if !exists(root, NET) {
+    if !root.exists(NET) {
         return Reading::unavailable("no /sys/class/net");
     }
     Reading::Value(

@@ -1,8 +1,8 @@
 //! Jupyter configuration files in the places Jupyter looks for them.
 
-use super::files::{abs, glob, join, read_text, rel};
 use super::python::Site;
 use crate::root::RootFs;
+use crate::root::{abs, join, rel};
 use gpuaudit_core::facts::{EnvFacts, JupyterConfig};
 use gpuaudit_core::parse::host::jupyter::{parse_json, parse_py};
 use gpuaudit_core::reading::Reading;
@@ -23,7 +23,7 @@ pub fn config_dirs(root: &RootFs, env: &EnvFacts, sites: &[Site]) -> Vec<String>
         dirs.push(join(&rel(h), ".jupyter"));
     }
     dirs.push("root/.jupyter".into());
-    dirs.extend(glob(root, "home/*/.jupyter", 256));
+    dirs.extend(root.glob("home/*/.jupyter", 256));
     for d in ["etc/jupyter", "usr/local/etc/jupyter", "usr/etc/jupyter"] {
         dirs.push(d.into());
     }
@@ -45,18 +45,18 @@ pub fn config_files(root: &RootFs, dir: &str) -> Vec<String> {
     for n in NAMES {
         for ext in ["py", "json"] {
             let f = join(dir, &format!("{n}.{ext}"));
-            if super::files::exists(root, &f) {
+            if root.exists(&f) {
                 files.push(f);
             }
         }
-        files.extend(glob(root, &join(dir, &format!("{n}.d/*.json")), 64));
+        files.extend(root.glob(&join(dir, &format!("{n}.d/*.json")), 64));
     }
     files
 }
 
 /// One file's settings; `None` when it sets nothing gpuaudit judges.
 pub fn read_file(root: &RootFs, f: &str) -> Option<JupyterConfig> {
-    let parsed = match read_text(root, f) {
+    let parsed = match root.read_text(f) {
         Ok(None) => return None,
         Ok(Some(t)) => if f.ends_with(".json") {
             parse_json(&t)

@@ -3,9 +3,9 @@
 //! resolved to the real files (whose names carry the versions); a snapshot carries the result
 //! as `cmd/cuda-libraries.txt`.
 
-use super::files::{abs, children, glob, join, read_bytes, read_text, rel};
 use super::python::{nvidia_wheels, Site};
 use crate::root::RootFs;
+use crate::root::{abs, join, rel, FileKind};
 use gpuaudit_core::facts::{EnvFacts, LibraryCopy, LibrarySource};
 use gpuaudit_core::parse::host::ldcache::{
     native_entries, parse_ld_so_cache, parse_ldconfig_p, CacheEntry,
@@ -27,7 +27,7 @@ pub fn read(root: &RootFs, env: &EnvFacts, sites: &[Site]) -> Reading<Vec<Librar
     if root.is_live() {
         return scan_live(root, env, sites);
     }
-    match read_text(root, LISTING) {
+    match root.read_text(LISTING) {
         Ok(Some(t)) => {
             return parse_libraries(&t)
                 .map_err(|e| format!("{}: {e}", abs(LISTING)))
@@ -36,7 +36,7 @@ pub fn read(root: &RootFs, env: &EnvFacts, sites: &[Site]) -> Reading<Vec<Librar
         Err(e) => return Reading::unavailable(e),
         Ok(None) => {}
     }
-    match read_text(root, LDCONFIG_P) {
+    match root.read_text(LDCONFIG_P) {
         Ok(Some(t)) => match parse_ldconfig_p(&t) {
             Ok(entries) => Reading::Value(
                 native_entries(entries)
@@ -65,7 +65,7 @@ pub fn read(root: &RootFs, env: &EnvFacts, sites: &[Site]) -> Reading<Vec<Librar
 
 struct Scan<'a> {
     root: &'a RootFs,
-    seen: HashSet<std::path::PathBuf>,
+    seen: HashSet<String>,
     out: Vec<LibraryCopy>,
 }
 
@@ -73,16 +73,15 @@ impl Scan<'_> {
     /// Record `path` (a machine path) unless its real file was already found through an
     /// earlier (higher-priority) source.
     fn add(&mut self, path: &str, source: LibrarySource, fallback_version: Option<&str>) {
-        let Ok(real) = std::fs::canonicalize(self.root.path(&rel(path))) else {
+        let Some(real) = self.root.real_path(&rel(path)) else {
             return;
         };
-        if !real.is_file() || !self.seen.insert(real.clone()) {
+        let is_file =
+            matches!(self.root.stat(&rel(&real)), Ok(Some(s)) if s.kind == FileKind::File);
+        if !is_file || !self.seen.insert(real.clone()) {
             return;
         }
-        let file = real
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let file = real.rsplit('/').next().unwrap_or_default().to_string();
         let name = path.rsplit('/').next().unwrap_or(path);
         let Some((lib, version)) = library_of(&file).or_else(|| library_of(name)) else {
             return;
@@ -99,7 +98,9 @@ impl Scan<'_> {
     /// Every library of ours in a directory; soname-style names ("libnccl.so.2") first, so the
     /// recorded path is the one programs ask for.
     fn add_dir(&mut self, dir_rel: &str, source: LibrarySource) {
-        let mut names: Vec<String> = children(self.root, dir_rel)
+        let mut names: Vec<String> = self
+            .root
+            .children(dir_rel)
             .into_iter()
             .filter(|n| library_of(n).is_some())
             .collect();
@@ -119,7 +120,7 @@ impl Scan<'_> {
 
 fn ld_cache_entries(root: &RootFs) -> Result<Vec<CacheEntry>, String> {
     let rel_cache = "etc/ld.so.cache";
-    let from_file = match read_bytes(root, rel_cache) {
+    let from_file = match root.read_bytes(rel_cache) {
         Ok(Some(b)) => parse_ld_so_cache(&b).map_err(|e| format!("{}: {e}", abs(rel_cache))),
         Ok(None) => Err(format!("{}: no such file", abs(rel_cache))),
         Err(e) => Err(e),
@@ -205,7 +206,7 @@ fn scan_live(root: &RootFs, env: &EnvFacts, sites: &[Site]) -> Reading<Vec<Libra
         "usr/local/cuda*/targets/*/lib",
         "usr/local/cuda*/compat",
     ] {
-        for d in glob(root, pattern, 32) {
+        for d in root.glob(pattern, 32) {
             s.add_dir(&d, LibrarySource::Toolkit);
         }
     }
@@ -218,7 +219,7 @@ fn scan_live(root: &RootFs, env: &EnvFacts, sites: &[Site]) -> Reading<Vec<Libra
     }
     for site in sites {
         for (name, version, dist) in nvidia_wheels(root, site) {
-            let Ok(Some(record)) = read_text(root, &join(&dist, "RECORD")) else {
+            let Ok(Some(record)) = root.read_text(&join(&dist, "RECORD")) else {
                 continue;
             };
             for p in parse_record_libs(&record) {
@@ -232,7 +233,7 @@ fn scan_live(root: &RootFs, env: &EnvFacts, sites: &[Site]) -> Reading<Vec<Libra
             }
         }
         // Wheels without a RECORD still put their libraries under nvidia/*/lib.
-        for d in glob(root, &join(&site.rel, "nvidia/*/lib"), 64) {
+        for d in root.glob(&join(&site.rel, "nvidia/*/lib"), 64) {
             s.add_dir(&d, LibrarySource::Other);
         }
         s.add_dir(

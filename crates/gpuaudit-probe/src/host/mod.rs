@@ -16,7 +16,6 @@ mod collect;
 mod container;
 mod env;
 mod fabric;
-mod files;
 mod iobench;
 mod jupyter;
 mod libraries;
@@ -28,7 +27,7 @@ mod storage;
 use crate::root::RootFs;
 use gpuaudit_core::facts::HostFacts;
 use gpuaudit_core::reading::Reading;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 pub use cleanup::{remove_temp_files, set_terminate_on_signal};
@@ -126,24 +125,24 @@ pub fn measure_loopback() -> Reading<gpuaudit_core::facts::LoopbackRtt> {
 /// /proc/sys/net/core/somaxconn.
 pub fn gather_somaxconn(root: &RootFs) -> Reading<u32> {
     let rel = "proc/sys/net/core/somaxconn";
-    match files::read_text(root, rel) {
+    match root.read_text(rel) {
         Ok(Some(t)) => match t.trim().parse::<u32>() {
             Ok(v) => Reading::Value(v),
             Err(_) => Reading::unavailable(format!(
                 "{}: not a number: '{}'",
-                files::abs(rel),
+                crate::root::abs(rel),
                 gpuaudit_core::parse::host::truncate(t.trim(), 40)
             )),
         },
-        Ok(None) => Reading::unavailable(format!("{}: no such file", files::abs(rel))),
+        Ok(None) => Reading::unavailable(format!("{}: no such file", crate::root::abs(rel))),
         Err(e) => Reading::unavailable(e),
     }
 }
 
-/// Write into the snapshot directory `out` what the host checks read: copies of files under
-/// their root-relative paths (secrets removed), and what is not a plain file (symbolic-link
-/// targets, device nodes, the environment, interpreter answers) under `cmd/`. Returns notes for
-/// what could not be collected.
-pub fn collect_into(root: &RootFs, opts: &HostOptions, out: &Path) -> Vec<String> {
-    collect::collect_into(root, opts, out)
+/// Write into the snapshot what the host checks read: copies of files under their
+/// root-relative paths (secrets removed), and what is not a plain file (symbolic-link targets,
+/// device nodes, the environment, interpreter answers) under `cmd/`. What could not be
+/// collected is noted in the collector's summary.
+pub fn collect_into(c: &mut crate::collect::Collector, opts: &HostOptions) {
+    collect::collect_into(c, opts)
 }

@@ -2,9 +2,9 @@
 //! user site, virtualenvs, conda), read from the installed files, and (live, when asked) from the
 //! environment's interpreter with a hard time limit.
 
-use super::files::{abs, children, exists, glob, join, read_text, rel};
 use super::HostOptions;
 use crate::root::RootFs;
+use crate::root::{abs, join, rel};
 use gpuaudit_core::facts::{EnvFacts, PythonEnv, TorchInstall};
 use gpuaudit_core::parse::host::cudaenv::parse_arch_flags;
 use gpuaudit_core::parse::host::python::{
@@ -65,17 +65,17 @@ fn kind_of(prefix: &str) -> &'static str {
 fn prefixes(root: &RootFs, env: &EnvFacts) -> Vec<String> {
     let mut p: Vec<String> = vec!["usr".into(), "usr/local".into()];
     let mut homes = vec!["root".to_string()];
-    homes.extend(glob(root, "home/*", 256));
+    homes.extend(root.glob("home/*", 256));
     let mut conda_bases: Vec<String> = Vec::new();
     for h in &homes {
         p.push(join(h, ".local"));
         for v in [".venv", "venv", "env", ".env"] {
             p.push(join(h, v));
         }
-        p.extend(glob(root, &join(h, ".virtualenvs/*"), 32));
-        p.extend(glob(root, &join(h, ".pyenv/versions/*"), 32));
-        p.extend(glob(root, &join(h, "*/.venv"), 32));
-        p.extend(glob(root, &join(h, "*/venv"), 32));
+        p.extend(root.glob(&join(h, ".virtualenvs/*"), 32));
+        p.extend(root.glob(&join(h, ".pyenv/versions/*"), 32));
+        p.extend(root.glob(&join(h, "*/.venv"), 32));
+        p.extend(root.glob(&join(h, "*/venv"), 32));
         for c in CONDA_DIRS {
             conda_bases.push(join(h, c));
         }
@@ -91,7 +91,7 @@ fn prefixes(root: &RootFs, env: &EnvFacts) -> Vec<String> {
     }
     for b in &conda_bases {
         p.push(b.clone());
-        p.extend(glob(root, &join(b, "envs/*"), 32));
+        p.extend(root.glob(&join(b, "envs/*"), 32));
     }
     for v in [
         "opt/venv",
@@ -103,8 +103,8 @@ fn prefixes(root: &RootFs, env: &EnvFacts) -> Vec<String> {
     ] {
         p.push(v.into());
     }
-    p.extend(glob(root, "opt/*/venv", 32));
-    p.extend(glob(root, "opt/*/.venv", 32));
+    p.extend(root.glob("opt/*/venv", 32));
+    p.extend(root.glob("opt/*/.venv", 32));
     for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
         if let Some(v) = env.get(var).filter(|v| v.starts_with('/')) {
             p.push(rel(v.trim_end_matches('/')));
@@ -156,7 +156,7 @@ fn interpreter_for(root: &RootFs, prefix: &str, site: &str) -> Option<String> {
     }
     candidates
         .into_iter()
-        .find(|c| exists(root, c))
+        .find(|c| root.exists(c))
         .map(|c| abs(&c))
 }
 
@@ -165,10 +165,10 @@ pub fn discover(root: &RootFs, env: &EnvFacts) -> Vec<Site> {
     let mut sites = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for prefix in prefixes(root, env) {
-        let mut dirs = glob(root, &join(&prefix, "lib/python3*/site-packages"), 8);
+        let mut dirs = root.glob(&join(&prefix, "lib/python3*/site-packages"), 8);
         if prefix == "usr" || prefix == "usr/local" {
-            dirs.extend(glob(root, &join(&prefix, "lib/python3*/dist-packages"), 8));
-            dirs.extend(glob(root, &join(&prefix, "lib/python3/dist-packages"), 1));
+            dirs.extend(root.glob(&join(&prefix, "lib/python3*/dist-packages"), 8));
+            dirs.extend(root.glob(&join(&prefix, "lib/python3/dist-packages"), 1));
         }
         for d in dirs {
             if sites.len() >= MAX_SITES || !seen.insert(d.clone()) {
@@ -185,20 +185,21 @@ pub fn discover(root: &RootFs, env: &EnvFacts) -> Vec<Site> {
 }
 
 pub fn has_torch(root: &RootFs, site: &Site) -> bool {
-    exists(root, &join(&site.rel, "torch/version.py"))
+    root.exists(&join(&site.rel, "torch/version.py"))
 }
 
 /// NVIDIA wheels in a site-packages directory: (distribution name, version, dist-info dir).
 pub fn nvidia_wheels(root: &RootFs, site: &Site) -> Vec<(String, String, String)> {
     let mut out = Vec::new();
-    for name in children(root, &site.rel) {
+    for name in root.children(&site.rel) {
         if !(name.starts_with("nvidia_") || name.starts_with("nvidia-"))
             || !name.ends_with(".dist-info")
         {
             continue;
         }
         let dir = join(&site.rel, &name);
-        let from_meta = read_text(root, &join(&dir, "METADATA"))
+        let from_meta = root
+            .read_text(&join(&dir, "METADATA"))
             .ok()
             .flatten()
             .and_then(|t| parse_metadata(&t).ok());
@@ -348,7 +349,7 @@ pub fn query_all(root: &RootFs, sites: &[Site], timeout: Duration) -> Vec<QueryR
 }
 
 fn load_queries(root: &RootFs) -> Result<Vec<QueryRecord>, String> {
-    match read_text(root, QUERY_FILE)? {
+    match root.read_text(QUERY_FILE)? {
         None => Ok(Vec::new()),
         Some(t) => serde_json::from_str(&t)
             .map_err(|e| format!("{}: not a query list: {e}", abs(QUERY_FILE))),
@@ -370,7 +371,7 @@ pub fn read_envs(root: &RootFs, sites: &[Site], opts: &HostOptions) -> Reading<V
     let asked = if root.is_live() {
         opts.ask_interpreter
     } else {
-        exists(root, QUERY_FILE)
+        root.exists(QUERY_FILE)
     };
     let queries = match queries {
         Ok(q) => q,
@@ -379,7 +380,7 @@ pub fn read_envs(root: &RootFs, sites: &[Site], opts: &HostOptions) -> Reading<V
     let mut envs = Vec::new();
     for site in sites.iter().filter(|s| has_torch(root, s)) {
         let vp = join(&site.rel, "torch/version.py");
-        let Ok(Some(text)) = read_text(root, &vp) else {
+        let Ok(Some(text)) = root.read_text(&vp) else {
             continue;
         };
         let Ok(v) = parse_torch_version_py(&text) else {

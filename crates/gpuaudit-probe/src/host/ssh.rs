@@ -1,7 +1,7 @@
 //! sshd's configuration (with its Include files) and the authorized_keys of root and /home.
 
-use super::files::{abs, glob, read_text, rel};
 use crate::root::RootFs;
+use crate::root::{abs, normalize, rel};
 use gpuaudit_core::facts::{AuthorizedKey, SshFacts, SshdConfig};
 use gpuaudit_core::parse::host::listing::parse_keys;
 use gpuaudit_core::parse::host::sshd::{
@@ -16,18 +16,39 @@ pub const KEYS_FILE: &str = "cmd/authorized-keys.txt";
 /// configuration in the order sshd reads them, Includes expanded in place.
 pub type Segment = (String, Vec<Directive>, Vec<usize>);
 
-fn expand(
-    root: &RootFs,
-    file_rel: &str,
-    depth: usize,
-    out: &mut Vec<Segment>,
-) -> Result<(), String> {
-    let text = match read_text(root, file_rel)? {
+/// The most files one configuration may pull in through Include (sshd_config.d of a real
+/// machine holds a handful): an Include of its own directory, or a tree of them, is refused
+/// past this, instead of reading millions of files.
+pub const MAX_INCLUDED_FILES: usize = 256;
+
+/// An Include chain deeper than this is not followed further (sshd's own limit is 16).
+const MAX_INCLUDE_DEPTH: usize = 4;
+
+/// The Include expansion in progress: which files were read, how many.
+struct Expansion {
+    /// Root-relative files already expanded: each is read once (a second Include of it adds
+    /// nothing, as the first value of a keyword wins).
+    visited: std::collections::HashSet<String>,
+    out: Vec<Segment>,
+}
+
+fn expand(root: &RootFs, file_rel: &str, depth: usize, x: &mut Expansion) -> Result<(), String> {
+    let file_rel = normalize(file_rel);
+    if !x.visited.insert(file_rel.clone()) {
+        return Ok(());
+    }
+    if x.visited.len() > MAX_INCLUDED_FILES {
+        return Err(format!(
+            "{}: Include pulls in more than {MAX_INCLUDED_FILES} files; not read",
+            abs(SSHD)
+        ));
+    }
+    let text = match root.read_text(&file_rel)? {
         Some(t) => t,
         None => return Ok(()),
     };
     let (directives, bad) =
-        parse_sshd_file(&text).map_err(|e| format!("{}: {e}", abs(file_rel)))?;
+        parse_sshd_file(&text).map_err(|e| format!("{}: {e}", abs(&file_rel)))?;
     let mut current: Vec<Directive> = Vec::new();
     let mut bad = Some(bad);
     for d in directives {
@@ -35,37 +56,43 @@ fn expand(
             current.push(d);
             continue;
         }
-        out.push((
-            abs(file_rel),
+        x.out.push((
+            abs(&file_rel),
             std::mem::take(&mut current),
             bad.take().unwrap_or_default(),
         ));
-        if depth >= 4 {
+        if depth >= MAX_INCLUDE_DEPTH {
             continue;
         }
         for pattern in d.2.split_whitespace() {
+            // Relative to /etc/ssh, as sshd reads it; resolved inside the root either way
+            // ("../../../etc/shadow" stops at the root's /etc/shadow).
             let p = if pattern.starts_with('/') {
                 rel(pattern)
             } else {
                 format!("etc/ssh/{pattern}")
             };
-            for f in glob(root, &p, 64) {
-                expand(root, &f, depth + 1, out)?;
+            for f in root.glob(&p, MAX_INCLUDED_FILES + 1) {
+                expand(root, &f, depth + 1, x)?;
             }
         }
     }
-    out.push((abs(file_rel), current, bad.take().unwrap_or_default()));
+    x.out
+        .push((abs(&file_rel), current, bad.take().unwrap_or_default()));
     Ok(())
 }
 
 /// The segments of sshd's configuration; `Ok(None)` when there is no sshd_config.
 pub fn segments(root: &RootFs) -> Result<Option<Vec<Segment>>, String> {
-    if read_text(root, SSHD)?.is_none() {
+    if root.read_text(SSHD)?.is_none() {
         return Ok(None);
     }
-    let mut out = Vec::new();
-    expand(root, SSHD, 0, &mut out)?;
-    Ok(Some(out))
+    let mut x = Expansion {
+        visited: Default::default(),
+        out: Vec::new(),
+    };
+    expand(root, SSHD, 0, &mut x)?;
+    Ok(Some(x.out))
 }
 
 pub fn read_sshd(root: &RootFs) -> Reading<Option<SshdConfig>> {
@@ -79,7 +106,7 @@ pub fn read_sshd(root: &RootFs) -> Reading<Option<SshdConfig>> {
 /// (user, home) of root and of each directory in /home.
 fn users(root: &RootFs) -> Vec<(String, String)> {
     let mut u = vec![("root".to_string(), "/root".to_string())];
-    for h in glob(root, "home/*", 256) {
+    for h in root.glob("home/*", 256) {
         let name = h.rsplit('/').next().unwrap_or(&h).to_string();
         u.push((name, abs(&h)));
     }
@@ -101,7 +128,7 @@ pub fn keys_from_files(
     for (user, home) in users(root) {
         for p in patterns.split_whitespace().filter(|p| *p != "none") {
             let file = expand_keys_file(p, &user, &home);
-            match read_text(root, &rel(&file)) {
+            match root.read_text(&rel(&file)) {
                 Ok(None) => {}
                 Ok(Some(t)) => {
                     for line in t.lines() {
@@ -131,7 +158,7 @@ pub fn keys_from_files(
 
 pub fn read_keys(root: &RootFs, sshd: Option<&SshdConfig>) -> Reading<Vec<AuthorizedKey>> {
     if !root.is_live() {
-        match read_text(root, KEYS_FILE) {
+        match root.read_text(KEYS_FILE) {
             Ok(Some(t)) => {
                 return parse_keys(&t)
                     .map_err(|e| format!("{}: {e}", abs(KEYS_FILE)))
@@ -188,6 +215,69 @@ mod tests {
                 .starts_with("/etc/ssh/sshd_config.d/50-cloud-init.conf: malformed"),
             "{r:?}"
         );
+    }
+
+    #[test]
+    fn include_bombs_are_bounded_and_stay_in_the_root() {
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(
+            outside.path().join("passwd"),
+            "PasswordAuthentication yes\n",
+        )
+        .unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let s = d.path().join("etc/ssh");
+        fs::create_dir_all(s.join("sshd_config.d")).unwrap();
+        // Every file includes the whole directory, itself included.
+        fs::write(
+            s.join("sshd_config"),
+            "Include /etc/ssh/sshd_config.d/*\nPermitRootLogin no\n",
+        )
+        .unwrap();
+        for i in 0..40 {
+            fs::write(
+                s.join(format!("sshd_config.d/{i:02}.conf")),
+                "Include /etc/ssh/sshd_config.d/*\nInclude sshd_config\nX11Forwarding no\n",
+            )
+            .unwrap();
+        }
+        let t0 = std::time::Instant::now();
+        let c = read_sshd(&RootFs::new(d.path()))
+            .into_value()
+            .unwrap()
+            .unwrap();
+        assert!(t0.elapsed() < std::time::Duration::from_secs(5));
+        // Each file once.
+        assert_eq!(c.files.len(), 41, "{:?}", c.files);
+        assert_eq!(c.get("permitrootlogin"), Some("no"));
+        // More files than the limit: refused with the reason, not read for minutes.
+        for i in 40..(MAX_INCLUDED_FILES + 5) {
+            fs::write(
+                s.join(format!("sshd_config.d/{i:03}.conf")),
+                "X11Forwarding no\n",
+            )
+            .unwrap();
+        }
+        let r = read_sshd(&RootFs::new(d.path()));
+        assert!(r.reason().unwrap().contains("more than 256 files"), "{r:?}");
+        // An Include that climbs out of the root, or names a file outside it, reads the root's
+        // own files: the real one never decides the verdict.
+        let rel_up = "../".repeat(12) + &outside.path().join("passwd").to_string_lossy();
+        fs::write(
+            s.join("sshd_config"),
+            format!(
+                "Include {rel_up}\nInclude {}\n",
+                outside.path().join("passwd").display()
+            ),
+        )
+        .unwrap();
+        fs::remove_dir_all(s.join("sshd_config.d")).unwrap();
+        let c = read_sshd(&RootFs::new(d.path()))
+            .into_value()
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.get("passwordauthentication"), None, "{c:?}");
+        assert_eq!(c.files, vec!["/etc/ssh/sshd_config"]);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The mount table and the data directories.
 
-use super::files::{abs, exists, read_text};
 use super::HostOptions;
+use crate::root::abs;
 use crate::root::RootFs;
 use gpuaudit_core::facts::{DataDir, EnvFacts, Mount};
 use gpuaudit_core::parse::host::listing::parse_data_dirs;
@@ -13,7 +13,7 @@ pub const MOUNTS: &str = "proc/mounts";
 pub const DATA_DIRS_FILE: &str = "cmd/data-dirs.json";
 
 pub fn read_mounts(root: &RootFs) -> Reading<Vec<Mount>> {
-    match read_text(root, MOUNTS) {
+    match root.read_text(MOUNTS) {
         Ok(Some(t)) => parse_mounts(&t)
             .map_err(|e| format!("{}: {e}", abs(MOUNTS)))
             .into(),
@@ -56,11 +56,10 @@ pub fn default_caches(env: &EnvFacts) -> Vec<(String, &'static str)> {
     out
 }
 
-fn live_dir(path: &Path, role: &str) -> DataDir {
-    let exists = path.exists();
-    let resolved = std::fs::canonicalize(path)
-        .ok()
-        .map(|p| p.to_string_lossy().into_owned());
+fn live_dir(root: &RootFs, path: &Path, role: &str) -> DataDir {
+    let machine_path = path.to_string_lossy();
+    let exists = root.exists(&machine_path);
+    let resolved = root.real_path(&machine_path);
     let writable = if !exists {
         Reading::unavailable("does not exist")
     } else {
@@ -97,21 +96,21 @@ pub fn data_dirs(root: &RootFs, opts: &HostOptions, env: &EnvFacts) -> Reading<V
                             (Some(c), false) => c.join(p),
                             _ => p.clone(),
                         };
-                        live_dir(&p, "--data-dir")
+                        live_dir(root, &p, "--data-dir")
                     })
                     .collect(),
             );
         }
         let mut out = Vec::new();
         if let Some(c) = cwd {
-            out.push(live_dir(&c, "current directory"));
+            out.push(live_dir(root, &c, "current directory"));
         }
         for (p, role) in default_caches(env) {
-            out.push(live_dir(Path::new(&p), role));
+            out.push(live_dir(root, Path::new(&p), role));
         }
         return Reading::Value(out);
     }
-    let recorded: Result<Vec<DataDir>, String> = match read_text(root, DATA_DIRS_FILE) {
+    let recorded: Result<Vec<DataDir>, String> = match root.read_text(DATA_DIRS_FILE) {
         Ok(Some(t)) => parse_data_dirs(&t).map_err(|e| format!("{}: {e}", abs(DATA_DIRS_FILE))),
         Ok(None) => Err(format!(
             "the snapshot has no {DATA_DIRS_FILE} (the data directories gpuaudit collect looked at); name them with --data-dir"
@@ -132,7 +131,7 @@ pub fn data_dirs(root: &RootFs, opts: &HostOptions, env: &EnvFacts) -> Reading<V
                     return d.clone();
                 }
                 DataDir {
-                    exists: exists(root, &path),
+                    exists: root.exists(&path),
                     path,
                     role: "--data-dir".into(),
                     resolved: None,

@@ -2,6 +2,7 @@
 
 use crate::cli::CollectArgs;
 use anyhow::Result;
+use gpuaudit_core::render::escape::escape_line;
 use gpuaudit_probe::collect::{collect_base, collect_host, Collector};
 use gpuaudit_probe::host::HostOptions;
 use gpuaudit_probe::root::RootFs;
@@ -11,7 +12,7 @@ pub fn run(args: &CollectArgs) -> Result<u8> {
     let root = RootFs::live();
     let mut c = Collector::new(&root, &args.out)?;
     let host = root
-        .read_trimmed("proc/sys/kernel/hostname")
+        .read_line("proc/sys/kernel/hostname")
         .unwrap_or_else(|_| "unknown host".into());
     let description = args.description.clone().unwrap_or_else(|| {
         format!(
@@ -19,20 +20,29 @@ pub fn run(args: &CollectArgs) -> Result<u8> {
             env!("CARGO_PKG_VERSION")
         )
     });
-    collect_base(&mut c, &description, Duration::from_secs(30))?;
+    collect_base(&mut c, &description, Duration::from_secs(30));
     let host = HostOptions {
         data_dirs: args.data_dirs.clone(),
         ..HostOptions::default()
     };
     collect_host(&mut c, &host);
     for n in &c.summary.notes {
-        eprintln!("gpuaudit collect: {n}");
+        eprintln!("gpuaudit collect: {}", escape_line(n));
+    }
+    let out = escape_line(&args.out.to_string_lossy()).into_owned();
+    if !c.summary.failed.is_empty() {
+        for f in &c.summary.failed {
+            eprintln!("gpuaudit collect: {}", escape_line(f));
+        }
+        eprintln!(
+            "gpuaudit collect: {} files could not be written: the snapshot in {out} is incomplete",
+            c.summary.failed.len()
+        );
+        return Ok(2);
     }
     eprintln!(
-        "gpuaudit collect: wrote {} files to {}; audit it with `gpuaudit --root {}`",
-        c.summary.files,
-        args.out.display(),
-        args.out.display()
+        "gpuaudit collect: wrote {} files to {out}; audit it with `gpuaudit --root {out}`",
+        c.summary.files
     );
     Ok(0)
 }

@@ -573,3 +573,66 @@ fn r590_layout_reads_instant_power_and_both_gpus() {
     // "Requested functionality has been deprecated" is a reason, not a clock.
     assert!(why(&log.gpus[0].clocks.app_sm_mhz).contains("deprecated"));
 }
+
+#[test]
+fn only_an_external_doctype_is_accepted() {
+    // nvidia-smi's own declaration names a DTD that is never fetched: read as before.
+    assert!(H200.contains("<!DOCTYPE nvidia_smi_log SYSTEM"));
+    assert_eq!(parse(H200).unwrap().gpus.len(), 2);
+    // An internal subset (where entities live) is refused with the reason, before any
+    // expansion: a 1 MiB entity referenced 1000 times must not become a 1 GB string.
+    let big = "a".repeat(1 << 20);
+    let bomb = format!(
+        "<?xml version=\"1.0\"?>\n<!DOCTYPE nvidia_smi_log [<!ENTITY a \"{big}\">]>\n\
+         <nvidia_smi_log><driver_version>{}</driver_version></nvidia_smi_log>",
+        "&a;".repeat(1000)
+    );
+    let t0 = std::time::Instant::now();
+    match parse(&bomb) {
+        Err(ParseError::Malformed(m)) => assert!(m.contains("declares its own DTD"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    assert!(t0.elapsed() < std::time::Duration::from_secs(2));
+    // Without a DTD no entity but the predefined ones exists.
+    let undeclared = "<nvidia_smi_log><driver_version>&e;</driver_version></nvidia_smi_log>";
+    assert!(matches!(parse(undeclared), Err(ParseError::Malformed(_))));
+    let predefined = "<nvidia_smi_log><driver_version>1&amp;2</driver_version></nvidia_smi_log>";
+    assert_eq!(
+        parse(predefined).unwrap().driver_version.as_deref(),
+        Some("1&2")
+    );
+    // A declaration after comments and the XML declaration is found too; one further on is
+    // the XML parser's to refuse.
+    let late = "<?xml version=\"1.0\"?><!-- c --><!DOCTYPE x [<!ENTITY e \"x\">]><nvidia_smi_log/>";
+    assert!(matches!(parse(late), Err(ParseError::Malformed(m)) if m.contains("own DTD")));
+    let inner = "<nvidia_smi_log><!DOCTYPE x></nvidia_smi_log>";
+    assert!(matches!(parse(inner), Err(ParseError::Malformed(_))));
+}
+
+#[test]
+fn gpus_beyond_the_cap_are_counted_not_read() {
+    let gpu = "<gpu id=\"00000000:01:00.0\"/>";
+    let xml = format!(
+        "<nvidia_smi_log>{}</nvidia_smi_log>",
+        gpu.repeat(MAX_GPUS + 44)
+    );
+    let log = parse(&xml).unwrap();
+    assert_eq!(log.gpus.len(), MAX_GPUS);
+    assert_eq!(log.gpus_left_out, 44);
+    assert_eq!(log.gpus[MAX_GPUS - 1].index as usize, MAX_GPUS - 1);
+    let exact = format!("<nvidia_smi_log>{}</nvidia_smi_log>", gpu.repeat(MAX_GPUS));
+    assert_eq!(parse(&exact).unwrap().gpus_left_out, 0);
+}
+
+#[test]
+fn text_fields_are_capped() {
+    let name = "N".repeat(100_000);
+    let xml = format!(
+        "<nvidia_smi_log><driver_version>{name}</driver_version><gpu id=\"00000000:01:00.0\">\
+         <product_name>{name}</product_name></gpu></nvidia_smi_log>"
+    );
+    let log = parse(&xml).unwrap();
+    let cap = crate::parse::FACT_LINE_CHARS + 1;
+    assert_eq!(log.driver_version.unwrap().chars().count(), cap);
+    assert_eq!(v(&log.gpus[0].name).chars().count(), cap);
+}
