@@ -2,19 +2,17 @@
 //! and the burn. They judge `facts.measured` (filled by gpuaudit-probe's measurement child)
 //! against the datasheet (the spec database) and against the GPU's siblings: a GPU 30% below
 //! the median of the same model on the machine fails even where the datasheet is unknown.
-//!
-//! Also here: [`measurements`], the report's flat list of figures with their expectation,
-//! and [`bench_tables`], the full tables `gpuaudit bench` prints.
 
 use super::{Check, CheckDoc, CheckKind};
 use crate::facts::{
-    median, pcie_link_gbps, Direction, Facts, GemmDtype, GpuFacts, HostMemory, MeasuredFacts,
-    Measurement, OnGpu, ThrottleReason, TopoLink, Verify,
+    median, pcie_link_gbps, Direction, Facts, GemmDtype, GpuFacts, HostMemory, OnGpu,
+    ThrottleReason, TopoLink, Verify,
 };
 use crate::finding::{Finding, Status};
 use crate::policy::Policy;
 use crate::reading::Reading;
 use crate::spec::{GpuSpec, SpecDb};
+use crate::units::{bytes, figure, MIB};
 
 /// A figure below this fraction of the median of its siblings (same model, same machine)
 /// fails.
@@ -47,9 +45,6 @@ pub const NCCL_FAIL: f64 = 0.30;
 /// last quarter against the first (TFLOPS, SM clock) below which it sagged.
 pub const BURN_CV_WARN: f64 = 0.05;
 pub const BURN_SAG_WARN: f64 = 0.90;
-
-const GIB: u64 = 1 << 30;
-const MIB: u64 = 1 << 20;
 
 pub const CHECKS: &[Check] = &[
     Check {
@@ -229,28 +224,6 @@ pub const CHECKS: &[Check] = &[
 
 // ---------------------------------------------------------------- shared helpers
 
-fn fmt(v: f64) -> String {
-    if v >= 100.0 {
-        format!("{v:.0}")
-    } else if v >= 10.0 {
-        format!("{v:.1}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-fn bytes(b: u64) -> String {
-    if b >= GIB && b % GIB == 0 {
-        format!("{} GiB", b / GIB)
-    } else if b >= MIB && b % MIB == 0 {
-        format!("{} MiB", b / MIB)
-    } else if b >= 1024 && b % 1024 == 0 {
-        format!("{} KiB", b / 1024)
-    } else {
-        format!("{b} B")
-    }
-}
-
 /// The group's value, or the findings that say why it is missing.
 fn group<'a, T>(id: &str, facts: &'a Facts, r: &'a Reading<T>) -> Result<&'a T, Vec<Finding>> {
     if let Some(why) = &facts.measured.not_run {
@@ -309,7 +282,7 @@ fn below_siblings(facts: &Facts, gpu: u32, value: f64, all: &[(u32, f64)]) -> Op
 
 /// The PCIe link's theoretical one-direction rate, GB/s, from the driver's maximum (or the
 /// datasheet).
-fn pcie_expected(facts: &Facts, gpu: u32) -> Option<(f64, u32, u32)> {
+pub(crate) fn pcie_expected(facts: &Facts, gpu: u32) -> Option<(f64, u32, u32)> {
     let g = gpu_facts(facts, gpu);
     let gen = g
         .and_then(|g| g.pcie.gen_max.value().copied())
@@ -410,14 +383,14 @@ fn check_context(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     let mut msg = format!(
         "cuInit + context + first allocation: {} ms median, {} ms max over {} fresh processes \
          (cuInit {} ms; {n} GPU{} visible)",
-        fmt(med),
-        fmt(c.total_ms.max),
+        figure(med),
+        figure(c.total_ms.max),
         c.runs,
-        fmt(c.init_ms.median),
+        figure(c.init_ms.median),
         if n == 1 { "" } else { "s" }
     );
     if status != Status::Pass {
-        msg.push_str(&format!("; above the {} ms expected", fmt(limit)));
+        msg.push_str(&format!("; above the {} ms expected", figure(limit)));
     }
     if jitter {
         msg.push_str("; the slowest run took over 3x the median");
@@ -497,8 +470,8 @@ fn check_pcie(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         let expected = pcie_expected(facts, gpu);
         let mut msg = format!(
             "{who}: pinned host->GPU {} GB/s, GPU->host {} GB/s ({})",
-            fmt(h2d.gbps),
-            fmt(d2h.gbps),
+            figure(h2d.gbps),
+            figure(d2h.gbps),
             bytes(h2d.size_bytes)
         );
         if let Some((rate, gen, width)) = expected {
@@ -506,7 +479,7 @@ fn check_pcie(facts: &Facts, policy: &Policy) -> Vec<Finding> {
             msg.push_str(&format!(
                 ", {:.0}% of the Gen{gen} x{width} link's {} GB/s",
                 ratio * 100.0,
-                fmt(rate)
+                figure(rate)
             ));
             let s = rate_status(ratio, PCIE_WARN, PCIE_FAIL);
             if s != Status::Pass {
@@ -550,7 +523,7 @@ fn check_pcie(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                     "{} is {:.0}% below the median of the same GPUs here ({} GB/s)",
                     dir.label(),
                     (1.0 - v / med) * 100.0,
-                    fmt(med)
+                    figure(med)
                 ));
                 fix.get_or_insert(
                     "Compare this GPU's slot and link with the others (pcie.link, nvidia-smi \
@@ -564,7 +537,7 @@ fn check_pcie(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 notes.push(format!(
                     "with every GPU copying at once it gets {} GB/s ({:.0}% less): an upstream \
                      link is shared",
-                    fmt(c),
+                    figure(c),
                     (1.0 - c / h2d.gbps) * 100.0
                 ));
             }
@@ -624,7 +597,7 @@ fn check_memory(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         let mut fix = None;
         let mut msg = format!(
             "{who}: device copy {} GB/s (read + write, {} buffers)",
-            fmt(v),
+            figure(v),
             bytes(b.buffer_bytes)
         );
         let spec = spec_of(facts, gpu);
@@ -634,7 +607,7 @@ fn check_memory(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 ", {:.0}% of the {} datasheet's {} GB/s",
                 ratio * 100.0,
                 s.name,
-                fmt(peak)
+                figure(peak)
             ));
             status = rate_status(ratio, MEMORY_WARN, MEMORY_FAIL);
             if status != Status::Pass {
@@ -652,7 +625,7 @@ fn check_memory(facts: &Facts, policy: &Policy) -> Vec<Finding> {
             msg.push_str(&format!(
                 "; {:.0}% below the median of the same GPUs here ({} GB/s)",
                 (1.0 - v / med) * 100.0,
-                fmt(med)
+                figure(med)
             ));
             fix.get_or_insert(
                 "Compare this GPU's clocks, power limit and ECC state with the others.",
@@ -734,8 +707,8 @@ fn check_gemm(facts: &Facts, policy: &Policy) -> Vec<Finding> {
             };
             let exp = spec.and_then(|s| gemm_expected(s, r.dtype));
             parts.push(match exp {
-                Some(e) => format!("{name} {} ({:.0}%)", fmt(p.tflops), p.tflops / e * 100.0),
-                None => format!("{name} {}", fmt(p.tflops)),
+                Some(e) => format!("{name} {} ({:.0}%)", figure(p.tflops), p.tflops / e * 100.0),
+                None => format!("{name} {}", figure(p.tflops)),
             });
             if let Some(e) = exp {
                 let ratio = p.tflops / e;
@@ -754,7 +727,7 @@ fn check_gemm(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 problems.push(format!(
                     "{name} {:.0}% below the median of the same GPUs here ({})",
                     (1.0 - p.tflops / med) * 100.0,
-                    fmt(med)
+                    figure(med)
                 ));
                 fix.get_or_insert(
                     "Compare this GPU's clocks, power limit and temperature with the others.",
@@ -889,10 +862,14 @@ fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
             let k = kind(x.src, x.dst);
             match &x.gbps {
                 Reading::Value(v) => {
-                    let mut part = format!("-> GPU {} {} GB/s", x.dst, fmt(*v));
+                    let mut part = format!("-> GPU {} {} GB/s", x.dst, figure(*v));
                     if let Some((e, over)) = &exp {
                         let ratio = v / e;
-                        part.push_str(&format!(" ({:.0}% of {over}'s {})", ratio * 100.0, fmt(*e)));
+                        part.push_str(&format!(
+                            " ({:.0}% of {over}'s {})",
+                            ratio * 100.0,
+                            figure(*e)
+                        ));
                         let s = rate_status(ratio, P2P_WARN, P2P_FAIL);
                         if s != Status::Pass {
                             problems.push(format!(
@@ -923,7 +900,7 @@ fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                                     x.src,
                                     x.dst,
                                     (1.0 - v / med) * 100.0,
-                                    fmt(med)
+                                    figure(med)
                                 ));
                             }
                         }
@@ -972,7 +949,7 @@ fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                         "GPU {} -> GPU {} small copies take {} us each",
                         x.src,
                         x.dst,
-                        fmt(*l)
+                        figure(*l)
                     ));
                 }
             }
@@ -1040,7 +1017,7 @@ fn check_nccl(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     let mut status = Status::Pass;
     let mut msg = format!(
         "all-reduce over {n} GPUs: bus bandwidth {} GB/s at {}",
-        fmt(big.busbw_gbps),
+        figure(big.busbw_gbps),
         bytes(big.size_bytes)
     );
     let mut fix = None;
@@ -1049,7 +1026,7 @@ fn check_nccl(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
         msg.push_str(&format!(
             " ({:.0}% of {over}'s {} GB/s)",
             ratio * 100.0,
-            fmt(*e)
+            figure(*e)
         ));
         status = rate_status(ratio, NCCL_WARN, NCCL_FAIL);
         if status != Status::Pass {
@@ -1060,7 +1037,7 @@ fn check_nccl(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
         }
     }
     if let Some(m) = mib {
-        msg.push_str(&format!("; 1 MiB takes {} us", fmt(m.time_us)));
+        msg.push_str(&format!("; 1 MiB takes {} us", figure(m.time_us)));
         if m.time_us > 500.0 {
             status = worse(status, Status::Warn);
             msg.push_str(" (slow: above 500 us)");
@@ -1145,11 +1122,11 @@ fn check_burn(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         };
         let mut msg = format!(
             "{who}: {} TFLOPS median over {:.0} s of {} GEMMs (min {}, max {})",
-            fmt(stats.median),
+            figure(stats.median),
             b.seconds,
             b.dtype.as_str(),
-            fmt(stats.min),
-            fmt(stats.max)
+            figure(stats.min),
+            figure(stats.max)
         );
         if let Some(cv) = g.tflops_cv {
             if cv > BURN_CV_WARN {
@@ -1184,7 +1161,7 @@ fn check_burn(facts: &Facts, policy: &Policy) -> Vec<Finding> {
             problems.push(format!(
                 "{:.0}% below the median of the same GPUs here ({} TFLOPS)",
                 (1.0 - stats.median / med) * 100.0,
-                fmt(med)
+                figure(med)
             ));
             fix.get_or_insert("Compare this GPU's clocks, power and temperature with the others.");
         }
@@ -1284,745 +1261,11 @@ fn check_burn(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     })
 }
 
-// ---------------------------------------------------------------- the flat list
-
-/// A figure with its expectation; gpu, peer, size and dtype are set by the caller.
-fn mk(name: &str, value: f64, unit: &str, expected: Option<f64>, method: &str) -> Measurement {
-    Measurement {
-        name: name.into(),
-        gpu: None,
-        peer: None,
-        value,
-        unit: unit.into(),
-        expected,
-        ratio: expected.filter(|e| *e > 0.0).map(|e| value / e),
-        method: method.into(),
-        size_bytes: None,
-        dtype: None,
-    }
-}
-
-/// The report's `measurements`: every headline figure with its datasheet expectation and
-/// ratio (value / expected).
-pub fn measurements(facts: &Facts) -> Vec<Measurement> {
-    let m: &MeasuredFacts = &facts.measured;
-    let mut out: Vec<Measurement> = Vec::new();
-    if let Reading::Value(c) = &m.context {
-        let how = format!(
-            "cuInit + cuDevicePrimaryCtxRetain + cuCtxSetCurrent + first 1 MiB cuMemAlloc, a \
-             fresh process each run, {} runs",
-            c.runs
-        );
-        out.push(mk(
-            "context_create_ms",
-            c.total_ms.median,
-            "ms",
-            None,
-            &format!("median; {how}"),
-        ));
-        out.push(mk(
-            "context_create_ms_max",
-            c.total_ms.max,
-            "ms",
-            None,
-            &format!("maximum; {how}"),
-        ));
-        out.push(mk(
-            "cuinit_ms",
-            c.init_ms.median,
-            "ms",
-            None,
-            &format!("cuInit alone, median; {how}"),
-        ));
-    }
-    if let Reading::Value(p) = &m.pcie {
-        for g in &p.per_gpu {
-            let Some(v) = g.result.value() else { continue };
-            let link = pcie_expected(facts, g.gpu).map(|e| e.0);
-            for (dir, mem) in [
-                (Direction::H2d, HostMemory::Pinned),
-                (Direction::D2h, HostMemory::Pinned),
-                (Direction::H2d, HostMemory::Pageable),
-                (Direction::D2h, HostMemory::Pageable),
-            ] {
-                let Some(pt) = v.largest(dir, mem) else {
-                    continue;
-                };
-                let exp = if mem == HostMemory::Pinned {
-                    link
-                } else {
-                    None
-                };
-                let how = format!(
-                    "cuMemcpy{}Async, {} host memory, median of {} copies timed with CUDA \
-                     events; expected: the PCIe link's one-direction rate",
-                    if dir == Direction::H2d {
-                        "HtoD"
-                    } else {
-                        "DtoH"
-                    },
-                    mem.label(),
-                    pt.repeats
-                );
-                let name = format!("{}_{}_bandwidth", dir.label(), mem.label());
-                out.push(Measurement {
-                    gpu: Some(g.gpu),
-                    size_bytes: Some(pt.size_bytes),
-                    ..mk(&name, pt.gbps, "GB/s", exp, &how)
-                });
-            }
-        }
-        if let Reading::Value(all) = &p.all_at_once {
-            for c in all {
-                for v in &c.per_gpu {
-                    let name = format!("{}_pinned_bandwidth_all_gpus", c.direction.label());
-                    let exp = pcie_expected(facts, v.gpu).map(|e| e.0);
-                    out.push(Measurement {
-                        gpu: Some(v.gpu),
-                        size_bytes: Some(c.size_bytes),
-                        ..mk(
-                            &name,
-                            v.value,
-                            "GB/s",
-                            exp,
-                            "pinned copies on every GPU at once, each GPU timed with its own \
-                             events",
-                        )
-                    });
-                }
-            }
-        }
-    }
-    if let Reading::Value(mem) = &m.memory {
-        for g in mem {
-            let Some(v) = g.result.value() else { continue };
-            let exp = spec_of(facts, g.gpu).and_then(|s| s.memory_bandwidth_gbps);
-            let figures = [
-                (
-                    "memory_copy_bandwidth",
-                    Some(v.copy_gbps),
-                    "gpuaudit copy kernel (16-byte loads, 4 in flight per thread), bytes read + \
-                     written, median of repeats, best launch shape",
-                ),
-                (
-                    "memory_memcpy_bandwidth",
-                    v.memcpy_gbps,
-                    "cuMemcpyDtoDAsync within the GPU, bytes read + written, median of repeats",
-                ),
-                (
-                    "memory_read_bandwidth",
-                    v.read_gbps,
-                    "gpuaudit read kernel (XOR reduction), bytes read",
-                ),
-                (
-                    "memory_write_bandwidth",
-                    v.write_gbps,
-                    "gpuaudit write kernel, bytes written",
-                ),
-                (
-                    "memory_triad_bandwidth",
-                    v.triad_gbps,
-                    "STREAM triad a = b + s*c over f32, 2 reads + 1 write per element",
-                ),
-            ];
-            for (name, val, how) in figures {
-                if let Some(val) = val {
-                    out.push(Measurement {
-                        gpu: Some(g.gpu),
-                        size_bytes: Some(v.buffer_bytes),
-                        ..mk(name, val, "GB/s", exp, how)
-                    });
-                }
-            }
-        }
-    }
-    if let Reading::Value(gemm) = &m.gemm {
-        for g in gemm {
-            let Some(rs) = g.result.value() else { continue };
-            let spec = spec_of(facts, g.gpu);
-            for r in rs {
-                let Some(p) = r.result.value() else { continue };
-                let how = format!(
-                    "{}x{}x{} {} GEMM ({} layout) on random data via {}, best of {} batches of {} \
-                     back-to-back GEMMs timed with events, output checked against the CPU; \
-                     expected: the datasheet's dense peak",
-                    p.m,
-                    p.n,
-                    p.k,
-                    r.dtype.as_str(),
-                    p.layout,
-                    p.library,
-                    p.batches.len(),
-                    p.repeats
-                );
-                let exp = spec.and_then(|s| gemm_expected(s, r.dtype));
-                out.push(Measurement {
-                    gpu: Some(g.gpu),
-                    dtype: Some(r.dtype.as_str().into()),
-                    ..mk("gemm_tflops", p.tflops, "TFLOPS", exp, &how)
-                });
-            }
-        }
-    }
-    if let Reading::Value(p) = &m.p2p {
-        for x in &p.pairs {
-            let exp = p2p_expected(facts, x.src, x.dst).map(|e| e.0);
-            if let Reading::Value(v) = x.gbps {
-                out.push(Measurement {
-                    gpu: Some(x.src),
-                    peer: Some(x.dst),
-                    size_bytes: Some(p.size_bytes),
-                    ..mk(
-                        "p2p_bandwidth",
-                        v,
-                        "GB/s",
-                        exp,
-                        "cuMemcpyPeerAsync on the source GPU's stream, peer access enabled \
-                         where possible, timed with CUDA events; expected: the link's \
-                         one-direction rate",
-                    )
-                });
-            }
-            if let Reading::Value(v) = x.latency_us {
-                out.push(Measurement {
-                    gpu: Some(x.src),
-                    peer: Some(x.dst),
-                    size_bytes: Some(4),
-                    ..mk(
-                        "p2p_latency_us",
-                        v,
-                        "us",
-                        None,
-                        "back-to-back 4-byte cuMemcpyPeerAsync, event time per copy",
-                    )
-                });
-            }
-        }
-        for b in &p.bidirectional {
-            if let Reading::Value(v) = b.gbps {
-                let exp = p2p_expected(facts, b.a, b.b).map(|e| 2.0 * e.0);
-                out.push(Measurement {
-                    gpu: Some(b.a),
-                    peer: Some(b.b),
-                    size_bytes: Some(p.size_bytes),
-                    ..mk(
-                        "p2p_bidir_bandwidth",
-                        v,
-                        "GB/s",
-                        exp,
-                        "copies both ways at once, one stream per GPU, from a common start \
-                         event to the later end",
-                    )
-                });
-            }
-        }
-    }
-    if let Reading::Value(a) = &m.nccl {
-        let expected = a
-            .gpus
-            .iter()
-            .flat_map(|&x| {
-                a.gpus
-                    .iter()
-                    .filter(move |&&y| y != x)
-                    .map(move |&y| (x, y))
-            })
-            .filter_map(|(x, y)| p2p_expected(facts, x, y).map(|e| e.0))
-            .min_by(|p, q| p.total_cmp(q));
-        let how = format!(
-            "NCCL{} all-reduce, float32 sum, out of place, {} GPUs in one process, slowest \
-             GPU's event time; busbw = algbw x 2(n-1)/n (nccl-tests)",
-            a.nccl_version
-                .as_ref()
-                .map(|v| format!(" {v}"))
-                .unwrap_or_default(),
-            a.gpus.len()
-        );
-        let mut seen = Vec::new();
-        for pt in [a.largest(), a.at(MIB)].into_iter().flatten() {
-            if seen.contains(&pt.size_bytes) {
-                continue;
-            }
-            seen.push(pt.size_bytes);
-            out.push(Measurement {
-                size_bytes: Some(pt.size_bytes),
-                ..mk("allreduce_busbw", pt.busbw_gbps, "GB/s", expected, &how)
-            });
-        }
-        if let Some(pt) = a.at(MIB) {
-            out.push(Measurement {
-                size_bytes: Some(MIB),
-                ..mk("allreduce_latency_us", pt.time_us, "us", None, &how)
-            });
-        }
-    }
-    if let Reading::Value(b) = &m.burn {
-        for g in &b.per_gpu {
-            let Some(v) = g.result.value() else { continue };
-            let gpu = Some(g.gpu);
-            let how = format!(
-                "{}x{} {} GEMM on every GPU at once for {:.0} s, TFLOPS per ~1 s window",
-                b.size,
-                b.size,
-                b.dtype.as_str(),
-                b.seconds
-            );
-            let spec = spec_of(facts, g.gpu);
-            if let Some(s) = v.tflops_stats {
-                let exp = spec.and_then(|sp| gemm_expected(sp, b.dtype));
-                out.push(Measurement {
-                    gpu,
-                    dtype: Some(b.dtype.as_str().into()),
-                    ..mk(
-                        "burn_tflops",
-                        s.median,
-                        "TFLOPS",
-                        exp,
-                        &format!("median; {how}"),
-                    )
-                });
-            }
-            if let Some(cv) = v.tflops_cv {
-                let how = format!("coefficient of variation; {how}");
-                out.push(Measurement {
-                    gpu,
-                    ..mk("burn_tflops_cv", cv, "ratio", None, &how)
-                });
-            }
-            if let Reading::Value(t) = &v.telemetry {
-                let nv = format!("NVML every {} ms during the burn", t.interval_ms);
-                if let Some(c) = t.sm_clock_mhz {
-                    let exp = spec.and_then(|s| s.boost_clock_mhz).map(f64::from);
-                    let how = format!("median; {nv}; expected: the datasheet boost clock");
-                    out.push(Measurement {
-                        gpu,
-                        ..mk("burn_sm_clock_mhz", c.median, "MHz", exp, &how)
-                    });
-                }
-                if let Some(p) = t.power_w {
-                    let exp = spec.and_then(|s| s.tdp_w);
-                    let how = format!("median; {nv}; expected: the datasheet TDP");
-                    out.push(Measurement {
-                        gpu,
-                        ..mk("burn_power_w", p.median, "W", exp, &how)
-                    });
-                }
-                if let Some(c) = t.temperature_c {
-                    let how = format!("maximum; {nv}");
-                    out.push(Measurement {
-                        gpu,
-                        ..mk("burn_temperature_c", c.max, "C", None, &how)
-                    });
-                }
-            }
-        }
-    }
-    out
-}
-
-// ---------------------------------------------------------------- bench tables
-
-fn cell<T: std::fmt::Display>(r: &Reading<T>) -> String {
-    match r {
-        Reading::Value(v) => v.to_string(),
-        Reading::Unavailable(_) => "-".into(),
-    }
-}
-
-fn f(v: Option<f64>) -> String {
-    v.map(fmt).unwrap_or_else(|| "-".into())
-}
-
-/// The full tables of `gpuaudit bench`: (title, rows), the first row being the header. A
-/// group that did not run is a one-row table with its reason.
-pub fn bench_tables(m: &MeasuredFacts) -> Vec<(String, Vec<Vec<String>>)> {
-    let mut t: Vec<(String, Vec<Vec<String>>)> = Vec::new();
-    let why = |title: &str, reason: &str| {
-        (
-            title.to_string(),
-            vec![vec!["not measured".into()], vec![reason.to_string()]],
-        )
-    };
-    let s = |x: &str| x.to_string();
-
-    if let Reading::Value(devs) = &m.devices {
-        let mut rows = vec![vec![
-            s("GPU"),
-            s("name"),
-            s("PCI bus id"),
-            s("SMs"),
-            s("compute"),
-            s("L2"),
-            s("memory"),
-            s("free"),
-        ]];
-        for d in devs {
-            rows.push(vec![
-                d.gpu.to_string(),
-                d.name.clone(),
-                d.pci_bus_id.clone(),
-                d.sm_count.to_string(),
-                d.compute_capability.to_string(),
-                bytes(d.l2_bytes),
-                format!("{:.1} GiB", d.total_memory_bytes as f64 / GIB as f64),
-                format!("{:.1} GiB", d.free_memory_bytes as f64 / GIB as f64),
-            ]);
-        }
-        t.push((s("GPUs as CUDA sees them"), rows));
-    }
-    if !m.skipped_gpus.is_empty() {
-        let mut rows = vec![vec![s("GPU"), s("left out because")]];
-        for g in &m.skipped_gpus {
-            rows.push(vec![g.gpu.to_string(), g.reason.clone()]);
-        }
-        t.push((s("GPUs not measured"), rows));
-    }
-
-    match &m.context {
-        Reading::Value(c) => {
-            let mut rows = vec![vec![s("phase"), s("median ms"), s("min ms"), s("max ms")]];
-            for (name, st) in [
-                ("cuInit", c.init_ms),
-                ("primary context retain + set current", c.context_ms),
-                ("first 1 MiB cuMemAlloc", c.alloc_ms),
-                ("total", c.total_ms),
-            ] {
-                rows.push(vec![s(name), fmt(st.median), fmt(st.min), fmt(st.max)]);
-            }
-            t.push((
-                format!("Context creation ({} fresh processes)", c.runs),
-                rows,
-            ));
-        }
-        Reading::Unavailable(r) => t.push(why("Context creation", r)),
-    }
-
-    match &m.pcie {
-        Reading::Value(p) => {
-            let mut rows = vec![vec![
-                s("GPU"),
-                s("size"),
-                s("h2d pinned"),
-                s("d2h pinned"),
-                s("h2d pageable"),
-                s("d2h pageable"),
-            ]];
-            for g in &p.per_gpu {
-                match &g.result {
-                    Reading::Value(v) => {
-                        let mut sizes: Vec<u64> = v.points.iter().map(|x| x.size_bytes).collect();
-                        sizes.sort_unstable();
-                        sizes.dedup();
-                        for size in sizes {
-                            let at = |d: Direction, mm: HostMemory| {
-                                f(v.points
-                                    .iter()
-                                    .find(|x| {
-                                        x.size_bytes == size
-                                            && x.direction == d
-                                            && x.host_memory == mm
-                                    })
-                                    .map(|x| x.gbps))
-                            };
-                            rows.push(vec![
-                                g.gpu.to_string(),
-                                bytes(size),
-                                at(Direction::H2d, HostMemory::Pinned),
-                                at(Direction::D2h, HostMemory::Pinned),
-                                at(Direction::H2d, HostMemory::Pageable),
-                                at(Direction::D2h, HostMemory::Pageable),
-                            ]);
-                        }
-                    }
-                    Reading::Unavailable(r) => rows.push(vec![
-                        g.gpu.to_string(),
-                        s("-"),
-                        r.clone(),
-                        s(""),
-                        s(""),
-                        s(""),
-                    ]),
-                }
-            }
-            t.push((s("Host <-> device copies, GB/s"), rows));
-            if let Reading::Value(all) = &p.all_at_once {
-                let mut rows = vec![vec![s("direction"), s("size"), s("per GPU"), s("total")]];
-                for c in all {
-                    rows.push(vec![
-                        s(c.direction.label()),
-                        bytes(c.size_bytes),
-                        c.per_gpu
-                            .iter()
-                            .map(|v| format!("GPU {}: {}", v.gpu, fmt(v.value)))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        fmt(c.total_gbps),
-                    ]);
-                }
-                t.push((s("Pinned copies on every GPU at once, GB/s"), rows));
-            }
-        }
-        Reading::Unavailable(r) => t.push(why("Host <-> device copies", r)),
-    }
-
-    match &m.memory {
-        Reading::Value(v) => {
-            let mut rows = vec![vec![
-                s("GPU"),
-                s("buffer"),
-                s("copy kernel"),
-                s("memcpy"),
-                s("read"),
-                s("write"),
-                s("triad"),
-                s("verified"),
-            ]];
-            let mut sweep = vec![vec![
-                s("GPU"),
-                s("kernel"),
-                s("blocks"),
-                s("threads"),
-                s("GB/s"),
-            ]];
-            for g in v {
-                match &g.result {
-                    Reading::Value(b) => {
-                        rows.push(vec![
-                            g.gpu.to_string(),
-                            bytes(b.buffer_bytes),
-                            fmt(b.copy_gbps),
-                            f(b.memcpy_gbps),
-                            f(b.read_gbps),
-                            f(b.write_gbps),
-                            f(b.triad_gbps),
-                            if b.verify.iter().all(|x| x.ok) {
-                                s("yes")
-                            } else {
-                                s("NO")
-                            },
-                        ]);
-                        for k in &b.sweep {
-                            sweep.push(vec![
-                                g.gpu.to_string(),
-                                k.kernel.clone(),
-                                k.blocks.to_string(),
-                                k.threads.to_string(),
-                                fmt(k.gbps),
-                            ]);
-                        }
-                    }
-                    Reading::Unavailable(r) => rows.push(vec![g.gpu.to_string(), r.clone()]),
-                }
-            }
-            t.push((s("Device memory, GB/s (copies: read + written)"), rows));
-            if sweep.len() > 1 {
-                t.push((s("Device memory kernels by launch shape"), sweep));
-            }
-        }
-        Reading::Unavailable(r) => t.push(why("Device memory", r)),
-    }
-
-    match &m.gemm {
-        Reading::Value(v) => {
-            let mut rows = vec![vec![
-                s("GPU"),
-                s("dtype"),
-                s("size"),
-                s("TFLOPS"),
-                s("ms/GEMM"),
-                s("batches"),
-                s("max error"),
-                s("verified"),
-                s("library"),
-            ]];
-            for g in v {
-                match &g.result {
-                    Reading::Value(rs) => {
-                        for r in rs {
-                            match &r.result {
-                                Reading::Value(p) => rows.push(vec![
-                                    g.gpu.to_string(),
-                                    s(r.dtype.as_str()),
-                                    format!("{}^3 {}", p.m, p.layout),
-                                    fmt(p.tflops),
-                                    format!("{:.3}", p.ms_per_gemm),
-                                    p.batches
-                                        .iter()
-                                        .map(|x| fmt(*x))
-                                        .collect::<Vec<_>>()
-                                        .join(" "),
-                                    format!("{:.1e}", p.max_error),
-                                    if p.verified { s("yes") } else { s("NO") },
-                                    p.library.clone(),
-                                ]),
-                                Reading::Unavailable(why) => rows.push(vec![
-                                    g.gpu.to_string(),
-                                    s(r.dtype.as_str()),
-                                    why.clone(),
-                                ]),
-                            }
-                        }
-                    }
-                    Reading::Unavailable(r) => {
-                        rows.push(vec![g.gpu.to_string(), s("-"), r.clone()])
-                    }
-                }
-            }
-            t.push((s("GEMM"), rows));
-        }
-        Reading::Unavailable(r) => t.push(why("GEMM", r)),
-    }
-
-    match &m.p2p {
-        Reading::Value(p) => {
-            let header: Vec<String> = std::iter::once(s("src \\ dst"))
-                .chain(p.gpus.iter().map(|g| format!("GPU {g}")))
-                .collect();
-            let matrix = |val: &dyn Fn(u32, u32) -> String| -> Vec<Vec<String>> {
-                let mut rows = vec![header.clone()];
-                for &a in &p.gpus {
-                    let mut row = vec![format!("GPU {a}")];
-                    for &b in &p.gpus {
-                        row.push(if a == b { s("X") } else { val(a, b) });
-                    }
-                    rows.push(row);
-                }
-                rows
-            };
-            t.push((
-                format!("GPU -> GPU one direction, GB/s ({})", bytes(p.size_bytes)),
-                matrix(&|a, b| {
-                    p.pair(a, b)
-                        .map(|x| cell(&x.gbps.as_ref().map(|v| fmt(*v))))
-                        .unwrap_or_else(|| s("-"))
-                }),
-            ));
-            t.push((
-                s("GPU <-> GPU both directions at once, GB/s"),
-                matrix(&|a, b| {
-                    p.bidirectional
-                        .iter()
-                        .find(|x| (x.a == a && x.b == b) || (x.a == b && x.b == a))
-                        .map(|x| cell(&x.gbps.as_ref().map(|v| fmt(*v))))
-                        .unwrap_or_else(|| s("-"))
-                }),
-            ));
-            t.push((
-                s("GPU -> GPU 4-byte copy, us"),
-                matrix(&|a, b| {
-                    p.pair(a, b)
-                        .map(|x| cell(&x.latency_us.as_ref().map(|v| fmt(*v))))
-                        .unwrap_or_else(|| s("-"))
-                }),
-            ));
-            t.push((
-                s("Peer access (cuDeviceCanAccessPeer)"),
-                matrix(&|a, b| {
-                    p.pair(a, b)
-                        .map(|x| if x.peer_access { s("yes") } else { s("no") })
-                        .unwrap_or_else(|| s("-"))
-                }),
-            ));
-        }
-        Reading::Unavailable(r) => t.push(why("GPU <-> GPU copies", r)),
-    }
-
-    match &m.nccl {
-        Reading::Value(a) => {
-            let mut rows = vec![vec![
-                s("size"),
-                s("time us"),
-                s("algbw GB/s"),
-                s("busbw GB/s"),
-                s("iterations"),
-            ]];
-            for p in &a.points {
-                rows.push(vec![
-                    bytes(p.size_bytes),
-                    fmt(p.time_us),
-                    fmt(p.algbw_gbps),
-                    fmt(p.busbw_gbps),
-                    p.iterations.to_string(),
-                ]);
-            }
-            t.push((
-                format!(
-                    "All-reduce (NCCL{}, float32 sum, {} GPUs)",
-                    a.nccl_version
-                        .as_ref()
-                        .map(|v| format!(" {v}"))
-                        .unwrap_or_default(),
-                    a.gpus.len()
-                ),
-                rows,
-            ));
-        }
-        Reading::Unavailable(r) => t.push(why("All-reduce", r)),
-    }
-
-    match &m.burn {
-        Reading::Value(b) => {
-            let mut rows = vec![vec![
-                s("GPU"),
-                s("TFLOPS median"),
-                s("min"),
-                s("max"),
-                s("CV"),
-                s("SM MHz"),
-                s("W"),
-                s("max C"),
-                s("throttle reasons seen"),
-                s("checksum"),
-                s("verified"),
-            ]];
-            for g in &b.per_gpu {
-                match &g.result {
-                    Reading::Value(v) => {
-                        let tel = v.telemetry.value();
-                        rows.push(vec![
-                            g.gpu.to_string(),
-                            f(v.tflops_stats.map(|x| x.median)),
-                            f(v.tflops_stats.map(|x| x.min)),
-                            f(v.tflops_stats.map(|x| x.max)),
-                            v.tflops_cv
-                                .map(|c| format!("{:.1}%", c * 100.0))
-                                .unwrap_or_else(|| s("-")),
-                            f(tel.and_then(|t| t.sm_clock_mhz).map(|x| x.median)),
-                            f(tel.and_then(|t| t.power_w).map(|x| x.median)),
-                            f(tel.and_then(|t| t.temperature_c).map(|x| x.max)),
-                            tel.map(|t| {
-                                t.throttle
-                                    .iter()
-                                    .map(|x| format!("{} ({})", x.reason.name(), x.samples))
-                                    .collect::<Vec<_>>()
-                                    .join(", ")
-                            })
-                            .unwrap_or_else(|| s("-")),
-                            v.checksum.clone(),
-                            if v.verified && v.self_consistent {
-                                s("yes")
-                            } else {
-                                s("NO")
-                            },
-                        ]);
-                    }
-                    Reading::Unavailable(r) => rows.push(vec![g.gpu.to_string(), r.clone()]),
-                }
-            }
-            t.push((
-                format!("Burn: {} GEMMs for {:.0} s", b.dtype.as_str(), b.seconds),
-                rows,
-            ));
-        }
-        Reading::Unavailable(r) => t.push(why("Burn", r)),
-    }
-    t
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::facts::*;
+    use crate::units::GIB;
 
     const GB: u64 = 1 << 30;
 
@@ -2557,77 +1800,5 @@ mod tests {
         let g1 = out.iter().find(|x| x.gpu == Some(1)).unwrap();
         assert_eq!(g1.status, Status::Skip);
         assert!(g1.message.contains("--force"));
-    }
-
-    #[test]
-    fn flat_list_carries_expectations() {
-        let mut f = facts(2);
-        f.topology = Reading::Value(topo_nv18());
-        f.measured.pcie = Reading::Value(PcieBandwidth {
-            per_gpu: vec![OnGpu::new(0, Reading::Value(pcie_gpu(55.4, 55.3)))],
-            all_at_once: Reading::unavailable("one GPU"),
-        });
-        f.measured.gemm = Reading::Value(vec![OnGpu::new(
-            0,
-            Reading::Value(vec![GemmResult {
-                dtype: GemmDtype::Bf16,
-                result: Reading::Value(gemm_point(789.0, true)),
-            }]),
-        )]);
-        f.measured.nccl = Reading::Value(allreduce(328.3, true));
-        f.measured.p2p = Reading::Value(p2p(393.7, true));
-        let m = measurements(&f);
-        let h2d = m.iter().find(|x| x.name == "h2d_pinned_bandwidth").unwrap();
-        assert_eq!(h2d.gpu, Some(0));
-        assert!((h2d.expected.unwrap() - 63.015).abs() < 0.01);
-        assert!((h2d.ratio.unwrap() - 0.879).abs() < 0.01);
-        let pageable = m
-            .iter()
-            .find(|x| x.name == "h2d_pageable_bandwidth")
-            .unwrap();
-        assert_eq!(pageable.expected, None);
-        let g = m.iter().find(|x| x.name == "gemm_tflops").unwrap();
-        assert_eq!(g.dtype.as_deref(), Some("bf16"));
-        assert_eq!(g.expected, Some(989.5));
-        let bus: Vec<_> = m.iter().filter(|x| x.name == "allreduce_busbw").collect();
-        assert_eq!(bus.len(), 2);
-        assert_eq!(bus[0].size_bytes, Some(GIB));
-        let lat = m.iter().find(|x| x.name == "allreduce_latency_us").unwrap();
-        assert_eq!(lat.value, 57.6);
-        let p = m
-            .iter()
-            .find(|x| x.name == "p2p_bandwidth" && x.gpu == Some(0))
-            .unwrap();
-        assert_eq!((p.peer, p.expected), (Some(1), Some(450.0)));
-        let j = serde_json::to_value(&m[0]).unwrap();
-        assert!(
-            j.get("size_bytes").is_some() && j.get("dtype").is_none(),
-            "{j}"
-        );
-    }
-
-    #[test]
-    fn bench_tables_cover_every_group() {
-        let mut f = facts(2);
-        f.measured.p2p = Reading::Value(p2p(393.7, true));
-        f.measured.nccl = Reading::Value(allreduce(328.3, true));
-        let t = bench_tables(&f.measured);
-        let titles: Vec<&str> = t.iter().map(|x| x.0.as_str()).collect();
-        assert!(titles
-            .iter()
-            .any(|x| x.starts_with("GPU -> GPU one direction")));
-        assert!(titles
-            .iter()
-            .any(|x| x.starts_with("All-reduce (NCCL 2.27.7")));
-        assert!(titles.contains(&"GEMM"));
-        let p2p = &t
-            .iter()
-            .find(|x| x.0.starts_with("GPU -> GPU one"))
-            .unwrap()
-            .1;
-        assert_eq!(p2p[0], vec!["src \\ dst", "GPU 0", "GPU 1"]);
-        assert_eq!(p2p[1], vec!["GPU 0", "X", "394"]);
-        let gemm = &t.iter().find(|x| x.0 == "GEMM").unwrap().1;
-        assert_eq!(gemm[0][0], "not measured");
     }
 }

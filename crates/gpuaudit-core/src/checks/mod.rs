@@ -105,11 +105,6 @@ pub const CATALOG: &[&str] = &[
     "env.ssh",
 ];
 
-/// The report's flat list of measured figures, with the datasheet expectation and ratio.
-pub fn measurements(facts: &Facts) -> Vec<crate::facts::Measurement> {
-    measured::measurements(facts)
-}
-
 /// Every registered check, in catalog order.
 pub fn all() -> Vec<&'static Check> {
     let areas: &[&'static [Check]] = &[

@@ -1,5 +1,6 @@
 //! Renderers: the report as a terminal table, JSON, Markdown or HTML. One file each.
 
+pub mod bench;
 mod html;
 mod json;
 mod markdown;

@@ -1,5 +1,9 @@
 //! The report: `gpuaudit.report/1`, what every renderer and every script reads.
 
+mod measurements;
+
+pub use measurements::measurements;
+
 use crate::checks;
 use crate::facts::{Facts, GpuFacts, Libc, Measurement, Origin, VirtualizationMode};
 use crate::finding::{Finding, Status};
@@ -166,7 +170,7 @@ impl Report {
                 .map(|g| gpu_section(facts, g))
                 .collect(),
             findings,
-            measurements: checks::measurements(facts),
+            measurements: measurements(facts),
             summary,
         }
     }
