@@ -159,6 +159,19 @@ fn explain_documents_every_check() {
             assert!(text.contains(section), "{}: no '{section}'", c.id);
         }
     }
+    // A check the profiles change says how; one they do not change has no such section.
+    gpuaudit()
+        .args(["explain", "memory.ecc"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "What the profiles change\n  --profile hpc: ECC off fails instead of warning",
+        ));
+    gpuaudit()
+        .args(["explain", "pcie.link"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("What the profiles change").not());
     gpuaudit()
         .args(["explain", "pcie.nope"])
         .assert()

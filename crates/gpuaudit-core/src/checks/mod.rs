@@ -1,31 +1,37 @@
-//! The check catalog: every check, registered once with its stable id, title and documentation.
+//! The check catalog: every check, one file each (`checks/<area>/<name>.rs`, named from its
+//! id), registered once with its stable id, title and documentation.
 //!
 //! A check is a pure function of the facts and the policy. It never touches the machine, so
 //! every check is tested from facts built in a test or read from a snapshot. Checks about GPUs
 //! report one finding per GPU (passing ones included); every check reports at least one
 //! finding, `skip` with the reason where it could not run.
 
+pub mod clocks;
+pub mod compute;
+pub mod container;
+pub mod cuda;
+pub mod env;
+pub mod gpu;
+pub mod host;
+pub mod kernel;
+pub mod memory;
+pub mod nccl;
+pub mod net;
+pub mod nvlink;
+pub mod os;
+pub mod p2p;
+pub mod pcie;
+pub mod power;
+pub mod stability;
+pub mod storage;
+
 mod common;
-mod cuda;
-mod gpu;
-pub mod measured;
-mod memory;
-mod nvlink;
-mod os;
-mod pcie;
-mod power;
+pub mod judge;
 
 use crate::facts::Facts;
 use crate::finding::{Finding, Status};
-use crate::policy::Policy;
+use crate::policy::{Policy, Profile};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-
-mod container;
-mod hostcommon;
-mod hostenv;
-mod network;
-mod stack;
-mod storage;
 
 /// What `gpuaudit explain ID` prints.
 #[derive(Clone, Copy, Debug)]
@@ -48,6 +54,15 @@ pub enum CheckKind {
     Measured,
 }
 
+/// What a workload profile (`--profile`) changes in a check's verdict; `gpuaudit explain`
+/// prints them.
+#[derive(Clone, Copy, Debug)]
+pub struct ProfileEffect {
+    pub profile: Profile,
+    /// One sentence: what changes under this profile.
+    pub effect: &'static str,
+}
+
 #[derive(Clone, Copy)]
 pub struct Check {
     pub id: &'static str,
@@ -55,6 +70,8 @@ pub struct Check {
     pub title: &'static str,
     pub kind: CheckKind,
     pub doc: CheckDoc,
+    /// How the profiles change the verdict; empty where no profile does.
+    pub profiles: &'static [ProfileEffect],
     pub run: fn(&Facts, &Policy) -> Vec<Finding>,
 }
 
@@ -105,24 +122,50 @@ pub const CATALOG: &[&str] = &[
     "env.ssh",
 ];
 
+/// Every check, one file each.
+const CHECKS: &[&Check] = &[
+    &clocks::max::CHECK,
+    &clocks::throttle::CHECK,
+    &compute::gemm::CHECK,
+    &container::runtime::CHECK,
+    &cuda::context_latency::CHECK,
+    &cuda::driver::CHECK,
+    &cuda::env::CHECK,
+    &cuda::framework::CHECK,
+    &cuda::libraries::CHECK,
+    &cuda::toolkit_compat::CHECK,
+    &env::jupyter::CHECK,
+    &env::ssh::CHECK,
+    &gpu::driver_binding::CHECK,
+    &gpu::identity::CHECK,
+    &gpu::present::CHECK,
+    &gpu::uniform::CHECK,
+    &gpu::virtualization::CHECK,
+    &host::shm::CHECK,
+    &kernel::modules::CHECK,
+    &memory::bandwidth::CHECK,
+    &memory::ecc::CHECK,
+    &memory::errors::CHECK,
+    &nccl::allreduce::CHECK,
+    &net::fabric::CHECK,
+    &net::loopback::CHECK,
+    &net::somaxconn::CHECK,
+    &nvlink::status::CHECK,
+    &os::numa::CHECK,
+    &os::persistence::CHECK,
+    &os::platform::CHECK,
+    &p2p::bandwidth::CHECK,
+    &pcie::bandwidth::CHECK,
+    &pcie::link::CHECK,
+    &power::limit::CHECK,
+    &stability::burn::CHECK,
+    &storage::mounts::CHECK,
+    &storage::throughput::CHECK,
+];
+
 /// Every registered check, in catalog order.
 pub fn all() -> Vec<&'static Check> {
-    let areas: &[&'static [Check]] = &[
-        gpu::CHECKS,
-        pcie::CHECKS,
-        power::CHECKS,
-        nvlink::CHECKS,
-        cuda::CHECKS,
-        os::CHECKS,
-        memory::CHECKS,
-        stack::CHECKS,
-        container::CHECKS,
-        storage::CHECKS,
-        network::CHECKS,
-        hostenv::CHECKS,
-        measured::CHECKS,
-    ];
-    let mut checks: Vec<&'static Check> = areas.iter().flat_map(|a| a.iter()).collect();
+    let mut checks: Vec<&'static Check> = CHECKS.to_vec();
     checks.sort_by_key(|c| {
         CATALOG
             .iter()
@@ -162,5 +205,63 @@ pub fn run_one(check: &Check, facts: &Facts, policy: &Policy) -> Vec<Finding> {
             Status::Skip,
             "internal error in this check (a bug in gpuaudit; please report it with the snapshot)",
         )],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn host_checks_are_registered_with_their_documentation() {
+        for id in [
+            "cuda.libraries",
+            "cuda.framework",
+            "cuda.env",
+            "container.runtime",
+            "storage.mounts",
+            "storage.throughput",
+            "host.shm",
+            "net.somaxconn",
+            "net.loopback",
+            "net.fabric",
+            "env.jupyter",
+            "env.ssh",
+        ] {
+            let c = super::find(id).unwrap_or_else(|| panic!("{id} not registered"));
+            assert!(super::CATALOG.contains(&id));
+            for (what, text) in [
+                ("what", c.doc.what),
+                ("why", c.doc.why),
+                ("verify", c.doc.verify),
+                ("fix", c.doc.fix),
+            ] {
+                assert!(text.len() > 40, "{id}: {what} is too short");
+                if what != "verify" {
+                    assert!(
+                        !text.contains("  "),
+                        "{id}: {what} has a run of spaces (a broken line continuation?)"
+                    );
+                }
+            }
+        }
+        let lo = super::find("net.loopback").unwrap();
+        assert!(lo.doc.verify.contains("\n    c, _ = s.accept()"));
+    }
+
+    #[test]
+    fn profile_effects_name_a_workload_profile_once_and_say_what_changes() {
+        for c in super::all() {
+            let mut seen = Vec::new();
+            for p in c.profiles {
+                assert_ne!(p.profile, super::Profile::General, "{}", c.id);
+                assert!(!seen.contains(&p.profile), "{}: {} twice", c.id, p.profile);
+                seen.push(p.profile);
+                assert!(
+                    p.effect.len() > 30 && p.effect.ends_with('.'),
+                    "{}: '{}' is not a sentence",
+                    c.id,
+                    p.effect
+                );
+            }
+        }
     }
 }

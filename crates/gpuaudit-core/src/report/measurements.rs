@@ -1,7 +1,7 @@
 //! The report's flat list of measured figures: every headline figure with the datasheet (or
 //! link) expectation it is judged against and the ratio.
 
-use crate::checks::measured::{gemm_expected, p2p_expected, pcie_expected, spec_of};
+use crate::checks::judge::{gemm_expected, p2p_expected, pcie_expected, spec_of};
 use crate::facts::{Direction, Facts, HostMemory, MeasuredFacts, Measurement};
 use crate::reading::Reading;
 use crate::units::MIB;

@@ -173,6 +173,15 @@ pub fn statuses(findings: &[Finding]) -> Vec<Status> {
     findings.iter().map(|f| f.status).collect()
 }
 
+/// The status of the (first) finding about GPU `gpu`; panics where there is none.
+pub fn gpu_status(findings: &[Finding], gpu: u32) -> Status {
+    findings
+        .iter()
+        .find(|f| f.gpu == Some(gpu))
+        .unwrap_or_else(|| panic!("no finding about GPU {gpu}: {findings:#?}"))
+        .status
+}
+
 /// "0000:00:06.0" for GPU 0, as on the fixtures' VMs.
 pub fn bus_id(index: u32) -> String {
     format!("0000:00:{:02x}.0", 6 + index)

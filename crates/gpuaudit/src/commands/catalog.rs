@@ -45,7 +45,7 @@ pub fn explain(id: &str) -> Result<u8> {
             "measured on the live machine (skipped on snapshots and with --facts-only)"
         }
     };
-    println!(
+    let mut text = format!(
         "{} — {}\n({kind})\n\nWhat it looks at\n{}\n\nWhy it matters\n{}\n\nHow to verify by hand\n{}\n\nHow to fix\n{}",
         c.id,
         c.title,
@@ -54,6 +54,13 @@ pub fn explain(id: &str) -> Result<u8> {
         indent(d.verify),
         indent(d.fix)
     );
+    if !c.profiles.is_empty() {
+        text.push_str("\n\nWhat the profiles change");
+        for p in c.profiles {
+            let _ = write!(text, "\n  --profile {}: {}", p.profile, p.effect);
+        }
+    }
+    println!("{text}");
     Ok(0)
 }
 
