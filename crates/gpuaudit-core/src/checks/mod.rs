@@ -27,6 +27,7 @@ pub mod storage;
 
 mod common;
 pub mod judge;
+pub mod registry;
 
 use crate::facts::Facts;
 use crate::finding::{Finding, Status};
@@ -68,6 +69,9 @@ pub struct Check {
     pub id: &'static str,
     /// One line for `gpuaudit checks`.
     pub title: &'static str,
+    /// What it looks at, longer than the title: the row of the catalog table in
+    /// docs/DESIGN.md, which is generated from these.
+    pub looks_at: &'static str,
     pub kind: CheckKind,
     pub doc: CheckDoc,
     /// How the profiles change the verdict; empty where no profile does.
@@ -81,109 +85,20 @@ impl std::fmt::Debug for Check {
     }
 }
 
-/// The catalog order (DESIGN.md's table). Reports list findings in this order.
-pub const CATALOG: &[&str] = &[
-    "gpu.present",
-    "gpu.identity",
-    "gpu.uniform",
-    "gpu.virtualization",
-    "gpu.driver-binding",
-    "pcie.link",
-    "pcie.bandwidth",
-    "power.limit",
-    "clocks.throttle",
-    "clocks.max",
-    "nvlink.status",
-    "p2p.bandwidth",
-    "nccl.allreduce",
-    "cuda.driver",
-    "cuda.toolkit-compat",
-    "cuda.libraries",
-    "cuda.framework",
-    "cuda.env",
-    "cuda.context-latency",
-    "kernel.modules",
-    "os.platform",
-    "os.persistence",
-    "os.numa",
-    "memory.ecc",
-    "memory.errors",
-    "memory.bandwidth",
-    "compute.gemm",
-    "stability.burn",
-    "net.somaxconn",
-    "net.loopback",
-    "net.fabric",
-    "storage.mounts",
-    "storage.throughput",
-    "host.shm",
-    "container.runtime",
-    "env.jupyter",
-    "env.ssh",
-];
-
-/// Every check, one file each.
-const CHECKS: &[&Check] = &[
-    &clocks::max::CHECK,
-    &clocks::throttle::CHECK,
-    &compute::gemm::CHECK,
-    &container::runtime::CHECK,
-    &cuda::context_latency::CHECK,
-    &cuda::driver::CHECK,
-    &cuda::env::CHECK,
-    &cuda::framework::CHECK,
-    &cuda::libraries::CHECK,
-    &cuda::toolkit_compat::CHECK,
-    &env::jupyter::CHECK,
-    &env::ssh::CHECK,
-    &gpu::driver_binding::CHECK,
-    &gpu::identity::CHECK,
-    &gpu::present::CHECK,
-    &gpu::uniform::CHECK,
-    &gpu::virtualization::CHECK,
-    &host::shm::CHECK,
-    &kernel::modules::CHECK,
-    &memory::bandwidth::CHECK,
-    &memory::ecc::CHECK,
-    &memory::errors::CHECK,
-    &nccl::allreduce::CHECK,
-    &net::fabric::CHECK,
-    &net::loopback::CHECK,
-    &net::somaxconn::CHECK,
-    &nvlink::status::CHECK,
-    &os::numa::CHECK,
-    &os::persistence::CHECK,
-    &os::platform::CHECK,
-    &p2p::bandwidth::CHECK,
-    &pcie::bandwidth::CHECK,
-    &pcie::link::CHECK,
-    &power::limit::CHECK,
-    &stability::burn::CHECK,
-    &storage::mounts::CHECK,
-    &storage::throughput::CHECK,
-];
-
-/// Every registered check, in catalog order.
-pub fn all() -> Vec<&'static Check> {
-    let mut checks: Vec<&'static Check> = CHECKS.to_vec();
-    checks.sort_by_key(|c| {
-        CATALOG
-            .iter()
-            .position(|id| *id == c.id)
-            .unwrap_or(CATALOG.len())
-    });
-    checks
+/// Every registered check, in catalog order ([`registry::ALL`]).
+pub fn all() -> &'static [&'static Check] {
+    registry::ALL
 }
 
 pub fn find(id: &str) -> Option<&'static Check> {
-    all().into_iter().find(|c| c.id == id)
+    all().iter().copied().find(|c| c.id == id)
 }
 
 /// Run every check. A check that returns nothing, or panics (a bug), still appears: as `skip`
 /// with the reason, so a report is complete by construction.
 pub fn run_all(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     all()
-        .into_iter()
+        .iter()
         .flat_map(|check| run_one(check, facts, policy))
         .collect()
 }
@@ -210,43 +125,6 @@ pub fn run_one(check: &Check, facts: &Facts, policy: &Policy) -> Vec<Finding> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn host_checks_are_registered_with_their_documentation() {
-        for id in [
-            "cuda.libraries",
-            "cuda.framework",
-            "cuda.env",
-            "container.runtime",
-            "storage.mounts",
-            "storage.throughput",
-            "host.shm",
-            "net.somaxconn",
-            "net.loopback",
-            "net.fabric",
-            "env.jupyter",
-            "env.ssh",
-        ] {
-            let c = super::find(id).unwrap_or_else(|| panic!("{id} not registered"));
-            assert!(super::CATALOG.contains(&id));
-            for (what, text) in [
-                ("what", c.doc.what),
-                ("why", c.doc.why),
-                ("verify", c.doc.verify),
-                ("fix", c.doc.fix),
-            ] {
-                assert!(text.len() > 40, "{id}: {what} is too short");
-                if what != "verify" {
-                    assert!(
-                        !text.contains("  "),
-                        "{id}: {what} has a run of spaces (a broken line continuation?)"
-                    );
-                }
-            }
-        }
-        let lo = super::find("net.loopback").unwrap();
-        assert!(lo.doc.verify.contains("\n    c, _ = s.accept()"));
-    }
-
     #[test]
     fn profile_effects_name_a_workload_profile_once_and_say_what_changes() {
         for c in super::all() {

@@ -92,7 +92,7 @@ fn run(mut opts: measure::Options, common: &MeasureArgs, groups: &[Group]) -> Re
         groups.iter().map(|g| g.check_id()).collect()
     };
     let findings: Vec<_> = checks::all()
-        .into_iter()
+        .iter()
         .filter(|c| c.kind == CheckKind::Measured && wanted.contains(&c.id))
         .flat_map(|c| checks::run_one(c, &facts, &policy))
         .collect();

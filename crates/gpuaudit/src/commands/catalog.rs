@@ -8,7 +8,7 @@ pub fn list() -> Result<u8> {
     let all = checks::all();
     let width = all.iter().map(|c| c.id.len()).max().unwrap_or(10);
     let mut out = String::new();
-    for c in &all {
+    for c in all {
         let kind = match c.kind {
             CheckKind::Facts => "facts   ",
             CheckKind::Measured => "measured",
@@ -27,7 +27,7 @@ pub fn list() -> Result<u8> {
 pub fn explain(id: &str) -> Result<u8> {
     let Some(c) = checks::find(id) else {
         let close: Vec<&str> = checks::all()
-            .into_iter()
+            .iter()
             .map(|c| c.id)
             .filter(|c| c.starts_with(id.split('.').next().unwrap_or(id)))
             .collect();

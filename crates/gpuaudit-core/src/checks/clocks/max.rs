@@ -18,6 +18,7 @@ pub const MAX_CLOCK_FLOOR: f64 = 0.97;
 pub const CHECK: Check = Check {
     id: ID,
     title: "Maximum and application SM clocks against the datasheet boost clock",
+    looks_at: "maximum and application SM clocks against the datasheet boost clock",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "The GPU's maximum SM clock and its application (target) clocks, against the \

@@ -12,6 +12,8 @@ const ID: &str = "clocks.throttle";
 pub const CHECK: Check = Check {
     id: ID,
     title: "Active clock-event (throttle) reasons, each decoded on its own",
+    looks_at: "active clock-event (throttle) reasons, idle and under load; hardware slowdown, \
+               thermal and power-brake are faults",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "The clock event reasons NVML reports as active, each bit on its own: idle, \

@@ -21,6 +21,8 @@ pub const FAIL: f64 = 0.45;
 pub const CHECK: Check = Check {
     id: ID,
     title: "measured matrix-multiply TFLOPS per data type against the datasheet",
+    looks_at: "measured matrix-multiply TFLOPS per dtype (fp64, fp32, tf32, fp16, bf16, fp8 \
+               where supported) against the datasheet's dense peak",
     kind: CheckKind::Measured,
     doc: CheckDoc {
         what: "Square GEMMs on random data (8192 with --full, 4096 and bf16 only in the \

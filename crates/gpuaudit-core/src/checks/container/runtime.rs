@@ -13,6 +13,8 @@ const ID: &str = "container.runtime";
 pub const CHECK: Check = Check {
     id: ID,
     title: "Container or not; NVIDIA container toolkit, CDI, runtime config, device nodes",
+    looks_at: "inside a container or not; NVIDIA container toolkit, CDI specs, docker/containerd \
+               runtime config",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "Whether gpuaudit runs inside a container (/.dockerenv, /run/.containerenv, the \

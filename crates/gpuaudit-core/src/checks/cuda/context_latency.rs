@@ -22,6 +22,8 @@ pub const JITTER_FACTOR: f64 = 3.0;
 pub const CHECK: Check = Check {
     id: ID,
     title: "time to cuInit + create a context + first allocation, over fresh processes",
+    looks_at: "measured time to cuInit + create a context + first allocation, over fresh \
+               processes (median, max)",
     kind: CheckKind::Measured,
     doc: CheckDoc {
         what: "Runs a fresh process several times (5 in the quick audit, 10 with --full) that \

@@ -18,6 +18,8 @@ pub const CURRENT_FRAMEWORKS_CUDA: CudaVersion = CudaVersion::new(12, 0);
 pub const CHECK: Check = Check {
     id: ID,
     title: "Driver version, the CUDA version it supports, minimum driver for the GPU's architecture",
+    looks_at: "driver version, the CUDA version it supports, minimum driver for the GPU's \
+               architecture",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "The NVIDIA driver version (NVML, nvidia-smi or /proc/driver/nvidia/version), the \

@@ -16,6 +16,8 @@ const ID: &str = "cuda.env";
 pub const CHECK: Check = Check {
     id: ID,
     title: "Environment variables that change CUDA, NCCL and the loader",
+    looks_at: "environment that changes behaviour: CUDA_VISIBLE_DEVICES, CUDA_MODULE_LOADING, \
+               CUDA_LAUNCH_BLOCKING, NCCL_P2P_DISABLE / NCCL_IB_DISABLE, LD_LIBRARY_PATH tricks",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "The environment gpuaudit runs in: CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER, \

@@ -14,6 +14,9 @@ const ID: &str = "cuda.framework";
 pub const CHECK: Check = Check {
     id: ID,
     title: "PyTorch's CUDA version and compiled architectures against the driver and GPUs",
+    looks_at: "PyTorch (if installed): its CUDA version against the driver, its compiled \
+               architectures against the GPU's compute capability (\"no kernel image is \
+               available\")",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "Each PyTorch installation found (system, user, virtualenvs, conda): its \

@@ -14,6 +14,9 @@ const ID: &str = "cuda.libraries";
 pub const CHECK: Check = Check {
     id: ID,
     title: "Where the CUDA libraries resolve, their versions, and duplicates",
+    looks_at: "where libcuda, libcudart, libcublas, libnccl, libnvrtc resolve (ld cache, \
+               LD_LIBRARY_PATH, Python wheels); several different NCCL/cuBLAS versions on one \
+               machine",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "Every copy of libcuda, libnvidia-ml, libcudart, libcublas, libcublasLt, libnvrtc, \

@@ -13,6 +13,8 @@ const ID: &str = "cuda.toolkit-compat";
 pub const CHECK: Check = Check {
     id: ID,
     title: "The installed CUDA toolkit against what the driver supports",
+    looks_at: "the installed CUDA toolkit (version.json / version.txt / nvcc) against what the \
+               driver supports (forward-compat package noted)",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "Each CUDA toolkit under /usr/local (version.json, version.txt, include/cuda.h, nvcc \

@@ -17,6 +17,8 @@ pub const IOPUB_MSG_RATE_DEFAULT: f64 = 1000.0;
 pub const CHECK: Check = Check {
     id: ID,
     title: "Jupyter settings known to hurt (rate limits, polling monitors, notebooks on network storage, open server)",
+    looks_at: "Jupyter settings known to hurt (iopub rate limit, polling resource monitors, \
+               notebook dir on network storage)",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "The Jupyter configuration files (jupyter_server_config / jupyter_notebook_config, \

@@ -15,6 +15,8 @@ pub const RSA_MIN_BITS: u32 = 2048;
 pub const CHECK: Check = Check {
     id: ID,
     title: "sshd and authorized_keys: password login, root login, unrestricted and weak keys",
+    looks_at: "sshd and authorized_keys settings: password login, root login, keys without \
+               restrictions",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "sshd's effective settings from /etc/ssh/sshd_config and its Include files \

@@ -11,6 +11,8 @@ const ID: &str = "gpu.driver-binding";
 pub const CHECK: Check = Check {
     id: ID,
     title: "Each NVIDIA GPU PCI function is bound to the nvidia driver",
+    looks_at: "each NVIDIA GPU PCI function is bound to `nvidia` (not vfio-pci, nouveau, or \
+               nothing)",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "The kernel driver bound to each NVIDIA GPU PCI function (the `driver` link in \

@@ -13,6 +13,9 @@ const ID: &str = "gpu.identity";
 pub const CHECK: Check = Check {
     id: ID,
     title: "GPU model, memory and SM count match the datasheet and what was ordered (--expect)",
+    looks_at: "model, memory size, SM count against the spec database and against `--expect` \
+               (model and count): catches an A30 delivered as an A100, 40 GB for 80 GB, 4 GPUs \
+               for 8",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "Identifies each GPU in the spec database (by PCI device id, then name and memory \

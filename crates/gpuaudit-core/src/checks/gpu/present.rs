@@ -13,6 +13,8 @@ const ID: &str = "gpu.present";
 pub const CHECK: Check = Check {
     id: ID,
     title: "NVIDIA GPUs exist on the PCI bus and the driver answers for each",
+    looks_at: "NVIDIA PCI functions exist and the driver answers (NVML / nvidia-smi); \"couldn't \
+               communicate with the driver\" diagnosed",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "Lists the NVIDIA display/3D PCI functions in sysfs and the GPUs the driver \

@@ -13,6 +13,7 @@ const ID: &str = "gpu.uniform";
 pub const CHECK: Check = Check {
     id: ID,
     title: "All GPUs are the same model, memory size and VBIOS",
+    looks_at: "all GPUs of the machine are the same model, memory, VBIOS",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "Compares model, PCI device id, memory size and VBIOS version across the GPUs.",

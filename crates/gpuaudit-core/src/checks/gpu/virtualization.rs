@@ -12,6 +12,8 @@ const ID: &str = "gpu.virtualization";
 pub const CHECK: Check = Check {
     id: ID,
     title: "Bare metal, pass-through, vGPU or MIG",
+    looks_at: "bare metal, pass-through, vGPU, MIG (NVML virtualization mode, MIG mode, \
+               hypervisor CPU flag)",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "NVML's virtualization mode per GPU (none, pass-through, vGPU), MIG mode, and the \

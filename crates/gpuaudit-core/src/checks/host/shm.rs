@@ -20,6 +20,7 @@ pub const TRAIN_MIN_BYTES: u64 = 8 * GIB;
 pub const CHECK: Check = Check {
     id: ID,
     title: "/dev/shm size (the 64 MB container default breaks data loaders and NCCL)",
+    looks_at: "/dev/shm size (the 64 MB container default breaks data loaders and NCCL)",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "The size of the /dev/shm mount (tmpfs), from /proc/mounts; a tmpfs without a \

@@ -12,6 +12,8 @@ const ID: &str = "kernel.modules";
 pub const CHECK: Check = Check {
     id: ID,
     title: "nvidia and nvidia_uvm loaded, nouveau not, nvidia_peermem for GPUDirect RDMA, open or proprietary module",
+    looks_at: "nvidia and nvidia_uvm loaded, nouveau not loaded, nvidia_peermem for GPUDirect \
+               RDMA, open vs proprietary module",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "The kernel modules in /proc/modules: nvidia, nvidia_uvm (CUDA's unified memory, \

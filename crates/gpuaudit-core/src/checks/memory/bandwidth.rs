@@ -20,6 +20,7 @@ pub const FAIL: f64 = 0.60;
 pub const CHECK: Check = Check {
     id: ID,
     title: "measured device-memory bandwidth against the datasheet",
+    looks_at: "measured device-memory bandwidth against the datasheet",
     kind: CheckKind::Measured,
     doc: CheckDoc {
         what: "gpuaudit's own read, write, copy and triad kernels (16-byte accesses, several \

@@ -11,6 +11,7 @@ const ID: &str = "memory.ecc";
 pub const CHECK: Check = Check {
     id: ID,
     title: "ECC enabled (required for --profile hpc), pending changes",
+    looks_at: "ECC enabled (required for `--profile hpc`), pending changes",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "Whether ECC is on for each GPU's memory, and whether a change waits for a reset.",

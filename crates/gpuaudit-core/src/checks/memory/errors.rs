@@ -19,6 +19,8 @@ pub const FAULT_XIDS: &[u32] = &[48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 12
 pub const CHECK: Check = Check {
     id: ID,
     title: "Uncorrectable ECC errors, retired pages, remapped rows, XID errors",
+    looks_at: "uncorrectable ECC, retired pages (pending, or 63 and more), remapped rows pending \
+               or failed, XID errors where the kernel log is readable",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "Uncorrectable ECC error counts (volatile and lifetime), retired pages (before \

@@ -20,6 +20,8 @@ pub const LATENCY_WARN_US: f64 = 500.0;
 pub const CHECK: Check = Check {
     id: ID,
     title: "measured all-reduce bus bandwidth and latency across the GPUs",
+    looks_at: "measured all-reduce bus bandwidth (large messages) and latency (1 MiB) against \
+               the topology's expectation",
     kind: CheckKind::Measured,
     doc: CheckDoc {
         what: "NCCL all-reduce (float32 sum, out of place) across all measured GPUs in one \

@@ -12,6 +12,7 @@ const ID: &str = "net.fabric";
 pub const CHECK: Check = Check {
     id: ID,
     title: "InfiniBand / RoCE devices, port state and rate, GPUDirect RDMA; Ethernet speeds",
+    looks_at: "InfiniBand / RoCE devices, port state and rate; Ethernet link speeds",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "The RDMA devices of /sys/class/infiniband (InfiniBand, and RoCE on Ethernet): \

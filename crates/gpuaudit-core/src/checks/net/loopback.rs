@@ -16,6 +16,7 @@ pub const VERY_SLOW_US: f64 = 200.0;
 pub const CHECK: Check = Check {
     id: ID,
     title: "Measured loopback TCP round trip",
+    looks_at: "measured loopback TCP round trip",
     kind: CheckKind::Measured,
     doc: CheckDoc {
         what: "gpuaudit opens its own listener on 127.0.0.1 on an ephemeral port and times TCP \

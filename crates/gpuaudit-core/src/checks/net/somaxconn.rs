@@ -16,6 +16,7 @@ pub const OLD_DEFAULT: u32 = 128;
 pub const CHECK: Check = Check {
     id: ID,
     title: "TCP accept-queue limit against the expected request concurrency",
+    looks_at: "TCP accept-queue limit against the expected request concurrency",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "net.core.somaxconn (/proc/sys/net/core/somaxconn): the kernel's cap on every \

@@ -15,6 +15,8 @@ pub const PAIRS_LISTED: usize = 4;
 pub const CHECK: Check = Check {
     id: ID,
     title: "NVLink links up per GPU, the GPU-to-GPU topology and the NVSwitch fabric",
+    looks_at: "NVLink links up per GPU against what the model has, topology matrix (NV#, PIX, \
+               PXB, PHB, NODE, SYS), peer access",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what:

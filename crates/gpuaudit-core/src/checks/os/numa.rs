@@ -11,6 +11,7 @@ const ID: &str = "os.numa";
 pub const CHECK: Check = Check {
     id: ID,
     title: "GPU NUMA node and local CPUs",
+    looks_at: "GPU NUMA node and local CPUs; unknown affinity on a multi-socket host",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "Each GPU's NUMA node and local CPU list (sysfs), the sockets of the machine, and \

@@ -12,6 +12,7 @@ const ID: &str = "os.persistence";
 pub const CHECK: Check = Check {
     id: ID,
     title: "Persistence mode per GPU",
+    looks_at: "persistence mode per GPU (off makes every new process pay driver initialisation)",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what:

@@ -13,6 +13,8 @@ pub const SUPPORTED_ARCHS: &[&str] = &["x86_64", "aarch64", "ppc64le"];
 pub const CHECK: Check = Check {
     id: ID,
     title: "Distribution, kernel, architecture and C library",
+    looks_at: "distribution, kernel, architecture, C library (musl is not supported by the \
+               driver)",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "/etc/os-release, the kernel version, the CPU architecture and the C library.",

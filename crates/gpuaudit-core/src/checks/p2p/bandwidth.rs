@@ -22,6 +22,7 @@ pub const LATENCY_WARN_US: f64 = 100.0;
 pub const CHECK: Check = Check {
     id: ID,
     title: "measured GPU<->GPU bandwidth and latency against the link",
+    looks_at: "measured GPU↔GPU bandwidth and latency matrix against the link type",
     kind: CheckKind::Measured,
     doc: CheckDoc {
         what: "For every ordered pair of GPUs: whether peer access is possible, a 1 GiB copy \

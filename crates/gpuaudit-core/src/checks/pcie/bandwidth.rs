@@ -26,6 +26,8 @@ pub const LINK_SAMPLES_FOR_FAIL: u32 = 20;
 pub const CHECK: Check = Check {
     id: ID,
     title: "measured host<->device copy bandwidth against the PCIe link",
+    looks_at: "measured pinned and pageable host↔device bandwidth against the link's theoretical \
+               rate",
     kind: CheckKind::Measured,
     doc: CheckDoc {
         what: "Copies between host and GPU, pinned and pageable, both directions (one size in \

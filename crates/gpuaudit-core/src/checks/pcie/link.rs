@@ -15,6 +15,9 @@ pub const IDLE_UTILIZATION_PCT: u32 = 5;
 pub const CHECK: Check = Check {
     id: ID,
     title: "PCIe link width and generation against what the GPU and the slot support",
+    looks_at: "current link width and generation against the maximum of GPU and slot; idle GPUs \
+               lower their generation to save power, so a lower gen at idle is not a fault by \
+               itself",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "The current PCIe link width and generation of each GPU against the maximum of the \

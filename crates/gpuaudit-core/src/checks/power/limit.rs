@@ -23,6 +23,7 @@ pub const BELOW_DATASHEET_FAIL: f64 = 0.85;
 pub const CHECK: Check = Check {
     id: ID,
     title: "Enforced power limit against the default, the maximum and the datasheet TDP",
+    looks_at: "enforced power limit against default, maximum and the datasheet TDP",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "The power limit the GPU enforces, against its default and maximum limit and the \

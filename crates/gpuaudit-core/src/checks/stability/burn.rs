@@ -24,6 +24,8 @@ pub const POWER_CAP_SHARE_NOTE: f64 = 0.5;
 pub const CHECK: Check = Check {
     id: ID,
     title: "sustained GEMM load: steadiness, clocks, throttling, result correctness",
+    looks_at: "sustained load: TFLOPS steadiness, clocks, power, temperature, throttle reasons, \
+               result correctness across GPUs",
     kind: CheckKind::Measured,
     doc: CheckDoc {
         what: "With --full (or `gpuaudit burn`): the same seeded GEMM on every GPU at once \

@@ -16,6 +16,8 @@ pub const NFS_BLOCK_MIN: u64 = 1 << 20;
 pub const CHECK: Check = Check {
     id: ID,
     title: "File systems under the data directories (network, FUSE, overlay, NFS options)",
+    looks_at: "file systems under the data directories (nfs, ceph, fuse, overlay, local), NFS \
+               rsize/wsize",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "The file system under each data directory (--data-dir, or by default the \

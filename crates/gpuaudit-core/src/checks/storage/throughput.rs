@@ -18,6 +18,8 @@ pub const RAND_READ_IOPS_WARN: f64 = 1000.0;
 pub const CHECK: Check = Check {
     id: ID,
     title: "Measured direct-I/O sequential write/read and 4 KiB random read in the data directories",
+    looks_at: "measured direct-I/O sequential write/read and 4 KiB random read in the data \
+               directories",
     kind: CheckKind::Measured,
     doc: CheckDoc {
         what: "In each writable data directory, a temporary file (removed afterwards, also on \
