@@ -81,14 +81,6 @@ pub fn rate_status(ratio: f64, warn: f64, fail: f64) -> Status {
     }
 }
 
-pub fn worse(a: Status, b: Status) -> Status {
-    if b.severity() > a.severity() {
-        b
-    } else {
-        a
-    }
-}
-
 pub fn failed_verifications(v: &[Verify]) -> Vec<String> {
     v.iter()
         .filter(|v| !v.ok)

@@ -2,7 +2,7 @@
 //! peak and the GPU's siblings, results verified.
 
 use crate::checks::judge::{
-    below_siblings, gemm_expected, group, label, per_gpu, rate_status, spec_of, worse,
+    below_siblings, gemm_expected, group, label, per_gpu, rate_status, spec_of,
 };
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{Facts, GemmDtype};
@@ -91,7 +91,7 @@ fn check_gemm(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                          clocks.throttle), cooling, and other processes on the GPU.",
                     );
                 }
-                status = worse(status, s);
+                status = status.max(s);
             }
             if let Some(med) = below_siblings(facts, gpu, p.tflops, &of(r.dtype)) {
                 status = Status::Fail;

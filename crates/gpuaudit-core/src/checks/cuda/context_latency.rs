@@ -1,6 +1,6 @@
 //! cuda.context-latency: the measured time a fresh process takes to create a CUDA context.
 
-use crate::checks::judge::{group, worse};
+use crate::checks::judge::group;
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::Facts;
 use crate::finding::{Finding, Status};
@@ -73,7 +73,7 @@ fn check_context(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     };
     let jitter = c.total_ms.max > JITTER_FACTOR * med && c.total_ms.max > limit;
     if jitter {
-        status = worse(status, Status::Warn);
+        status = status.max(Status::Warn);
     }
     let mut msg = format!(
         "cuInit + context + first allocation: {} ms median, {} ms max over {} fresh processes \

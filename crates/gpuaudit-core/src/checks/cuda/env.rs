@@ -325,10 +325,7 @@ fn run_env(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         );
     }
 
-    if out
-        .iter()
-        .all(|f| f.status.severity() < Status::Warn.severity())
-    {
+    if out.iter().all(|f| f.status < Status::Warn) {
         let set: Vec<String> = env
             .vars
             .iter()

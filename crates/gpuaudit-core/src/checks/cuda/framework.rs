@@ -186,8 +186,8 @@ fn judge_torch(facts: &Facts, policy: &Policy, env: &PythonEnv, gpus: usize) -> 
         Reading::Unavailable(r) => format!("compiled architectures unknown ({r})"),
     };
 
-    let worst = out.iter().map(|f| f.status).max_by_key(|s| s.severity());
-    if worst.is_none_or(|s| s.severity() < Status::Warn.severity()) {
+    let worst = out.iter().map(|f| f.status).max();
+    if worst.is_none_or(|s| s < Status::Warn) {
         let mut msg = format!("{name}: {cuda_note}; {arch_note}");
         if !covered.is_empty() {
             msg.push_str(&format!("; runs natively on {}", covered.join(", ")));

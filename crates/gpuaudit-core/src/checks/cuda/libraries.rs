@@ -260,10 +260,7 @@ fn run_libraries(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
             ))
         })
         .collect();
-    let status = if out
-        .iter()
-        .any(|f| f.status >= Status::Warn && f.status != Status::Skip)
-    {
+    let status = if out.iter().any(|f| f.status >= Status::Warn) {
         Status::Info
     } else {
         Status::Pass

@@ -184,10 +184,7 @@ fn run_ssh(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
                 .iter()
                 .filter(|k| k.user != "root" && !k.is_restricted())
                 .count();
-            if out
-                .iter()
-                .all(|f| f.status.severity() < Status::Warn.severity())
-            {
+            if out.iter().all(|f| f.status < Status::Warn) {
                 let users: std::collections::BTreeSet<&str> =
                     keys.iter().map(|k| k.user.as_str()).collect();
                 out.push(

@@ -142,11 +142,7 @@ fn identity_of(g: &GpuFacts, ordered: Option<&str>, allowed: Option<&[&str]>) ->
         }
         return vec![Finding::pass(ID, msg).evidence(ev)];
     }
-    let worst = problems
-        .iter()
-        .map(|p| p.0)
-        .max_by_key(|s| s.severity())
-        .unwrap_or(Status::Warn);
+    let worst = problems.iter().map(|p| p.0).max().unwrap_or(Status::Warn);
     let text = problems
         .into_iter()
         .map(|p| p.1)

@@ -200,11 +200,7 @@ fn errors_one(g: &GpuFacts, xids: Option<&Vec<XidEvent>>) -> Vec<Finding> {
         )
         .evidence(ev)];
     }
-    let worst = bad
-        .iter()
-        .map(|b| b.0)
-        .max_by_key(|s| s.severity())
-        .unwrap_or(Status::Info);
+    let worst = bad.iter().map(|b| b.0).max().unwrap_or(Status::Info);
     let text = bad.into_iter().map(|b| b.1).collect::<Vec<_>>().join("; ");
     let mut f = Finding::new(ID, worst, format!("{}: {text}", g.label())).evidence(ev);
     if worst != Status::Info {

@@ -1,7 +1,7 @@
 //! nccl.allreduce: measured all-reduce bus bandwidth and small-message latency against the
 //! slowest GPU's link.
 
-use crate::checks::judge::{failed_verifications, group, p2p_expected, rate_status, worse};
+use crate::checks::judge::{failed_verifications, group, p2p_expected, rate_status};
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::Facts;
 use crate::finding::{Finding, Status};
@@ -92,7 +92,7 @@ fn check_nccl(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     if let Some(m) = mib {
         msg.push_str(&format!("; 1 MiB takes {} us", figure(m.time_us)));
         if m.time_us > LATENCY_WARN_US {
-            status = worse(status, Status::Warn);
+            status = status.max(Status::Warn);
             msg.push_str(" (slow: above 500 us)");
         }
     }

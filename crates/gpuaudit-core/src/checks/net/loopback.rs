@@ -81,7 +81,7 @@ fn run_loopback(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     } else {
         Finding::pass(ID, msg)
     };
-    let f = if f.status.severity() >= Status::Info.severity() {
+    let f = if f.status >= Status::Info {
         f.fix("check the container runtime (gVisor/Kata add latency), the CPU quota (cat /sys/fs/cgroup/cpu.max) and CPU steal (top: %st)")
     } else {
         f

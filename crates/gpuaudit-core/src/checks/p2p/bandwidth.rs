@@ -1,7 +1,7 @@
 //! p2p.bandwidth: measured GPU<->GPU copies against the link between each pair and the other
 //! pairs over the same kind of link.
 
-use crate::checks::judge::{group, label, p2p_expected, rate_status, worse, SIBLING_FLOOR};
+use crate::checks::judge::{group, label, p2p_expected, rate_status, SIBLING_FLOOR};
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{median, Facts};
 use crate::finding::{Finding, Status};
@@ -99,7 +99,7 @@ fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                                  the fabric manager; in a VM, the hypervisor's P2P support.",
                             );
                         }
-                        status = worse(status, s);
+                        status = status.max(s);
                     }
                     let same: Vec<f64> = values
                         .iter()
@@ -124,7 +124,7 @@ fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                     parts.push(part);
                 }
                 Reading::Unavailable(why) => {
-                    status = worse(status, Status::Warn);
+                    status = status.max(Status::Warn);
                     problems.push(format!(
                         "GPU {} -> GPU {} not measured: {why}",
                         x.src, x.dst
@@ -133,7 +133,7 @@ fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
             }
             if !x.peer_access {
                 let nvlink = exp.as_ref().is_some_and(|e| e.1.starts_with("NVLink"));
-                status = worse(status, if nvlink { Status::Fail } else { Status::Warn });
+                status = status.max(if nvlink { Status::Fail } else { Status::Warn });
                 problems.push(format!(
                     "no peer access GPU {} -> GPU {}: copies go through host memory",
                     x.src, x.dst
@@ -160,7 +160,7 @@ fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
             }
             if let Reading::Value(l) = &x.latency_us {
                 if *l > LATENCY_WARN_US {
-                    status = worse(status, Status::Warn);
+                    status = status.max(Status::Warn);
                     problems.push(format!(
                         "GPU {} -> GPU {} small copies take {} us each",
                         x.src,

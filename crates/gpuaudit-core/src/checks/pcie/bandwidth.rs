@@ -2,7 +2,7 @@
 //! and the GPU's siblings.
 
 use crate::checks::judge::{
-    below_siblings, failed_verifications, group, label, pcie_expected, per_gpu, rate_status, worse,
+    below_siblings, failed_verifications, group, label, pcie_expected, per_gpu, rate_status,
     SIBLING_FLOOR,
 };
 use crate::checks::{Check, CheckDoc, CheckKind};
@@ -114,7 +114,7 @@ fn check_pcie(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                      own x16 link.",
                 );
             }
-            status = worse(status, s);
+            status = status.max(s);
             if let Reading::Value(l) = &g.link_under_load {
                 // Width holds at idle, so a narrower link fails outright; the generation drops
                 // between copies, so a lower one fails only when enough samples saw it.
@@ -122,7 +122,7 @@ fn check_pcie(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 let slow = l.gen < gen;
                 if narrow || slow {
                     let sure = narrow || l.samples >= LINK_SAMPLES_FOR_FAIL;
-                    status = worse(status, if sure { Status::Fail } else { Status::Warn });
+                    status = status.max(if sure { Status::Fail } else { Status::Warn });
                     notes.push(format!(
                         "the link ran at Gen{} x{} during the copies ({} NVML samples); it \
                          supports Gen{gen} x{width}",
@@ -158,7 +158,7 @@ fn check_pcie(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         }
         if let Some(c) = concurrent(gpu, Direction::H2d) {
             if c < SIBLING_FLOOR * h2d.gbps {
-                status = worse(status, Status::Warn);
+                status = status.max(Status::Warn);
                 notes.push(format!(
                     "with every GPU copying at once it gets {} GB/s ({:.0}% less): an upstream \
                      link is shared",

@@ -1,7 +1,7 @@
 //! stability.burn: a sustained GEMM load on every GPU at once: steadiness, clocks, throttling,
 //! results that agree.
 
-use crate::checks::judge::{below_siblings, group, label, model, per_gpu, worse};
+use crate::checks::judge::{below_siblings, group, label, model, per_gpu};
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{median, Facts, ThrottleReason};
 use crate::finding::{Finding, Status};
@@ -113,7 +113,7 @@ fn check_burn(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         );
         if let Some(cv) = g.tflops_cv {
             if cv > CV_WARN {
-                status = worse(status, Status::Warn);
+                status = status.max(Status::Warn);
                 problems.push(format!(
                     "TFLOPS vary by {:.1}% (coefficient of variation)",
                     cv * 100.0
@@ -130,7 +130,7 @@ fn check_burn(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 median(&g.tflops[g.tflops.len() - q..]),
             ) {
                 if first > 0.0 && last / first < SAG_WARN {
-                    status = worse(status, Status::Warn);
+                    status = status.max(Status::Warn);
                     problems.push(format!(
                         "TFLOPS fell {:.0}% from the first to the last quarter",
                         (1.0 - last / first) * 100.0
@@ -167,7 +167,7 @@ fn check_burn(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                     } else if seen.reason == ThrottleReason::SwThermalSlowdown
                         && share > SW_THERMAL_SHARE_WARN
                     {
-                        status = worse(status, Status::Warn);
+                        status = status.max(Status::Warn);
                         problems.push(format!(
                             "software thermal slowdown in {:.0}% of the samples",
                             share * 100.0
@@ -183,7 +183,7 @@ fn check_burn(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 }
                 if let (Some(first), Some(last)) = (t.sm_clock_first_mhz, t.sm_clock_last_mhz) {
                     if first > 0.0 && last / first < SAG_WARN {
-                        status = worse(status, Status::Warn);
+                        status = status.max(Status::Warn);
                         problems.push(format!(
                             "SM clock fell from {first:.0} to {last:.0} MHz during the run"
                         ));

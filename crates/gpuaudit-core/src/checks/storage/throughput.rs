@@ -108,7 +108,7 @@ fn run_throughput(facts: &Facts, policy: &Policy) -> Vec<Finding> {
             .with("file_bytes", r.file_bytes)
             .with("direct", r.direct)
             .with("method", &r.method);
-        if status.severity() >= Status::Info.severity() {
+        if status >= Status::Info {
             f = f.fix(
                 "stage data on local NVMe (or a faster volume tier); pack small files into shards",
             );
