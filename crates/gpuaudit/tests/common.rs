@@ -15,6 +15,21 @@ pub fn fixture(name: &str) -> PathBuf {
     fixtures().join(name)
 }
 
+/// Every fixture snapshot: each directory under fixtures/snapshots, by name. A new fixture
+/// directory is picked up by every test that goes over all of them.
+pub fn all_fixtures() -> Vec<String> {
+    let dir = fixtures();
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.is_dir())
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    names.sort();
+    assert!(!names.is_empty(), "no fixture under {}", dir.display());
+    names
+}
+
 pub fn gpuaudit() -> Command {
     let mut c = Command::cargo_bin("gpuaudit").expect("the gpuaudit binary is built");
     c.env("NO_COLOR", "1");
