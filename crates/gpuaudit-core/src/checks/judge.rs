@@ -185,6 +185,15 @@ pub fn p2p_expected(facts: &Facts, src: u32, dst: u32) -> Option<(f64, String)> 
     ))
 }
 
+/// What an all-reduce over `gpus` should reach (bus bandwidth, GB/s), and over what: the
+/// slowest link between two of them bounds it.
+pub fn allreduce_expected(facts: &Facts, gpus: &[u32]) -> Option<(f64, String)> {
+    gpus.iter()
+        .flat_map(|&x| gpus.iter().filter(move |&&y| y != x).map(move |&y| (x, y)))
+        .filter_map(|(x, y)| p2p_expected(facts, x, y))
+        .min_by(|p, q| p.0.total_cmp(&q.0))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

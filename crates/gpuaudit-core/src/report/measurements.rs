@@ -1,7 +1,9 @@
 //! The report's flat list of measured figures: every headline figure with the datasheet (or
 //! link) expectation it is judged against and the ratio.
 
-use crate::checks::judge::{gemm_expected, p2p_expected, pcie_expected, spec_of};
+use crate::checks::judge::{
+    allreduce_expected, gemm_expected, p2p_expected, pcie_expected, spec_of,
+};
 use crate::facts::{Direction, Facts, HostMemory, MeasuredFacts, Measurement};
 use crate::reading::Reading;
 use crate::units::MIB;
@@ -238,17 +240,7 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
         }
     }
     if let Reading::Value(a) = &m.nccl {
-        let expected = a
-            .gpus
-            .iter()
-            .flat_map(|&x| {
-                a.gpus
-                    .iter()
-                    .filter(move |&&y| y != x)
-                    .map(move |&y| (x, y))
-            })
-            .filter_map(|(x, y)| p2p_expected(facts, x, y).map(|e| e.0))
-            .min_by(|p, q| p.total_cmp(q));
+        let expected = allreduce_expected(facts, &a.gpus).map(|e| e.0);
         let how = format!(
             "NCCL{} all-reduce, float32 sum, out of place, {} GPUs in one process, slowest \
              GPU's event time; busbw = algbw x 2(n-1)/n (nccl-tests)",

@@ -144,6 +144,14 @@ impl Machine {
         self
     }
 
+    /// The mount table, as /proc/mounts would give it. Panics on a line the parser refuses.
+    pub fn mounts(mut self, table: &str) -> Machine {
+        let mounts = crate::parse::host::mounts::parse_mounts(table)
+            .unwrap_or_else(|e| panic!("mount table of the test: {e}"));
+        self.facts.host.mounts = Reading::Value(mounts);
+        self
+    }
+
     /// Mark the measurements as run (`--full`), every group still "not measured in this
     /// test", then change them.
     pub fn measured(mut self, change: impl FnOnce(&mut MeasuredFacts)) -> Machine {

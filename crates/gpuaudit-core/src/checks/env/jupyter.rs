@@ -160,7 +160,6 @@ fn run_jupyter(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
 mod tests {
     use super::*;
     use crate::finding::Status;
-    use crate::parse::host::mounts::parse_mounts;
     use crate::reading::Reading;
     use crate::testing::{statuses, Machine};
 
@@ -177,10 +176,9 @@ mod tests {
 
     #[test]
     fn jupyter_limits_nfs_and_open_server() {
-        let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
-        f.host.mounts = Reading::Value(
-            parse_mounts("/dev/vda / ext4 rw 0 0\nnas:/nb /mnt/nb nfs4 rw,hard 0 0\n").unwrap(),
-        );
+        let mut f = Machine::healthy("h200-sxm-141gb", 1)
+            .mounts("/dev/vda / ext4 rw 0 0\nnas:/nb /mnt/nb nfs4 rw,hard 0 0\n")
+            .build();
         f.host.jupyter = Reading::Value(vec![jcfg(&[
             ("ServerApp.iopub_data_rate_limit", "1000"),
             ("ServerApp.root_dir", "'/mnt/nb/ann'"),

@@ -1,7 +1,7 @@
 //! nccl.allreduce: measured all-reduce bus bandwidth and small-message latency against the
 //! slowest GPU's link.
 
-use crate::checks::judge::{failed_verifications, group, p2p_expected, rate_status};
+use crate::checks::judge::{allreduce_expected, failed_verifications, group, rate_status};
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::Facts;
 use crate::finding::{Finding, Status};
@@ -54,18 +54,7 @@ fn check_nccl(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
         return vec![Finding::skip(ID, "no all-reduce size was measured")];
     };
     let n = a.gpus.len() as u32;
-    // The slowest GPU's link to its peers bounds the bus bandwidth.
-    let expected = a
-        .gpus
-        .iter()
-        .flat_map(|&x| {
-            a.gpus
-                .iter()
-                .filter(move |&&y| y != x)
-                .map(move |&y| (x, y))
-        })
-        .filter_map(|(x, y)| p2p_expected(facts, x, y))
-        .min_by(|p, q| p.0.total_cmp(&q.0));
+    let expected = allreduce_expected(facts, &a.gpus);
     let mib = a.at(MIB);
     let mut status = Status::Pass;
     let mut msg = format!(

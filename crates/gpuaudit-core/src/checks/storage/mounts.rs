@@ -213,14 +213,11 @@ mod tests {
     use super::*;
     use crate::facts::DataDir;
     use crate::finding::Status;
-    use crate::parse::host::mounts::parse_mounts;
     use crate::reading::Reading;
     use crate::testing::Machine;
 
     fn facts(mounts: &str) -> Facts {
-        Machine::healthy("h200-sxm-141gb", 2)
-            .with(|f| f.host.mounts = Reading::Value(parse_mounts(mounts).unwrap()))
-            .build()
+        Machine::healthy("h200-sxm-141gb", 2).mounts(mounts).build()
     }
 
     fn dir(p: &str) -> DataDir {
