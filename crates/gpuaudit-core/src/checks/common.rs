@@ -77,6 +77,7 @@ pub fn name_of(g: &GpuFacts) -> String {
         .unwrap_or_else(|| "unknown model".to_string())
 }
 
+/// `a` as a percentage of `b`: "72%" ("n/a" for a zero `b`).
 pub fn pct(a: f64, b: f64) -> String {
     if b == 0.0 {
         return "n/a".into();

@@ -13,8 +13,6 @@ use crate::spec::{GpuSpec, SpecDb};
 /// fails.
 pub const SIBLING_FLOOR: f64 = 0.70;
 
-// ---------------------------------------------------------------- the groups
-
 /// The group's value, or the findings that say why it is missing.
 pub fn group<'a, T>(id: &str, facts: &'a Facts, r: &'a Reading<T>) -> Result<&'a T, Vec<Finding>> {
     if let Some(why) = &facts.measured.not_run {
@@ -26,6 +24,7 @@ pub fn group<'a, T>(id: &str, facts: &'a Facts, r: &'a Reading<T>) -> Result<&'a
     }
 }
 
+/// The driver's facts of GPU `gpu` (NVML index), where it listed it.
 pub fn gpu_facts(facts: &Facts, gpu: u32) -> Option<&GpuFacts> {
     facts.gpu_list().iter().find(|g| g.index == gpu)
 }
@@ -71,6 +70,7 @@ pub fn below_siblings(facts: &Facts, gpu: u32, value: f64, all: &[(u32, f64)]) -
     (med > 0.0 && value < SIBLING_FLOOR * med).then_some(med)
 }
 
+/// A measured/expected ratio's status: below `fail` fails, below `warn` warns.
 pub fn rate_status(ratio: f64, warn: f64, fail: f64) -> Status {
     if ratio < fail {
         Status::Fail
@@ -81,6 +81,7 @@ pub fn rate_status(ratio: f64, warn: f64, fail: f64) -> Status {
     }
 }
 
+/// The data checks that failed, each as "what: detail".
 pub fn failed_verifications(v: &[Verify]) -> Vec<String> {
     v.iter()
         .filter(|v| !v.ok)
@@ -114,6 +115,7 @@ pub fn per_gpu<T>(
     out
 }
 
+/// "GPU 1 (00:07.0)", or "GPU 1" for a GPU the driver did not list.
 pub fn label(facts: &Facts, gpu: u32) -> String {
     gpu_facts(facts, gpu)
         .map(GpuFacts::label)
@@ -210,6 +212,44 @@ mod tests {
         &checks::nccl::allreduce::CHECK,
         &checks::stability::burn::CHECK,
     ];
+
+    #[test]
+    fn ratios_at_the_threshold_take_the_milder_status() {
+        assert_eq!(rate_status(0.49, 0.7, 0.5), Status::Fail);
+        assert_eq!(rate_status(0.50, 0.7, 0.5), Status::Warn);
+        assert_eq!(rate_status(0.69, 0.7, 0.5), Status::Warn);
+        assert_eq!(rate_status(0.70, 0.7, 0.5), Status::Pass);
+    }
+
+    #[test]
+    fn siblings_of_the_same_model_set_the_floor() {
+        let f = Machine::healthy("h200-sxm-141gb", 3).build();
+        let all = [(0, 100.0), (1, 100.0), (2, 69.0)];
+        assert_eq!(below_siblings(&f, 2, 69.0, &all), Some(100.0));
+        assert_eq!(below_siblings(&f, 2, 70.0, &all), None);
+        // No sibling of the same model: nothing to compare with.
+        assert_eq!(below_siblings(&f, 2, 1.0, &[(2, 1.0)]), None);
+    }
+
+    #[test]
+    fn the_slowest_link_bounds_an_allreduce() {
+        let f = Machine::healthy("h200-sxm-141gb", 2).build();
+        assert_eq!(
+            allreduce_expected(&f, &[0, 1]),
+            Some((450.0, "NVLink x18".to_string()))
+        );
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .with(|f| {
+                if let Reading::Value(t) = &mut f.topology {
+                    t.links[0][1] = TopoLink::Phb;
+                    t.links[1][0] = TopoLink::Phb;
+                }
+            })
+            .build();
+        let (gbps, over) = allreduce_expected(&f, &[0, 1]).expect("a PCIe figure");
+        assert_eq!(over, "PCIe Gen5 x16");
+        assert!((gbps - 63.015).abs() < 0.01, "{gbps}");
+    }
 
     #[test]
     fn all_seven_are_registered_as_measured() {

@@ -11,6 +11,8 @@ pub mod toolkit_compat;
 use crate::facts::{Facts, LibraryCopy};
 use crate::spec::DriverVersion;
 
+/// The driver version as reported and parsed, or why there is none (cuda.driver,
+/// cuda.toolkit-compat).
 pub(crate) fn driver_version(facts: &Facts) -> Result<(String, DriverVersion), String> {
     let v = facts.driver.version.get().map_err(|r| r.to_string())?;
     let parsed =
@@ -18,6 +20,7 @@ pub(crate) fn driver_version(facts: &Facts) -> Result<(String, DriverVersion), S
     Ok((v.clone(), parsed))
 }
 
+/// One library copy in a line, "path -> file [source] version x" (cuda.libraries, cuda.env).
 pub(crate) fn describe(c: &LibraryCopy) -> String {
     format!(
         "{} -> {} [{}]{}",
