@@ -4,15 +4,17 @@ use crate::reading::Reading;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+/// A finding's verdict. The variants are declared from least to most severe, so the derived
+/// order is "the worst of": `skip < pass < info < warn < fail` (`a.max(b)`, `iter.max()`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
+    /// The check could not run; the message says why.
+    Skip,
     Pass,
     Info,
     Warn,
     Fail,
-    /// The check could not run; the message says why.
-    Skip,
 }
 
 impl Status {
@@ -23,17 +25,6 @@ impl Status {
             Status::Warn => "warn",
             Status::Fail => "fail",
             Status::Skip => "skip",
-        }
-    }
-
-    /// For "the worst of": fail > warn > info > pass; skip ranks lowest.
-    pub fn severity(self) -> u8 {
-        match self {
-            Status::Skip => 0,
-            Status::Pass => 1,
-            Status::Info => 2,
-            Status::Warn => 3,
-            Status::Fail => 4,
         }
     }
 }
@@ -149,5 +140,32 @@ impl Finding {
             self.status = status;
         }
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_order_is_the_worst_of_and_names_stay() {
+        let all = [
+            Status::Skip,
+            Status::Pass,
+            Status::Info,
+            Status::Warn,
+            Status::Fail,
+        ];
+        assert!(all.windows(2).all(|w| w[0] < w[1]), "{all:?}");
+        assert_eq!(
+            [Status::Info, Status::Skip, Status::Fail, Status::Pass]
+                .into_iter()
+                .max(),
+            Some(Status::Fail)
+        );
+        assert_eq!(Status::Skip.max(Status::Pass), Status::Pass);
+        for s in all {
+            assert_eq!(serde_json::to_value(s).unwrap(), s.as_str());
+        }
     }
 }

@@ -13,6 +13,9 @@ pub mod reading;
 pub mod render;
 pub mod report;
 pub mod spec;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+pub mod units;
 
 pub use facts::Facts;
 pub use finding::{Evidence, Finding, Status};

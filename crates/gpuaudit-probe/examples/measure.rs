@@ -9,10 +9,11 @@
 //! ```
 //! GROUP: context pcie memory gemm p2p nccl burn (default: all but burn, full sweeps).
 
-use gpuaudit_core::checks::measured::{bench_tables, measurements};
 use gpuaudit_core::facts::{
     normalize_bus_id, ComputeCapability, CudaVersion, Facts, GpuFacts, NvLink, Origin,
 };
+use gpuaudit_core::render::bench::tables as bench_tables;
+use gpuaudit_core::report::measurements;
 use gpuaudit_core::Reading;
 use gpuaudit_probe::measure::{self, Group, Options};
 use nvml_wrapper::Nvml;

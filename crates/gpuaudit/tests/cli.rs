@@ -139,8 +139,13 @@ fn checks_lists_every_catalog_id() {
     let out = gpuaudit().arg("checks").output().unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    for id in gpuaudit_core::checks::CATALOG {
-        assert!(text.contains(id), "{id} missing from `gpuaudit checks`");
+    let mut at = 0;
+    for c in gpuaudit_core::checks::all() {
+        // Every id, in catalog order.
+        let Some(i) = text[at..].find(&format!("{} ", c.id)) else {
+            panic!("{} missing from `gpuaudit checks`, or out of order", c.id);
+        };
+        at += i;
     }
 }
 
@@ -159,6 +164,19 @@ fn explain_documents_every_check() {
             assert!(text.contains(section), "{}: no '{section}'", c.id);
         }
     }
+    // A check the profiles change says how; one they do not change has no such section.
+    gpuaudit()
+        .args(["explain", "memory.ecc"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "What the profiles change\n  --profile hpc: ECC off fails instead of warning",
+        ));
+    gpuaudit()
+        .args(["explain", "pcie.link"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("What the profiles change").not());
     gpuaudit()
         .args(["explain", "pcie.nope"])
         .assert()

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use assert_cmd::Command;
+use gpuaudit_core::Status;
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -12,6 +13,21 @@ pub fn fixtures() -> PathBuf {
 
 pub fn fixture(name: &str) -> PathBuf {
     fixtures().join(name)
+}
+
+/// Every fixture snapshot: each directory under fixtures/snapshots, by name. A new fixture
+/// directory is picked up by every test that goes over all of them.
+pub fn all_fixtures() -> Vec<String> {
+    let dir = fixtures();
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.is_dir())
+        .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .collect();
+    names.sort();
+    assert!(!names.is_empty(), "no fixture under {}", dir.display());
+    names
 }
 
 pub fn gpuaudit() -> Command {
@@ -67,12 +83,17 @@ pub fn statuses(report: &Value, check: &str, gpu: Option<u64>) -> Vec<String> {
         .collect()
 }
 
-/// The worst status a check reported for one GPU.
+/// The worst status a check reported for one GPU (Status's own order), "none" where it
+/// reported nothing about it.
 pub fn worst(report: &Value, check: &str, gpu: Option<u64>) -> String {
-    let order = ["skip", "pass", "info", "warn", "fail"];
     statuses(report, check, gpu)
         .into_iter()
-        .max_by_key(|s| order.iter().position(|o| o == s).unwrap_or(0))
+        .map(|s| {
+            serde_json::from_value::<Status>(Value::String(s.clone()))
+                .unwrap_or_else(|e| panic!("{check}: status '{s}': {e}"))
+        })
+        .max()
+        .map(|s| s.as_str().to_string())
         .unwrap_or_else(|| "none".into())
 }
 

@@ -1,40 +1,58 @@
-//! Every fixture snapshot, audited by the real binary: the findings are snapshot-tested, and
-//! each degraded variant must show its fault under the right check.
+//! Every fixture snapshot (each directory under fixtures/snapshots), audited by the real
+//! binary: each check's findings over all of them are snapshot-tested, one snapshot per check,
+//! and each degraded variant must show its fault under the right check.
 
 mod common;
 use common::*;
+use serde_json::{Map, Value};
 
-const ALL: &[&str] = &[
-    "h200-x2-vm",
-    "h200-x2-x8-link",
-    "h200-x2-power-capped",
-    "h200-x2-nouveau",
-    "h200-x2-old-driver",
-    "h200-x2-mig",
-    "h200-x2-vgpu",
-    "h200-x2-hw-slowdown",
-    "h200-x2-nvlink-down",
-    "h200-x2-ecc-errors",
-    "h200-x2-gpu-lost",
-    "h200-x2-no-driver",
-    "h200-x2-vfio",
-    "h200-x2-settings",
-    "h200-x2-gen4-slot",
-    "h200-x2-damaged",
-    "h200-x2-nvlink-degraded",
-    "h200-x2-live",
-    "h200-x8-nvswitch",
-    "h200-x8-nvswitch-fabric-down",
-    "h200-x8-nvswitch-one-pcie",
-];
-
+/// One insta snapshot per check, `tests/snapshots/checks/<id>.snap`: for every fixture, the
+/// check's findings with status, gpu, message, evidence and fix. As ruff tests a rule: a new
+/// or changed check changes only its own snapshot, a new fixture adds its entry to each.
 #[test]
-fn findings_of_every_fixture() {
-    for name in ALL {
-        let (code, report) = audit(name, &[]);
-        assert!(code == 0 || code == 1, "{name}: exit {code}");
-        insta::assert_snapshot!(*name, digest(&report));
+fn findings_of_each_check_over_every_fixture() {
+    let reports: Vec<(String, Value)> = all_fixtures()
+        .into_iter()
+        .map(|name| {
+            let (code, report) = audit(&name, &[]);
+            assert!(code == 0 || code == 1, "{name}: exit {code}");
+            (name, report)
+        })
+        .collect();
+    let mut failed = Vec::new();
+    for c in gpuaudit_core::checks::all() {
+        let mut by_fixture = Map::new();
+        for (name, report) in &reports {
+            let found: Vec<Value> = findings(report, c.id)
+                .into_iter()
+                .map(|f| {
+                    let mut m = Map::new();
+                    for k in ["status", "gpu", "message", "evidence", "fix"] {
+                        m.insert(k.to_string(), f[k].clone());
+                    }
+                    Value::Object(m)
+                })
+                .collect();
+            by_fixture.insert(name.clone(), Value::Array(found));
+        }
+        let snapshot = Value::Object(by_fixture);
+        // Compare every check before failing, so one run names all that changed.
+        let compared = std::panic::catch_unwind(|| {
+            let mut settings = insta::Settings::clone_current();
+            settings.set_snapshot_path("snapshots/checks");
+            settings.set_prepend_module_to_snapshot(false);
+            settings.set_omit_expression(true);
+            settings.bind(|| insta::assert_yaml_snapshot!(c.id, snapshot));
+        });
+        if compared.is_err() {
+            failed.push(c.id);
+        }
     }
+    assert!(
+        failed.is_empty(),
+        "the findings of these checks changed: {}",
+        failed.join(", ")
+    );
 }
 
 #[test]
@@ -43,8 +61,8 @@ fn every_check_appears_in_every_report() {
         .iter()
         .map(|c| c.id.to_string())
         .collect();
-    for name in ALL {
-        let (_, report) = audit(name, &[]);
+    for name in all_fixtures() {
+        let (_, report) = audit(&name, &[]);
         for id in &ids {
             assert!(
                 !findings(&report, id).is_empty(),

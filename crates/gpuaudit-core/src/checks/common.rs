@@ -1,7 +1,8 @@
-//! Small helpers shared by the checks.
+//! Small helpers several checks share.
 
-use crate::facts::{Facts, GpuFacts};
+use crate::facts::{Facts, GpuFacts, Mount};
 use crate::finding::Finding;
+use crate::parse::host::mounts::{mount_of, FsClass};
 use crate::policy::Policy;
 use crate::reading::Reading;
 use crate::spec::{GpuSpec, SpecDb};
@@ -76,9 +77,30 @@ pub fn name_of(g: &GpuFacts) -> String {
         .unwrap_or_else(|| "unknown model".to_string())
 }
 
+/// `a` as a percentage of `b`: "72%" ("n/a" for a zero `b`).
 pub fn pct(a: f64, b: f64) -> String {
     if b == 0.0 {
         return "n/a".into();
     }
     format!("{:.0}%", 100.0 * a / b)
+}
+
+/// How many GPUs the machine has: the driver's list, else the NVIDIA PCI functions.
+pub fn gpu_count(facts: &Facts) -> Option<usize> {
+    if let Some(g) = facts.gpus.value() {
+        return Some(g.len());
+    }
+    facts.pci_gpus.value().map(Vec::len)
+}
+
+/// The mount a path lives on, and its class.
+pub fn storage_of<'a>(facts: &'a Facts, path: &str) -> Option<(&'a Mount, FsClass)> {
+    let mounts = facts.host.mounts.value()?;
+    let m = mount_of(mounts, path)?;
+    Some((m, FsClass::of(&m.fstype)))
+}
+
+/// "1 key" / "2 keys".
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -1,31 +1,38 @@
-//! The check catalog: every check, registered once with its stable id, title and documentation.
+//! The check catalog: every check, one file each (`checks/<area>/<name>.rs`, named from its
+//! id), registered once with its stable id, title and documentation.
 //!
 //! A check is a pure function of the facts and the policy. It never touches the machine, so
 //! every check is tested from facts built in a test or read from a snapshot. Checks about GPUs
 //! report one finding per GPU (passing ones included); every check reports at least one
 //! finding, `skip` with the reason where it could not run.
 
+pub mod clocks;
+pub mod compute;
+pub mod container;
+pub mod cuda;
+pub mod env;
+pub mod gpu;
+pub mod host;
+pub mod kernel;
+pub mod memory;
+pub mod nccl;
+pub mod net;
+pub mod nvlink;
+pub mod os;
+pub mod p2p;
+pub mod pcie;
+pub mod power;
+pub mod stability;
+pub mod storage;
+
 mod common;
-mod cuda;
-mod gpu;
-pub mod measured;
-mod memory;
-mod nvlink;
-mod os;
-mod pcie;
-mod power;
+pub mod judge;
+pub mod registry;
 
 use crate::facts::Facts;
 use crate::finding::{Finding, Status};
-use crate::policy::Policy;
+use crate::policy::{Policy, Profile};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-
-mod container;
-mod hostcommon;
-mod hostenv;
-mod network;
-mod stack;
-mod storage;
 
 /// What `gpuaudit explain ID` prints.
 #[derive(Clone, Copy, Debug)]
@@ -48,13 +55,27 @@ pub enum CheckKind {
     Measured,
 }
 
+/// What a workload profile (`--profile`) changes in a check's verdict; `gpuaudit explain`
+/// prints them.
+#[derive(Clone, Copy, Debug)]
+pub struct ProfileEffect {
+    pub profile: Profile,
+    /// One sentence: what changes under this profile.
+    pub effect: &'static str,
+}
+
 #[derive(Clone, Copy)]
 pub struct Check {
     pub id: &'static str,
     /// One line for `gpuaudit checks`.
     pub title: &'static str,
+    /// What it looks at, longer than the title: the row of the catalog table in
+    /// docs/DESIGN.md, which is generated from these.
+    pub looks_at: &'static str,
     pub kind: CheckKind,
     pub doc: CheckDoc,
+    /// How the profiles change the verdict; empty where no profile does.
+    pub profiles: &'static [ProfileEffect],
     pub run: fn(&Facts, &Policy) -> Vec<Finding>,
 }
 
@@ -64,88 +85,20 @@ impl std::fmt::Debug for Check {
     }
 }
 
-/// The catalog order (DESIGN.md's table). Reports list findings in this order.
-pub const CATALOG: &[&str] = &[
-    "gpu.present",
-    "gpu.identity",
-    "gpu.uniform",
-    "gpu.virtualization",
-    "gpu.driver-binding",
-    "pcie.link",
-    "pcie.bandwidth",
-    "power.limit",
-    "clocks.throttle",
-    "clocks.max",
-    "nvlink.status",
-    "p2p.bandwidth",
-    "nccl.allreduce",
-    "cuda.driver",
-    "cuda.toolkit-compat",
-    "cuda.libraries",
-    "cuda.framework",
-    "cuda.env",
-    "cuda.context-latency",
-    "kernel.modules",
-    "os.platform",
-    "os.persistence",
-    "os.numa",
-    "memory.ecc",
-    "memory.errors",
-    "memory.bandwidth",
-    "compute.gemm",
-    "stability.burn",
-    "net.somaxconn",
-    "net.loopback",
-    "net.fabric",
-    "storage.mounts",
-    "storage.throughput",
-    "host.shm",
-    "container.runtime",
-    "env.jupyter",
-    "env.ssh",
-];
-
-/// The report's flat list of measured figures, with the datasheet expectation and ratio.
-pub fn measurements(facts: &Facts) -> Vec<crate::facts::Measurement> {
-    measured::measurements(facts)
-}
-
-/// Every registered check, in catalog order.
-pub fn all() -> Vec<&'static Check> {
-    let areas: &[&'static [Check]] = &[
-        gpu::CHECKS,
-        pcie::CHECKS,
-        power::CHECKS,
-        nvlink::CHECKS,
-        cuda::CHECKS,
-        os::CHECKS,
-        memory::CHECKS,
-        stack::CHECKS,
-        container::CHECKS,
-        storage::CHECKS,
-        network::CHECKS,
-        hostenv::CHECKS,
-        measured::CHECKS,
-    ];
-    let mut checks: Vec<&'static Check> = areas.iter().flat_map(|a| a.iter()).collect();
-    checks.sort_by_key(|c| {
-        CATALOG
-            .iter()
-            .position(|id| *id == c.id)
-            .unwrap_or(CATALOG.len())
-    });
-    checks
+/// Every registered check, in catalog order ([`registry::ALL`]).
+pub fn all() -> &'static [&'static Check] {
+    registry::ALL
 }
 
 pub fn find(id: &str) -> Option<&'static Check> {
-    all().into_iter().find(|c| c.id == id)
+    all().iter().copied().find(|c| c.id == id)
 }
 
 /// Run every check. A check that returns nothing, or panics (a bug), still appears: as `skip`
 /// with the reason, so a report is complete by construction.
 pub fn run_all(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     all()
-        .into_iter()
+        .iter()
         .flat_map(|check| run_one(check, facts, policy))
         .collect()
 }
@@ -167,5 +120,26 @@ pub fn run_one(check: &Check, facts: &Facts, policy: &Policy) -> Vec<Finding> {
             Status::Skip,
             "internal error in this check (a bug in gpuaudit; please report it with the snapshot)",
         )],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn profile_effects_name_a_workload_profile_once_and_say_what_changes() {
+        for c in super::all() {
+            let mut seen = Vec::new();
+            for p in c.profiles {
+                assert_ne!(p.profile, super::Profile::General, "{}", c.id);
+                assert!(!seen.contains(&p.profile), "{}: {} twice", c.id, p.profile);
+                seen.push(p.profile);
+                assert!(
+                    p.effect.len() > 30 && p.effect.ends_with('.'),
+                    "{}: '{}' is not a sentence",
+                    c.id,
+                    p.effect
+                );
+            }
+        }
     }
 }

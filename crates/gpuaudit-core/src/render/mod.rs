@@ -1,5 +1,6 @@
 //! Renderers: the report as a terminal table, JSON, Markdown or HTML. One file each.
 
+pub mod bench;
 pub mod escape;
 mod html;
 mod json;

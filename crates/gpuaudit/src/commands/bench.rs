@@ -92,7 +92,7 @@ fn run(mut opts: measure::Options, common: &MeasureArgs, groups: &[Group]) -> Re
         groups.iter().map(|g| g.check_id()).collect()
     };
     let findings: Vec<_> = checks::all()
-        .into_iter()
+        .iter()
         .filter(|c| c.kind == CheckKind::Measured && wanted.contains(&c.id))
         .flat_map(|c| checks::run_one(c, &facts, &policy))
         .collect();
@@ -102,13 +102,13 @@ fn run(mut opts: measure::Options, common: &MeasureArgs, groups: &[Group]) -> Re
         let v = serde_json::json!({
             "schema": "gpuaudit.bench/1",
             "measured": &facts.measured,
-            "measurements": checks::measurements(&facts),
+            "measurements": gpuaudit_core::report::measurements(&facts),
             "findings": findings,
         });
         format!("{}\n", serde_json::to_string_pretty(&v)?)
     } else {
         let mut out = String::new();
-        for (title, rows) in checks::measured::bench_tables(&facts.measured) {
+        for (title, rows) in gpuaudit_core::render::bench::tables(&facts.measured) {
             let _ = writeln!(out, "{title}");
             let mut t = comfy_table::Table::new();
             t.load_style(comfy_table::presets::UTF8_HORIZONTAL_ONLY);

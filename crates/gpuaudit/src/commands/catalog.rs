@@ -8,7 +8,7 @@ pub fn list() -> Result<u8> {
     let all = checks::all();
     let width = all.iter().map(|c| c.id.len()).max().unwrap_or(10);
     let mut out = String::new();
-    for c in &all {
+    for c in all {
         let kind = match c.kind {
             CheckKind::Facts => "facts   ",
             CheckKind::Measured => "measured",
@@ -27,7 +27,7 @@ pub fn list() -> Result<u8> {
 pub fn explain(id: &str) -> Result<u8> {
     let Some(c) = checks::find(id) else {
         let close: Vec<&str> = checks::all()
-            .into_iter()
+            .iter()
             .map(|c| c.id)
             .filter(|c| c.starts_with(id.split('.').next().unwrap_or(id)))
             .collect();
@@ -45,7 +45,7 @@ pub fn explain(id: &str) -> Result<u8> {
             "measured on the live machine (skipped on snapshots and with --facts-only)"
         }
     };
-    println!(
+    let mut text = format!(
         "{} — {}\n({kind})\n\nWhat it looks at\n{}\n\nWhy it matters\n{}\n\nHow to verify by hand\n{}\n\nHow to fix\n{}",
         c.id,
         c.title,
@@ -54,6 +54,13 @@ pub fn explain(id: &str) -> Result<u8> {
         indent(d.verify),
         indent(d.fix)
     );
+    if !c.profiles.is_empty() {
+        text.push_str("\n\nWhat the profiles change");
+        for p in c.profiles {
+            let _ = write!(text, "\n  --profile {}: {}", p.profile, p.effect);
+        }
+    }
+    println!("{text}");
     Ok(0)
 }
 

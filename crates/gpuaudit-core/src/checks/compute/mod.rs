@@ -1,0 +1,3 @@
+//! Compute throughput.
+
+pub mod gemm;

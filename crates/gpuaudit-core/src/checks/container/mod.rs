@@ -1,0 +1,3 @@
+//! Containers and their GPU runtime.
+
+pub mod runtime;

@@ -1,0 +1,486 @@
+//! container.runtime: inside a container or not, the NVIDIA container toolkit, CDI, runtime
+//! configuration, device nodes.
+
+use crate::checks::common::{gpu_count, plural};
+use crate::checks::{Check, CheckDoc, CheckKind};
+use crate::facts::{DeviceNode, Facts};
+use crate::finding::{Finding, Status};
+use crate::policy::Policy;
+use crate::reading::Reading;
+
+const ID: &str = "container.runtime";
+
+pub const CHECK: Check = Check {
+    id: ID,
+    title: "Container or not; NVIDIA container toolkit, CDI, runtime config, device nodes",
+    looks_at: "inside a container or not; NVIDIA container toolkit, CDI specs, docker/containerd \
+               runtime config",
+    kind: CheckKind::Facts,
+    doc: CheckDoc {
+        what: "Whether gpuaudit runs inside a container (/.dockerenv, /run/.containerenv, the \
+               cgroup of PID 1, an overlay root, Kubernetes service-account mounts) and which; \
+               the /dev/nvidia* device nodes and their permissions against the GPUs and the \
+               user; on a host, the container engines installed, the NVIDIA container toolkit, \
+               docker's /etc/docker/daemon.json and containerd's config.toml runtimes, and the \
+               CDI specifications in /etc/cdi and /var/run/cdi.",
+        why: "A container sees only the GPUs whose device nodes were passed in: a missing \
+              /dev/nvidiaN is a GPU you pay for and cannot use, a missing /dev/nvidia-uvm makes \
+              every CUDA call fail ('CUDA unknown error' / error 999). On a host, an engine \
+              without the NVIDIA runtime starts GPU containers without GPUs ('could not select \
+              device driver \"\" with capabilities: [[gpu]]'), and a CDI specification generated \
+              for an older driver mounts libraries that no longer exist, so containers fail to \
+              start after a driver upgrade.",
+        verify: "ls -l /dev/nvidia*\n\
+                 cat /proc/1/cgroup; ls -l /.dockerenv /run/.containerenv 2>/dev/null\n\
+                 cat /etc/docker/daemon.json; docker info | grep -i runtime\n\
+                 grep -n nvidia /etc/containerd/config.toml\n\
+                 nvidia-ctk cdi list; ls /etc/cdi /var/run/cdi\n\
+                 docker run --rm --gpus all ubuntu nvidia-smi",
+        fix: "Host: install the NVIDIA container toolkit and register it: `nvidia-ctk runtime \
+              configure --runtime=docker && systemctl restart docker` (or --runtime=containerd); \
+              regenerate CDI after every driver upgrade: `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`. \
+              Container: start it with `--gpus all` (or `--device nvidia.com/gpu=all` with CDI, \
+              or the Kubernetes device plugin's `nvidia.com/gpu` resource), not with hand-picked \
+              --device flags.",
+    },
+    profiles: &[],
+    run: run_container,
+};
+
+fn is_gpu_node(p: &str) -> Option<u32> {
+    p.strip_prefix("/dev/nvidia")?.parse().ok()
+}
+
+/// Whether (uid, groups) may open the node read-write.
+fn can_open(d: &DeviceNode, uid: u32, groups: &[u32]) -> bool {
+    if uid == 0 {
+        return true;
+    }
+    let bits = if d.uid == uid {
+        (d.mode >> 6) & 0o7
+    } else if groups.contains(&d.gid) {
+        (d.mode >> 3) & 0o7
+    } else {
+        d.mode & 0o7
+    };
+    bits & 0o6 == 0o6
+}
+
+fn run_container(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
+    let c = &facts.host.container;
+    let mut out = Vec::new();
+    let gpus = gpu_count(facts);
+    let inside = c.inside.value().cloned().flatten();
+
+    match &c.inside {
+        Reading::Value(Some(kind)) => out.push(
+            Finding::info(ID, format!("running inside a {kind} container")).with("signs", &c.signs),
+        ),
+        Reading::Value(None) => {}
+        Reading::Unavailable(r) => out.push(Finding::skip(
+            ID,
+            format!("could not tell whether this is a container: {r}"),
+        )),
+    }
+
+    // Device nodes.
+    match &c.devices {
+        Reading::Value(nodes) => {
+            let gpu_nodes: Vec<&DeviceNode> = nodes
+                .iter()
+                .filter(|d| is_gpu_node(&d.path).is_some() && d.char_device)
+                .collect();
+            if let Some(n) = gpus.filter(|n| *n > 0) {
+                if gpu_nodes.len() < n {
+                    let msg = format!(
+                        "{} of the {n} GPUs have a /dev/nvidiaN device node: {}",
+                        gpu_nodes.len(),
+                        if inside.is_some() {
+                            "the container was not given the others, and CUDA cannot use them"
+                        } else {
+                            "CUDA cannot open the others until the nodes exist (nvidia-modprobe creates them; a driver that is not loaded does not)"
+                        }
+                    );
+                    out.push(
+                        Finding::fail(ID, msg)
+                            .with("nodes", gpu_nodes.iter().map(|d| &d.path).collect::<Vec<_>>())
+                            .fix(if inside.is_some() {
+                                "restart the container with --gpus all (or the CDI device nvidia.com/gpu=all, or request nvidia.com/gpu in Kubernetes)"
+                            } else {
+                                "load the driver (modprobe nvidia) and run nvidia-smi once as root, or enable nvidia-persistenced"
+                            }),
+                    );
+                }
+                let has = |p: &str| nodes.iter().any(|d| d.path == p);
+                for (node, cost) in [
+                    ("/dev/nvidiactl", "no CUDA or NVML call can reach the driver"),
+                    ("/dev/nvidia-uvm", "cuInit fails ('CUDA unknown error', error 999): the unified-memory module's node is missing"),
+                ] {
+                    if !has(node) {
+                        let in_container = inside.is_some();
+                        let f = if in_container || node == "/dev/nvidiactl" {
+                            Finding::fail(ID, format!("{node} is missing: {cost}"))
+                        } else {
+                            // On a host, nvidia-modprobe creates the UVM node on first CUDA use.
+                            Finding::info(ID, format!("{node} does not exist yet; nvidia-modprobe creates it at the first CUDA call (if nvidia_uvm can load)"))
+                        };
+                        out.push(f.fix(if in_container {
+                            "start the container through the NVIDIA container toolkit (--gpus all / CDI) rather than with --device flags"
+                        } else {
+                            "modprobe nvidia_uvm && nvidia-modprobe -u -c=0"
+                        }));
+                    }
+                }
+                if let Reading::Value((uid, groups)) = &c.identity {
+                    let denied: Vec<&DeviceNode> = nodes
+                        .iter()
+                        .filter(|d| d.char_device && !can_open(d, *uid, groups))
+                        .collect();
+                    if !denied.is_empty() {
+                        out.push(
+                            Finding::fail(
+                                ID,
+                                format!(
+                                    "user {uid} cannot open {} read-write: CUDA reports no device (or 'insufficient permissions') for this user",
+                                    denied.iter().map(|d| format!("{} ({:o} {}:{})", d.path, d.mode, d.uid, d.gid)).collect::<Vec<_>>().join(", ")
+                                ),
+                            )
+                            .with("uid", uid)
+                            .with("groups", groups)
+                            .fix("add the user to the group that owns the nodes (often 'video'), or set NVreg_DeviceFileMode=0666 in /etc/modprobe.d/nvidia.conf and reload the driver"),
+                        );
+                    }
+                }
+            }
+            if nodes.is_empty() && gpus.is_none_or(|n| n == 0) {
+                out.push(Finding::info(ID, "no /dev/nvidia* device node".to_string()));
+            }
+        }
+        Reading::Unavailable(r) => out.push(Finding::skip(
+            ID,
+            format!("could not list /dev/nvidia*: {r}"),
+        )),
+    }
+
+    if inside.is_none() && c.inside.is_value() {
+        judge_host(facts, &mut out);
+    }
+
+    let all_fine = out
+        .iter()
+        .all(|f| matches!(f.status, Status::Pass | Status::Info));
+    // "Every GPU's node is there" says nothing on a machine without GPUs.
+    let has_gpus = gpus.is_some_and(|n| n > 0);
+    if all_fine && has_gpus && (out.is_empty() || inside.is_some()) {
+        let msg = match &inside {
+            Some(kind) => format!("inside a {kind} container with every GPU's device node present and usable"),
+            None => "not in a container; the GPUs' device nodes are present and the container set-up is complete".to_string(),
+        };
+        out.push(Finding::pass(ID, msg));
+    }
+    out
+}
+
+fn judge_host(facts: &Facts, out: &mut Vec<Finding>) {
+    let c = &facts.host.container;
+    let engines = c
+        .toolkit
+        .value()
+        .map(|t| t.engines.clone())
+        .unwrap_or_default();
+    let toolkit = c
+        .toolkit
+        .value()
+        .map(|t| t.found.clone())
+        .unwrap_or_default();
+    let docker_present = engines.iter().any(|e| e.ends_with("dockerd"))
+        || matches!(c.docker, Reading::Value(Some(_)));
+    let containerd_present = engines.iter().any(|e| e.ends_with("containerd"))
+        || matches!(c.containerd, Reading::Value(Some(_)));
+    let cdi_specs: Vec<_> = c
+        .cdi
+        .value()
+        .map(|v| v.iter().filter(|s| s.error.is_none()).collect())
+        .unwrap_or_default();
+    let has_gpus = gpu_count(facts).is_some_and(|n| n > 0);
+
+    if let Reading::Unavailable(r) = &c.toolkit {
+        out.push(Finding::skip(
+            ID,
+            format!("could not look for the container engines and toolkit: {r}"),
+        ));
+    }
+    if engines.is_empty() && !docker_present && !containerd_present {
+        out.push(
+            Finding::info(
+                ID,
+                "not in a container; no container engine installed".to_string(),
+            )
+            .with("toolkit", &toolkit),
+        );
+    } else if toolkit.is_empty() && cdi_specs.is_empty() && has_gpus {
+        out.push(
+            Finding::warn(ID, format!("container engines are installed ({}) but not the NVIDIA container toolkit: GPU containers start without GPUs ('could not select device driver \"\" with capabilities: [[gpu]]')", engines.join(", ")))
+                .with("engines", &engines)
+                .fix("install nvidia-container-toolkit, then `nvidia-ctk runtime configure --runtime=docker` (or containerd) and restart the engine"),
+        );
+    }
+
+    match &c.docker {
+        Reading::Unavailable(r) => out.push(
+            Finding::skip(ID, format!("cannot judge docker's configuration: {r} (dockerd itself refuses to start with an invalid daemon.json)"))
+                .fix("fix the JSON: python3 -m json.tool /etc/docker/daemon.json"),
+        ),
+        Reading::Value(Some(d)) => {
+            let nvidia = d.runtimes.iter().any(|(n, p)| n == "nvidia" || p.contains("nvidia-container-runtime"));
+            if !nvidia && has_gpus {
+                let cdi = d.cdi_enabled == Some(true) && !cdi_specs.is_empty();
+                let msg = "/etc/docker/daemon.json registers no nvidia runtime: `--runtime=nvidia`, compose files with `runtime: nvidia` and Kubernetes nodes on docker fail; only `--gpus` (through the toolkit's hook) works";
+                let f = if cdi {
+                    Finding::info(ID, format!("{msg}; CDI is enabled, so `--device nvidia.com/gpu=all` works too"))
+                } else {
+                    Finding::warn(ID, msg)
+                };
+                out.push(
+                    f.with("runtimes", &d.runtimes)
+                        .with("default_runtime", &d.default_runtime)
+                        .fix("nvidia-ctk runtime configure --runtime=docker && systemctl restart docker"),
+                );
+            } else if nvidia {
+                out.push(
+                    Finding::pass(ID, format!("docker has the nvidia runtime{}", match &d.default_runtime {
+                        Some(r) => format!(" (default runtime: {r})"),
+                        None => String::new(),
+                    }))
+                    .with("runtimes", &d.runtimes),
+                );
+            }
+        }
+        Reading::Value(None) => {
+            if docker_present && has_gpus {
+                out.push(
+                    Finding::info(ID, "dockerd is installed without /etc/docker/daemon.json: no nvidia runtime registered; `--gpus all` still works through the toolkit's hook")
+                        .fix("nvidia-ctk runtime configure --runtime=docker && systemctl restart docker"),
+                );
+            }
+        }
+    }
+
+    match &c.containerd {
+        Reading::Unavailable(r) => out.push(Finding::skip(
+            ID,
+            format!("cannot judge containerd's configuration: {r}"),
+        )),
+        Reading::Value(Some(cd)) => {
+            let nvidia = cd.runtimes.iter().any(|r| r.contains("nvidia"));
+            if !nvidia && cd.cdi_enabled != Some(true) && has_gpus {
+                out.push(
+                    Finding::warn(ID, "/etc/containerd/config.toml has no nvidia runtime and CDI is off: Kubernetes pods on this node get no GPU unless the GPU operator manages the runtime")
+                        .with("runtimes", &cd.runtimes)
+                        .fix("nvidia-ctk runtime configure --runtime=containerd && systemctl restart containerd"),
+                );
+            }
+        }
+        Reading::Value(None) => {}
+    }
+
+    if let Reading::Value(specs) = &c.cdi {
+        let driver = facts.driver.version.value();
+        for s in specs {
+            if let Some(e) = &s.error {
+                out.push(Finding::skip(
+                    ID,
+                    format!("cannot read the CDI specification {}: {e}", s.path),
+                ));
+                continue;
+            }
+            if let Some(d) = driver {
+                if !s.libcuda_versions.is_empty() && !s.libcuda_versions.iter().any(|v| v == d) {
+                    out.push(
+                        Finding::warn(ID, format!("the CDI specification {} was generated for driver {} but the driver is {d}: containers that request its devices fail to start (the libraries it mounts are gone)", s.path, s.libcuda_versions.join(", ")))
+                            .fix(format!("nvidia-ctk cdi generate --output={}", s.path)),
+                    );
+                }
+            }
+            let indexed = s
+                .devices
+                .iter()
+                .filter(|d| d.parse::<u32>().is_ok())
+                .count();
+            if let Some(n) = gpu_count(facts) {
+                if s.kind.as_deref() == Some("nvidia.com/gpu") && indexed > 0 && indexed < n {
+                    out.push(
+                        Finding::warn(ID, format!("the CDI specification {} lists {} but the machine has {n}: the others cannot be requested", s.path, plural(indexed, "GPU", "GPUs")))
+                            .fix(format!("nvidia-ctk cdi generate --output={}", s.path)),
+                    );
+                }
+            }
+        }
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::{CdiSpec, ContainerToolkit, DockerDaemon};
+    use crate::testing::{statuses, Machine};
+
+    fn node(p: &str, mode: u32) -> DeviceNode {
+        DeviceNode {
+            path: p.into(),
+            mode,
+            uid: 0,
+            gid: 0,
+            char_device: true,
+        }
+    }
+
+    fn base(inside: Option<&str>) -> Facts {
+        let mut f = Machine::healthy("h200-sxm-141gb", 2).build();
+        let c = &mut f.host.container;
+        c.inside = Reading::Value(inside.map(str::to_string));
+        c.devices = Reading::Value(vec![
+            node("/dev/nvidia0", 0o666),
+            node("/dev/nvidia1", 0o666),
+            node("/dev/nvidiactl", 0o666),
+            node("/dev/nvidia-uvm", 0o666),
+        ]);
+        c.identity = Reading::Value((1000, vec![1000]));
+        c.toolkit = Reading::Value(ContainerToolkit::default());
+        c.docker = Reading::Value(None);
+        c.containerd = Reading::Value(None);
+        c.cdi = Reading::Value(vec![]);
+        f
+    }
+
+    #[test]
+    fn a_container_without_gpus_claims_no_gpu_device_node() {
+        // Seen on the CI machine: a docker container with no GPU was told its GPUs' device
+        // nodes were all present.
+        let mut f = base(Some("docker"));
+        f.gpus = Reading::Value(Vec::new());
+        f.pci_gpus = Reading::Value(Vec::new());
+        f.host.container.devices = Reading::Value(Vec::new());
+        let r = run_container(&f, &Policy::default());
+        assert!(r.iter().all(|x| !x.message.contains("every GPU")), "{r:#?}");
+        assert!(
+            r.iter().any(|x| x.message.contains("no /dev/nvidia*")),
+            "{r:#?}"
+        );
+    }
+
+    #[test]
+    fn bare_host_without_engines_is_info() {
+        let f = base(None);
+        let r = run_container(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Info], "{r:#?}");
+    }
+
+    #[test]
+    fn container_missing_gpu_node_and_uvm() {
+        let mut f = base(Some("docker"));
+        f.host.container.devices = Reading::Value(vec![
+            node("/dev/nvidia0", 0o666),
+            node("/dev/nvidiactl", 0o666),
+        ]);
+        let r = run_container(&f, &Policy::default());
+        assert_eq!(r[0].status, Status::Info);
+        assert_eq!(
+            r.iter().filter(|x| x.status == Status::Fail).count(),
+            2,
+            "{r:#?}"
+        );
+    }
+
+    #[test]
+    fn permissions() {
+        let mut f = base(Some("docker"));
+        f.host.container.devices = Reading::Value(vec![
+            node("/dev/nvidia0", 0o660),
+            node("/dev/nvidia1", 0o666),
+            node("/dev/nvidiactl", 0o666),
+            node("/dev/nvidia-uvm", 0o666),
+        ]);
+        let r = run_container(&f, &Policy::default());
+        assert!(r.iter().any(|x| x.status == Status::Fail && x.message.contains("cannot open /dev/nvidia0")), "{r:#?}");
+        f.host.container.identity = Reading::Value((0, vec![0]));
+        assert!(run_container(&f, &Policy::default())
+            .iter()
+            .all(|x| x.status != Status::Fail));
+    }
+
+    #[test]
+    fn docker_without_nvidia_runtime_warns() {
+        let mut f = base(None);
+        f.host.container.toolkit = Reading::Value(ContainerToolkit {
+            found: vec!["/usr/bin/nvidia-container-runtime-hook".into()],
+            engines: vec!["/usr/bin/dockerd".into()],
+        });
+        f.host.container.docker = Reading::Value(Some(DockerDaemon {
+            runtimes: vec![],
+            default_runtime: None,
+            cdi_enabled: None,
+        }));
+        let r = run_container(&f, &Policy::default());
+        assert!(
+            r.iter()
+                .any(|x| x.status == Status::Warn && x.message.contains("no nvidia runtime")),
+            "{r:#?}"
+        );
+        f.host.container.docker = Reading::unavailable(
+            "/etc/docker/daemon.json: not JSON: expected value at line 1 column 1",
+        );
+        let r = run_container(&f, &Policy::default());
+        assert!(
+            r.iter()
+                .any(|x| x.status == Status::Skip && x.message.contains("not JSON")),
+            "{r:#?}"
+        );
+        f.host.container.docker = Reading::Value(Some(DockerDaemon {
+            runtimes: vec![("nvidia".into(), "nvidia-container-runtime".into())],
+            default_runtime: Some("nvidia".into()),
+            cdi_enabled: None,
+        }));
+        let r = run_container(&f, &Policy::default());
+        assert!(r.iter().all(|x| x.status < Status::Warn), "{r:#?}");
+    }
+
+    #[test]
+    fn engine_without_toolkit_and_stale_cdi() {
+        let mut f = base(None);
+        f.host.container.toolkit = Reading::Value(ContainerToolkit {
+            found: vec![],
+            engines: vec!["/usr/bin/containerd".into()],
+        });
+        let r = run_container(&f, &Policy::default());
+        assert!(
+            r.iter().any(|x| x.status == Status::Warn
+                && x.message.contains("not the NVIDIA container toolkit")),
+            "{r:#?}"
+        );
+        f.host.container.cdi = Reading::Value(vec![CdiSpec {
+            path: "/etc/cdi/nvidia.yaml".into(),
+            kind: Some("nvidia.com/gpu".into()),
+            devices: vec!["0".into(), "all".into()],
+            libcuda_versions: vec!["550.54.15".into()],
+            error: None,
+        }]);
+        let r = run_container(&f, &Policy::default());
+        assert!(
+            r.iter()
+                .any(|x| x.message.contains("generated for driver 550.54.15")),
+            "{r:#?}"
+        );
+        assert!(
+            r.iter().any(|x| x.message.contains("lists 1 GPU")),
+            "{r:#?}"
+        );
+    }
+
+    #[test]
+    fn unread_is_skip() {
+        let f = Facts::empty(crate::facts::Origin::Live, "nope");
+        let r = run_container(&f, &Policy::default());
+        assert!(!r.is_empty());
+        assert!(r.iter().all(|x| x.status == Status::Skip));
+    }
+}

@@ -1,0 +1,125 @@
+//! cuda.driver: the driver version, the CUDA version it supports, the kernel module against the
+//! library, and the oldest driver for each GPU's architecture.
+
+use crate::checks::common::spec_of;
+use crate::checks::cuda::driver_version;
+use crate::checks::{Check, CheckDoc, CheckKind};
+use crate::facts::{CudaVersion, Facts};
+use crate::finding::{Evidence, Finding};
+use crate::policy::Policy;
+use crate::spec::DriverVersion;
+
+const ID: &str = "cuda.driver";
+
+/// A driver whose CUDA version is older than this cannot run current framework builds
+/// (PyTorch ships CUDA 12 and 13 wheels); CUDA 12.0 came with driver 525.60.13.
+pub const CURRENT_FRAMEWORKS_CUDA: CudaVersion = CudaVersion::new(12, 0);
+
+pub const CHECK: Check = Check {
+    id: ID,
+    title: "Driver version, the CUDA version it supports, minimum driver for the GPU's architecture",
+    looks_at: "driver version, the CUDA version it supports, minimum driver for the GPU's \
+               architecture",
+    kind: CheckKind::Facts,
+    doc: CheckDoc {
+        what: "The NVIDIA driver version (NVML, nvidia-smi or /proc/driver/nvidia/version), the \
+               newest CUDA version it supports, the kernel module's version against the user-space \
+               library's, and the oldest driver that supports each GPU's architecture (CUDA release \
+               notes).",
+        why: "A driver older than the GPU's architecture does not run it at all; a driver whose CUDA \
+              version is older than the framework's build fails with \"CUDA driver version is \
+              insufficient for CUDA runtime version\"; a kernel module and a library of different \
+              versions (an update without reboot) fail with \"Driver/library version mismatch\".",
+        verify: "nvidia-smi   (header: Driver Version, CUDA Version)\ncat /proc/driver/nvidia/version",
+        fix: "Install a driver of the current production branch for your GPUs (e.g. from the \
+              distribution's nvidia-driver-<branch>-server package or NVIDIA's CUDA repository); \
+              after a driver update, reboot.",
+    },
+    profiles: &[],
+    run: driver,
+};
+
+fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
+    let (text, dv) = match driver_version(facts) {
+        Ok(v) => v,
+        Err(r) => return vec![Finding::skip(ID, format!("driver version not read: {r}"))],
+    };
+    let mut ev = Evidence::new().with("driver_version", &text);
+    let cuda = facts.driver.cuda_version.value().copied();
+    if let Some(c) = cuda {
+        ev.insert("cuda_version", c.to_string());
+    }
+    if let Some(p) = facts.driver.proc_version.value() {
+        ev.insert("kernel_module", p);
+    }
+    let mut out = Vec::new();
+
+    // The kernel module and the user-space library must be the same build.
+    if let Some(line) = facts.driver.proc_version.value() {
+        let module_version = line
+            .split_whitespace()
+            .find(|w| DriverVersion::parse(w).is_some() && w.contains('.'));
+        if let Some(m) = module_version {
+            if m != text && facts.driver.query.is_value() {
+                out.push(
+                    Finding::fail(ID, format!("The kernel module is {m} but the driver library is {text}: \"Driver/library version mismatch\""))
+                        .evidence(ev.clone())
+                        .fix("Reboot (or unload and reload the nvidia modules) so the module matches the installed driver."),
+                );
+            }
+        }
+    }
+
+    // The oldest driver for each GPU's architecture.
+    let mut too_old = Vec::new();
+    let mut needs: Option<(String, DriverVersion)> = None;
+    for g in facts.gpu_list() {
+        let Some(spec) = spec_of(g) else { continue };
+        let Some(arch) = spec.arch_support() else {
+            continue;
+        };
+        if needs.as_ref().is_none_or(|(_, d)| arch.min_driver > *d) {
+            needs = Some((arch.name.clone(), arch.min_driver.clone()));
+        }
+        if dv < arch.min_driver {
+            too_old.push((g.index, arch.name.clone(), arch.min_driver.to_string()));
+        }
+    }
+    if let Some((arch, min)) = &needs {
+        ev.insert("architecture", arch);
+        ev.insert("min_driver_for_architecture", min.to_string());
+    }
+    if let Some((_, arch, min)) = too_old.first() {
+        out.push(
+            Finding::fail(
+                ID,
+                format!("Driver {text} is older than the first driver for {arch} GPUs ({min}): they cannot run CUDA with it"),
+            )
+            .evidence(ev.clone())
+            .fix(format!("Install a current production driver (at least {min}; for new work the newest production branch)")),
+        );
+    }
+    if let Some(c) = cuda {
+        if c < CURRENT_FRAMEWORKS_CUDA {
+            out.push(
+                Finding::warn(
+                    ID,
+                    format!("Driver {text} supports CUDA up to {c}: current framework builds (CUDA 12 and 13) need 525.60.13 or newer"),
+                )
+                .evidence(ev.clone())
+                .fix("Upgrade the driver to a current production branch."),
+            );
+        }
+    }
+    if out.is_empty() {
+        let mut msg = format!("Driver {text}");
+        if let Some(c) = cuda {
+            msg.push_str(&format!(" supports CUDA up to {c}"));
+        }
+        if let Some((arch, min)) = needs {
+            msg.push_str(&format!("; {arch} GPUs need {min} or newer"));
+        }
+        out.push(Finding::pass(ID, msg).evidence(ev));
+    }
+    out
+}

@@ -1,0 +1,3 @@
+//! Host resources the GPU jobs share.
+
+pub mod shm;

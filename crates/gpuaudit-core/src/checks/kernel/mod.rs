@@ -1,0 +1,3 @@
+//! The kernel modules.
+
+pub mod modules;

@@ -1,0 +1,120 @@
+//! kernel.modules: the NVIDIA kernel modules loaded (and nouveau not), their flavour.
+
+use crate::checks::common::spec_of;
+use crate::checks::{Check, CheckDoc, CheckKind, ProfileEffect};
+use crate::facts::{Facts, ModuleFlavor};
+use crate::finding::{Evidence, Finding, Status};
+use crate::policy::{Policy, Profile};
+use crate::reading::Reading;
+
+const ID: &str = "kernel.modules";
+
+pub const CHECK: Check = Check {
+    id: ID,
+    title: "nvidia and nvidia_uvm loaded, nouveau not, nvidia_peermem for GPUDirect RDMA, open or proprietary module",
+    looks_at: "nvidia and nvidia_uvm loaded, nouveau not loaded, nvidia_peermem for GPUDirect \
+               RDMA, open vs proprietary module",
+    kind: CheckKind::Facts,
+    doc: CheckDoc {
+        what: "The kernel modules in /proc/modules: nvidia, nvidia_uvm (CUDA's unified memory, \
+               needed by every CUDA program), nouveau (must not be loaded), nvidia_peermem \
+               (GPUDirect RDMA over InfiniBand), and whether the NVIDIA module is the open or \
+               the proprietary flavour (/proc/driver/nvidia/version).",
+        why: "nouveau loaded next to nvidia fights over the GPU; without nvidia_uvm CUDA fails \
+              to initialise; without nvidia_peermem multi-node NCCL copies through host memory. \
+              Blackwell GPUs work only with the open module.",
+        verify: "lsmod | grep -e nvidia -e nouveau\ncat /proc/driver/nvidia/version",
+        fix: "nouveau: blacklist it and rebuild the initramfs. nvidia_uvm: `sudo modprobe \
+              nvidia_uvm` (or nvidia-modprobe -u -c=0). nvidia_peermem: `sudo modprobe \
+              nvidia_peermem`. Flavour: install the driver's -open package.",
+    },
+    profiles: &[
+        ProfileEffect {
+            profile: Profile::Train,
+            effect: "nvidia_peermem missing on a machine with InfiniBand/RoCE devices warns instead of being info: multi-node NCCL copies through host memory.",
+        },
+    ],
+    run: modules,
+};
+
+fn modules(facts: &Facts, policy: &Policy) -> Vec<Finding> {
+    let mods = match &facts.modules {
+        Reading::Value(m) => m,
+        Reading::Unavailable(r) => {
+            return vec![Finding::skip(ID, format!("kernel modules not read: {r}"))]
+        }
+    };
+    let has = |n: &str| mods.iter().any(|m| m.name == n);
+    let names: Vec<&str> = mods
+        .iter()
+        .map(|m| m.name.as_str())
+        .filter(|n| n.starts_with("nvidia") || *n == "nouveau")
+        .collect();
+    let mut ev = Evidence::new().with("gpu_modules", &names);
+    if let Some(f) = facts.driver.module_flavor.value() {
+        ev.insert("flavor", f);
+    }
+    let mut out = Vec::new();
+    if has("nouveau") {
+        out.push(
+            Finding::fail(ID, "nouveau (the open-source driver) is loaded: it cannot run CUDA and conflicts with nvidia")
+                .evidence(ev.clone())
+                .fix("echo -e 'blacklist nouveau\\noptions nouveau modeset=0' | sudo tee /etc/modprobe.d/blacklist-nouveau.conf; sudo update-initramfs -u; reboot"),
+        );
+    }
+    if !has("nvidia") {
+        out.push(
+            Finding::fail(ID, "The nvidia kernel module is not loaded: no CUDA program can run")
+                .evidence(ev.clone())
+                .fix("sudo modprobe nvidia; if it fails, the driver is not built for this kernel: reinstall it (DKMS) for `uname -r`."),
+        );
+        return out;
+    }
+    if !has("nvidia_uvm") {
+        out.push(
+            Finding::warn(ID, "nvidia_uvm is not loaded: CUDA loads it on first use through nvidia-modprobe; where that is not possible (containers, no setuid helper) CUDA fails to initialise")
+                .evidence(ev.clone())
+                .fix("sudo modprobe nvidia_uvm"),
+        );
+    }
+    let has_ib = facts.host_ib_devices().is_some_and(|n| n > 0);
+    if !has("nvidia_peermem") && has_ib {
+        let st = if policy.profile == Profile::Train {
+            Status::Warn
+        } else {
+            Status::Info
+        };
+        out.push(
+            Finding::new(ID, st, "InfiniBand/RoCE devices are present but nvidia_peermem is not loaded: multi-node NCCL cannot use GPUDirect RDMA and copies through host memory")
+                .evidence(ev.clone())
+                .fix("sudo modprobe nvidia_peermem"),
+        );
+    }
+    let blackwell = facts
+        .gpu_list()
+        .iter()
+        .filter_map(spec_of)
+        .any(|s| s.architecture.eq_ignore_ascii_case("blackwell"));
+    if blackwell && facts.driver.module_flavor.value() == Some(&ModuleFlavor::Proprietary) {
+        out.push(
+            Finding::fail(ID, "Blackwell GPUs need the open NVIDIA kernel module, and the proprietary one is loaded")
+                .evidence(ev.clone())
+                .fix("Install the driver's open flavour (e.g. `nvidia-driver-<ver>-open`, or the .run installer with `-m=kernel-open`)."),
+        );
+    }
+    if out.is_empty() {
+        let flavor = match facts.driver.module_flavor.value() {
+            Some(ModuleFlavor::Open) => " (open kernel module)",
+            Some(ModuleFlavor::Proprietary) => " (proprietary kernel module)",
+            None => "",
+        };
+        out.push(
+            Finding::pass(
+                ID,
+                format!("nvidia and nvidia_uvm are loaded, nouveau is not{flavor}"),
+            )
+            .evidence(ev),
+        );
+    }
+    out
+}

@@ -1,0 +1,5 @@
+//! GPU memory: ECC, errors, bandwidth.
+
+pub mod bandwidth;
+pub mod ecc;
+pub mod errors;

@@ -1,0 +1,137 @@
+//! nccl.allreduce: measured all-reduce bus bandwidth and small-message latency against the
+//! slowest GPU's link.
+
+use crate::checks::judge::{allreduce_expected, failed_verifications, group, rate_status};
+use crate::checks::{Check, CheckDoc, CheckKind};
+use crate::facts::Facts;
+use crate::finding::{Finding, Status};
+use crate::policy::Policy;
+use crate::units::{bytes, figure, MIB};
+
+const ID: &str = "nccl.allreduce";
+
+/// All-reduce bus bandwidth at the largest size against the slowest GPU's link.
+pub const WARN: f64 = 0.50;
+pub const FAIL: f64 = 0.30;
+/// A 1 MiB all-reduce slower than this (microseconds) warns: small-message latency bounds
+/// tensor parallelism (57.6 us on the 2xH200 here).
+pub const LATENCY_WARN_US: f64 = 500.0;
+
+pub const CHECK: Check = Check {
+    id: ID,
+    title: "measured all-reduce bus bandwidth and latency across the GPUs",
+    looks_at: "measured all-reduce bus bandwidth (large messages) and latency (1 MiB) against \
+               the topology's expectation",
+    kind: CheckKind::Measured,
+    doc: CheckDoc {
+        what: "NCCL all-reduce (float32 sum, out of place) across all measured GPUs in one \
+               process, 8 B to 1 GiB with --full (8 B, 1 MiB and 256 MiB in the quick \
+               audit), timed with events, sum verified; nccl-tests' definitions: busbw = \
+               algbw x 2(n-1)/n. NVLink multicast (NVLS) is disabled. The bus bandwidth at \
+               the largest size is compared with the slowest GPU's link (NVLink one \
+               direction, or PCIe): below 50% warns, below 30% fails; latency at 1 MiB above \
+               500 us warns.",
+        why: "Data-parallel training all-reduces the gradients every step; its bandwidth \
+              bounds the scaling from one GPU to many, and small-message latency bounds \
+              tensor parallelism.",
+        verify: "nccl-tests: all_reduce_perf -b 8 -e 1G -f 2 -g <number of GPUs> (with \
+                 NCCL_NVLS_ENABLE=0 to compare); NCCL_DEBUG=INFO shows the transport used \
+                 (P2P/NVLink, SHM, NET).",
+        fix: "Check p2p.bandwidth and nvlink.status; make sure NCCL_P2P_DISABLE and \
+              NCCL_SHM_DISABLE are not set (cuda.env), /dev/shm is large enough \
+              (host.shm), and on NVSwitch systems that the fabric manager runs.",
+    },
+    profiles: &[],
+    run: check_nccl,
+};
+
+fn check_nccl(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
+    let a = match group(ID, facts, &facts.measured.nccl) {
+        Ok(a) => a,
+        Err(f) => return f,
+    };
+    let Some(big) = a.largest() else {
+        return vec![Finding::skip(ID, "no all-reduce size was measured")];
+    };
+    let n = a.gpus.len() as u32;
+    let expected = allreduce_expected(facts, &a.gpus);
+    let mib = a.at(MIB);
+    let mut status = Status::Pass;
+    let mut msg = format!(
+        "all-reduce over {n} GPUs: bus bandwidth {} GB/s at {}",
+        figure(big.busbw_gbps),
+        bytes(big.size_bytes)
+    );
+    let mut fix = None;
+    if let Some((e, over)) = &expected {
+        let ratio = big.busbw_gbps / e;
+        msg.push_str(&format!(
+            " ({:.0}% of {over}'s {} GB/s)",
+            ratio * 100.0,
+            figure(*e)
+        ));
+        status = rate_status(ratio, WARN, FAIL);
+        if status != Status::Pass {
+            fix = Some(
+                "Check p2p.bandwidth and nvlink.status, that NCCL_P2P_DISABLE / NCCL_SHM_DISABLE \
+                 are not set (cuda.env), and /dev/shm (host.shm).",
+            );
+        }
+    }
+    if let Some(m) = mib {
+        msg.push_str(&format!("; 1 MiB takes {} us", figure(m.time_us)));
+        if m.time_us > LATENCY_WARN_US {
+            status = status.max(Status::Warn);
+            msg.push_str(" (slow: above 500 us)");
+        }
+    }
+    let bad = failed_verifications(&a.verify);
+    if !bad.is_empty() {
+        status = Status::Fail;
+        msg.push_str(&format!("; wrong sums: {}", bad.join("; ")));
+        fix = Some("All-reduce produced wrong sums: drain the machine and report it.");
+    }
+    let mut f = Finding::new(ID, status, msg)
+        .with("gpus", &a.gpus)
+        .with("nccl_version", &a.nccl_version)
+        .with("busbw_gbps", big.busbw_gbps)
+        .with("algbw_gbps", big.algbw_gbps)
+        .with("size_bytes", big.size_bytes)
+        .with("latency_1mib_us", mib.map(|m| m.time_us))
+        .with("expected_gbps", expected.as_ref().map(|e| e.0));
+    if let Some(x) = fix {
+        f = f.fix(x);
+    }
+    vec![f]
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Status;
+    use crate::reading::Reading;
+    use crate::testing::measured::*;
+    use crate::testing::Machine;
+
+    #[test]
+    fn allreduce_against_the_slowest_link() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 2)
+            .measured(|_| {})
+            .build();
+        f.measured.nccl = Reading::Value(allreduce(328.3, true));
+        let out = (CHECK.run)(&f, &Policy::default());
+        assert_eq!(out[0].status, Status::Pass, "{}", out[0].message);
+        assert!(
+            out[0].message.contains("73% of NVLink x18"),
+            "{}",
+            out[0].message
+        );
+        assert!(
+            out[0].message.contains("1 MiB takes 57.6 us"),
+            "{}",
+            out[0].message
+        );
+        f.measured.nccl = Reading::Value(allreduce(100.0, false));
+        let out = (CHECK.run)(&f, &Policy::default());
+        assert_eq!(out[0].status, Status::Fail);
+    }
+}

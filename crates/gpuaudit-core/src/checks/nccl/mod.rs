@@ -1,0 +1,3 @@
+//! NCCL collectives across the GPUs.
+
+pub mod allreduce;

@@ -1,0 +1,5 @@
+//! The network: accept queue, loopback latency, the RDMA fabric.
+
+pub mod fabric;
+pub mod loopback;
+pub mod somaxconn;

@@ -1,0 +1,3 @@
+//! NVLink and the GPU-to-GPU topology.
+
+pub mod status;

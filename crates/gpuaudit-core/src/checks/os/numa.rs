@@ -1,0 +1,85 @@
+//! os.numa: each GPU's NUMA node and local CPUs against the sockets of the machine.
+
+use crate::checks::common::per_gpu;
+use crate::checks::{Check, CheckDoc, CheckKind};
+use crate::facts::Facts;
+use crate::finding::{Evidence, Finding};
+use crate::policy::Policy;
+
+const ID: &str = "os.numa";
+
+pub const CHECK: Check = Check {
+    id: ID,
+    title: "GPU NUMA node and local CPUs",
+    looks_at: "GPU NUMA node and local CPUs; unknown affinity on a multi-socket host",
+    kind: CheckKind::Facts,
+    doc: CheckDoc {
+        what: "Each GPU's NUMA node and local CPU list (sysfs), the sockets of the machine, and \
+               the CPU affinity of `nvidia-smi topo -m`.",
+        why: "On a multi-socket host, data loader threads and pinned buffers on the wrong \
+              socket cross the inter-socket link for every host-device copy. When the NUMA \
+              node is unknown (-1) nothing can place them right.",
+        verify: "cat /sys/bus/pci/devices/<bus-id>/numa_node /sys/bus/pci/devices/<bus-id>/local_cpulist\n\
+                 nvidia-smi topo -m\nlscpu | grep -i numa",
+        fix: "Bind each GPU's workers to its local CPUs (`numactl --cpunodebind=N --membind=N`, \
+              or torchrun with --local-ranks-filter/affinity); on a VM showing -1 on a \
+              multi-socket host, ask the provider to expose the NUMA topology.",
+    },
+    profiles: &[],
+    run: numa,
+};
+
+fn numa(facts: &Facts, policy: &Policy) -> Vec<Finding> {
+    let sockets = facts.machine.cpu.value().and_then(|c| c.sockets);
+    per_gpu(ID, facts, policy, |g| {
+        let pci = facts.pci_of(g);
+        let node = pci.and_then(|p| p.numa_node.value().copied());
+        let cpus = pci.and_then(|p| p.local_cpulist.value().cloned());
+        let mut ev = Evidence::new();
+        if let Some(n) = node {
+            ev.insert("numa_node", n);
+        }
+        if let Some(c) = &cpus {
+            ev.insert("local_cpulist", c);
+        }
+        if let Some(s) = sockets {
+            ev.insert("sockets", s);
+        }
+        if let Some(t) = facts.topology.value() {
+            if let Some(Some(a)) = t.cpu_affinity.get(g.index as usize) {
+                ev.insert("topo_cpu_affinity", a);
+            }
+        }
+        match (node, sockets) {
+            (None, _) => Finding::skip(
+                ID,
+                format!(
+                    "{}: NUMA node not read: {}",
+                    g.label(),
+                    pci.and_then(|p| p.numa_node.reason()).unwrap_or("no sysfs entry for this GPU")
+                ),
+            )
+            .evidence(ev),
+            (Some(-1), Some(s)) if s > 1 => Finding::warn(
+                ID,
+                format!("{}: NUMA node unknown (-1) on a {s}-socket machine: CPU threads and pinned memory may sit on the far socket", g.label()),
+            )
+            .evidence(ev)
+            .fix("Bind each GPU's workers to the right socket by hand (numactl); on a VM, ask the provider to expose NUMA topology."),
+            (Some(-1), _) => Finding::pass(
+                ID,
+                format!("{}: no NUMA affinity reported (-1); the machine has one socket, so there is nothing to place wrong", g.label()),
+            )
+            .evidence(ev),
+            (Some(n), _) => Finding::pass(
+                ID,
+                format!(
+                    "{}: NUMA node {n}{}",
+                    g.label(),
+                    cpus.map(|c| format!(", local CPUs {c}")).unwrap_or_default()
+                ),
+            )
+            .evidence(ev),
+        }
+    })
+}

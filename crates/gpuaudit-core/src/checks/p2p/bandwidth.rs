@@ -1,0 +1,235 @@
+//! p2p.bandwidth: measured GPU<->GPU copies against the link between each pair and the other
+//! pairs over the same kind of link.
+
+use crate::checks::judge::{group, label, p2p_expected, rate_status, SIBLING_FLOOR};
+use crate::checks::{Check, CheckDoc, CheckKind};
+use crate::facts::{median, Facts};
+use crate::finding::{Finding, Status};
+use crate::policy::Policy;
+use crate::reading::Reading;
+use crate::units::figure;
+
+const ID: &str = "p2p.bandwidth";
+
+/// One direction against the link (NVLink: half the datasheet's bidirectional figure, scaled
+/// by the links between the pair; else the PCIe rate).
+pub const WARN: f64 = 0.60;
+pub const FAIL: f64 = 0.35;
+/// Back-to-back 4-byte copies slower than this (microseconds each) warn; the H200s here take
+/// about 6 us over NVLink.
+pub const LATENCY_WARN_US: f64 = 100.0;
+
+pub const CHECK: Check = Check {
+    id: ID,
+    title: "measured GPU<->GPU bandwidth and latency against the link",
+    looks_at: "measured GPU↔GPU bandwidth and latency matrix against the link type",
+    kind: CheckKind::Measured,
+    doc: CheckDoc {
+        what: "For every ordered pair of GPUs: whether peer access is possible, a 1 GiB copy \
+               (256 MiB in the quick audit), both directions at once, and back-to-back \
+               4-byte copies (latency); data verified. One direction is compared with the \
+               link: NVLink (half the datasheet's bidirectional figure, scaled by the \
+               links between the pair) or PCIe: below 60% warns, below 35% fails; a pair \
+               below 70% of the median of the pairs over the same kind of link fails; no \
+               peer access between NVLink-connected GPUs fails (warns over PCIe).",
+        why: "Tensor and pipeline parallelism and NCCL move activations and gradients \
+              between GPUs constantly. Without peer access copies go through host memory; \
+              a missing NVLink halves or worse every collective.",
+        verify: "nvidia-smi topo -m; nvidia-smi nvlink -s; PyTorch: \
+                 torch.cuda.can_device_access_peer(0,1) and time b.copy_(a) between \
+                 cuda:0 and cuda:1.",
+        fix: "Check NVLink state (nvlink.status) and the fabric manager on NVSwitch \
+              systems; in a VM, ask for peer-to-peer to be enabled (PCIe ACS / IOMMU \
+              settings, the hypervisor's P2P support).",
+    },
+    profiles: &[],
+    run: check_p2p,
+};
+
+fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
+    let p = match group(ID, facts, &facts.measured.p2p) {
+        Ok(p) => p,
+        Err(f) => return f,
+    };
+    // Pairs over the same kind of link are siblings.
+    let kind = |a: u32, b: u32| p2p_expected(facts, a, b).map(|e| e.1).unwrap_or_default();
+    let values: Vec<(u32, u32, f64)> = p
+        .pairs
+        .iter()
+        .filter_map(|x| Some((x.src, x.dst, *x.gbps.value()?)))
+        .collect();
+    let mut out = Vec::new();
+    for &src in &p.gpus {
+        if !policy.selects(src) {
+            continue;
+        }
+        let who = label(facts, src);
+        let mine: Vec<_> = p.pairs.iter().filter(|x| x.src == src).collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let mut status = Status::Pass;
+        let mut parts = Vec::new();
+        let mut problems = Vec::new();
+        let mut evidence = Vec::new();
+        let mut fix = None;
+        for x in &mine {
+            let exp = p2p_expected(facts, x.src, x.dst);
+            let k = kind(x.src, x.dst);
+            match &x.gbps {
+                Reading::Value(v) => {
+                    let mut part = format!("-> GPU {} {} GB/s", x.dst, figure(*v));
+                    if let Some((e, over)) = &exp {
+                        let ratio = v / e;
+                        part.push_str(&format!(
+                            " ({:.0}% of {over}'s {})",
+                            ratio * 100.0,
+                            figure(*e)
+                        ));
+                        let s = rate_status(ratio, WARN, FAIL);
+                        if s != Status::Pass {
+                            problems.push(format!(
+                                "GPU {} -> GPU {} at {:.0}% of its {over} link",
+                                x.src,
+                                x.dst,
+                                ratio * 100.0
+                            ));
+                            fix.get_or_insert(
+                                "Check nvlink.status and nvidia-smi topo -m; on NVSwitch systems \
+                                 the fabric manager; in a VM, the hypervisor's P2P support.",
+                            );
+                        }
+                        status = status.max(s);
+                    }
+                    let same: Vec<f64> = values
+                        .iter()
+                        .filter(|(a, b, _)| kind(*a, *b) == k)
+                        .map(|(_, _, v)| *v)
+                        .collect();
+                    if same.len() >= 2 {
+                        if let Some(med) = median(&same) {
+                            if *v < SIBLING_FLOOR * med {
+                                status = Status::Fail;
+                                problems.push(format!(
+                                    "GPU {} -> GPU {} is {:.0}% below the median of the pairs \
+                                     ({} GB/s)",
+                                    x.src,
+                                    x.dst,
+                                    (1.0 - v / med) * 100.0,
+                                    figure(med)
+                                ));
+                            }
+                        }
+                    }
+                    parts.push(part);
+                }
+                Reading::Unavailable(why) => {
+                    status = status.max(Status::Warn);
+                    problems.push(format!(
+                        "GPU {} -> GPU {} not measured: {why}",
+                        x.src, x.dst
+                    ));
+                }
+            }
+            if !x.peer_access {
+                let nvlink = exp.as_ref().is_some_and(|e| e.1.starts_with("NVLink"));
+                status = status.max(if nvlink { Status::Fail } else { Status::Warn });
+                problems.push(format!(
+                    "no peer access GPU {} -> GPU {}: copies go through host memory",
+                    x.src, x.dst
+                ));
+                fix.get_or_insert(
+                    "Enable peer-to-peer: on bare metal check ACS/IOMMU settings in the BIOS; \
+                     in a VM ask the provider for P2P support between the GPUs.",
+                );
+            }
+            if let Some(v) = &x.verify {
+                if !v.ok {
+                    status = Status::Fail;
+                    problems.push(format!(
+                        "data check failed: {}{}",
+                        v.what,
+                        v.detail
+                            .as_ref()
+                            .map(|d| format!(": {d}"))
+                            .unwrap_or_default()
+                    ));
+                    fix =
+                        Some("GPU-to-GPU copies corrupted data: drain the machine and report it.");
+                }
+            }
+            if let Reading::Value(l) = &x.latency_us {
+                if *l > LATENCY_WARN_US {
+                    status = status.max(Status::Warn);
+                    problems.push(format!(
+                        "GPU {} -> GPU {} small copies take {} us each",
+                        x.src,
+                        x.dst,
+                        figure(*l)
+                    ));
+                }
+            }
+            evidence.push(serde_json::json!({
+                "dst": x.dst, "gbps": x.gbps, "latency_us": x.latency_us,
+                "peer_access": x.peer_access, "expected_gbps": exp.as_ref().map(|e| e.0),
+                "link": exp.as_ref().map(|e| e.1.clone()),
+            }));
+        }
+        let bidir: Vec<serde_json::Value> = p
+            .bidirectional
+            .iter()
+            .filter(|b| b.a == src || b.b == src)
+            .map(|b| serde_json::json!({"a": b.a, "b": b.b, "gbps": b.gbps}))
+            .collect();
+        let mut msg = format!("{who}: {}", parts.join(", "));
+        if parts.is_empty() {
+            msg = format!("{who}: no copy measured");
+        }
+        if !problems.is_empty() {
+            msg.push_str("; ");
+            msg.push_str(&problems.join("; "));
+        }
+        let mut f = Finding::new(ID, status, msg)
+            .gpu(src)
+            .with("pairs", evidence)
+            .with("bidirectional", bidir)
+            .with("size_bytes", p.size_bytes);
+        if let Some(x) = fix {
+            f = f.fix(x);
+        }
+        out.push(f);
+    }
+    if out.is_empty() {
+        out.push(Finding::skip(ID, "no GPU pair measured"));
+    }
+    out
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Status;
+    use crate::reading::Reading;
+    use crate::testing::measured::*;
+    use crate::testing::Machine;
+
+    #[test]
+    fn p2p_against_nvlink() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 2)
+            .measured(|_| {})
+            .build();
+        assert_eq!(
+            p2p_expected(&f, 0, 1),
+            Some((450.0, "NVLink x18".to_string()))
+        );
+        f.measured.p2p = Reading::Value(p2p(393.7, true));
+        let out = (CHECK.run)(&f, &Policy::default());
+        assert_eq!(out.len(), 2);
+        assert!(out.iter().all(|x| x.status == Status::Pass), "{out:?}");
+        f.measured.p2p = Reading::Value(p2p(150.0, false));
+        let out = (CHECK.run)(&f, &Policy::default());
+        let g0 = out.iter().find(|x| x.gpu == Some(0)).unwrap();
+        assert_eq!(g0.status, Status::Fail);
+        assert!(g0.message.contains("no peer access"), "{}", g0.message);
+        assert!(g0.message.contains("below the median"), "{}", g0.message);
+    }
+}

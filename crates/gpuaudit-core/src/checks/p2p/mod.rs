@@ -1,0 +1,3 @@
+//! Peer-to-peer copies between GPUs.
+
+pub mod bandwidth;

@@ -1,0 +1,282 @@
+//! pcie.bandwidth: measured host<->device copies against the PCIe link, the link under load
+//! and the GPU's siblings.
+
+use crate::checks::judge::{
+    below_siblings, failed_verifications, group, label, pcie_expected, per_gpu, rate_status,
+    SIBLING_FLOOR,
+};
+use crate::checks::{Check, CheckDoc, CheckKind};
+use crate::facts::{Direction, Facts, HostMemory};
+use crate::finding::{Finding, Status};
+use crate::policy::Policy;
+use crate::reading::Reading;
+use crate::units::{bytes, figure};
+
+const ID: &str = "pcie.bandwidth";
+
+/// Pinned host copies against the link's theoretical one-direction rate: PCIe protocol
+/// overhead (TLP headers, flow control) leaves about 80-90% usable; 55 GB/s on a Gen5 x16
+/// link (63 GB/s) is normal.
+pub const WARN: f64 = 0.70;
+pub const FAIL: f64 = 0.50;
+/// NVML samples (50 ms apart) that must all have seen a lower PCIe generation during the
+/// copies before it fails (fewer only warn: the generation drops whenever the link idles).
+pub const LINK_SAMPLES_FOR_FAIL: u32 = 20;
+
+pub const CHECK: Check = Check {
+    id: ID,
+    title: "measured host<->device copy bandwidth against the PCIe link",
+    looks_at: "measured pinned and pageable host↔device bandwidth against the link's theoretical \
+               rate",
+    kind: CheckKind::Measured,
+    doc: CheckDoc {
+        what: "Copies between host and GPU, pinned and pageable, both directions (one size in \
+               the quick audit, 4 KiB to 1 GiB with --full), timed with CUDA events, data \
+               verified; then pinned copies on every GPU at once. The pinned figure at the \
+               largest size is compared with the link's theoretical one-direction rate \
+               (generation x width): below 70% warns, below 50% fails; a GPU below 70% of \
+               its siblings fails; a link that trained below its maximum while the copies \
+               ran fails (a lower generation seen in fewer than 20 samples warns: links \
+               drop their generation when idle); a GPU losing more than 30% when all copy \
+               at once shares an upstream link (warn).",
+        why: "Every batch a GPU trains on and every result it returns crosses this link. A \
+              card in a x8 slot, a link stuck at Gen3, a PCIe switch shared by several GPUs \
+              or a noisy riser halves data loading and checkpointing, and slows multi-GPU \
+              jobs that fall back to host copies.",
+        verify: "nvidia-smi -q | grep -A4 'Link Width'; lspci -vv -s <bus id> | grep LnkSta; \
+                 PyTorch: time x.cuda(non_blocking=True) on a pinned 1 GiB tensor with \
+                 torch.cuda.Event",
+        fix: "Reseat the card or move it to a x16 slot wired to the CPU; check BIOS PCIe \
+              settings (generation, bifurcation); replace a riser that lowers the rate. On \
+              a cloud instance, ask for a host where the GPU has its own x16 link. Use \
+              pinned memory (pin_memory=True) for host->GPU copies.",
+    },
+    profiles: &[],
+    run: check_pcie,
+};
+
+fn check_pcie(facts: &Facts, policy: &Policy) -> Vec<Finding> {
+    let p = match group(ID, facts, &facts.measured.pcie) {
+        Ok(p) => p,
+        Err(f) => return f,
+    };
+    let pinned = |dir: Direction| -> Vec<(u32, f64)> {
+        p.per_gpu
+            .iter()
+            .filter_map(|g| {
+                let v = g.result.value()?.largest(dir, HostMemory::Pinned)?;
+                Some((g.gpu, v.gbps))
+            })
+            .collect()
+    };
+    let (all_h2d, all_d2h) = (pinned(Direction::H2d), pinned(Direction::D2h));
+    let concurrent = |gpu: u32, dir: Direction| -> Option<f64> {
+        p.all_at_once
+            .value()?
+            .iter()
+            .find(|c| c.direction == dir)?
+            .per_gpu
+            .iter()
+            .find(|v| v.gpu == gpu)
+            .map(|v| v.value)
+    };
+    per_gpu(ID, policy, &p.per_gpu, |gpu, g| {
+        let who = label(facts, gpu);
+        let (Some(h2d), Some(d2h)) = (
+            g.largest(Direction::H2d, HostMemory::Pinned),
+            g.largest(Direction::D2h, HostMemory::Pinned),
+        ) else {
+            return Finding::skip(ID, format!("{who}: no pinned copy was measured")).gpu(gpu);
+        };
+        let worst = h2d.gbps.min(d2h.gbps);
+        let mut status = Status::Pass;
+        let mut notes: Vec<String> = Vec::new();
+        let mut fix = None;
+        let expected = pcie_expected(facts, gpu);
+        let mut msg = format!(
+            "{who}: pinned host->GPU {} GB/s, GPU->host {} GB/s ({})",
+            figure(h2d.gbps),
+            figure(d2h.gbps),
+            bytes(h2d.size_bytes)
+        );
+        if let Some((rate, gen, width)) = expected {
+            let ratio = worst / rate;
+            msg.push_str(&format!(
+                ", {:.0}% of the Gen{gen} x{width} link's {} GB/s",
+                ratio * 100.0,
+                figure(rate)
+            ));
+            let s = rate_status(ratio, WARN, FAIL);
+            if s != Status::Pass {
+                fix = Some(
+                    "Check the slot and link (pcie.link), risers and BIOS PCIe settings; use \
+                     pinned memory; on a cloud instance ask for a host where the GPU has its \
+                     own x16 link.",
+                );
+            }
+            status = status.max(s);
+            if let Reading::Value(l) = &g.link_under_load {
+                // Width holds at idle, so a narrower link fails outright; the generation drops
+                // between copies, so a lower one fails only when enough samples saw it.
+                let narrow = l.width < width;
+                let slow = l.gen < gen;
+                if narrow || slow {
+                    let sure = narrow || l.samples >= LINK_SAMPLES_FOR_FAIL;
+                    status = status.max(if sure { Status::Fail } else { Status::Warn });
+                    notes.push(format!(
+                        "the link ran at Gen{} x{} during the copies ({} NVML samples); it \
+                         supports Gen{gen} x{width}",
+                        l.gen, l.width, l.samples
+                    ));
+                    fix = Some(
+                        "Reseat the card or move it to a slot that trains at full width and \
+                         generation; replace a riser that lowers the rate; check BIOS PCIe \
+                         settings.",
+                    );
+                }
+            }
+        } else {
+            msg.push_str(" (link rate unknown: judged against the other GPUs only)");
+        }
+        for (dir, v, all) in [
+            (Direction::H2d, h2d.gbps, &all_h2d),
+            (Direction::D2h, d2h.gbps, &all_d2h),
+        ] {
+            if let Some(med) = below_siblings(facts, gpu, v, all) {
+                status = Status::Fail;
+                notes.push(format!(
+                    "{} is {:.0}% below the median of the same GPUs here ({} GB/s)",
+                    dir.label(),
+                    (1.0 - v / med) * 100.0,
+                    figure(med)
+                ));
+                fix.get_or_insert(
+                    "Compare this GPU's slot and link with the others (pcie.link, nvidia-smi \
+                     topo -m): a shared switch, a x8 slot or a riser.",
+                );
+            }
+        }
+        if let Some(c) = concurrent(gpu, Direction::H2d) {
+            if c < SIBLING_FLOOR * h2d.gbps {
+                status = status.max(Status::Warn);
+                notes.push(format!(
+                    "with every GPU copying at once it gets {} GB/s ({:.0}% less): an upstream \
+                     link is shared",
+                    figure(c),
+                    (1.0 - c / h2d.gbps) * 100.0
+                ));
+            }
+        }
+        let bad = failed_verifications(&g.verify);
+        if !bad.is_empty() {
+            status = Status::Fail;
+            notes.push(format!("copied data differs: {}", bad.join("; ")));
+            fix =
+                Some("Data corrupted in transfer: drain the machine and report the GPU and slot.");
+        }
+        if !notes.is_empty() {
+            msg.push_str("; ");
+            msg.push_str(&notes.join("; "));
+        }
+        let mut f = Finding::new(ID, status, msg)
+            .gpu(gpu)
+            .with("h2d_pinned_gbps", h2d.gbps)
+            .with("d2h_pinned_gbps", d2h.gbps)
+            .with("size_bytes", h2d.size_bytes)
+            .with(
+                "h2d_pageable_gbps",
+                g.largest(Direction::H2d, HostMemory::Pageable)
+                    .map(|p| p.gbps),
+            )
+            .with(
+                "d2h_pageable_gbps",
+                g.largest(Direction::D2h, HostMemory::Pageable)
+                    .map(|p| p.gbps),
+            )
+            .with("link_gbps", expected.map(|e| e.0))
+            .with("link_under_load", &g.link_under_load)
+            .with("all_gpus_h2d_gbps", concurrent(gpu, Direction::H2d));
+        if let Some(x) = fix {
+            f = f.fix(x);
+        }
+        f
+    })
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::*;
+    use crate::finding::Status;
+    use crate::reading::Reading;
+    use crate::testing::measured::*;
+    use crate::testing::{gpu_status, Machine};
+    use crate::units::GIB;
+
+    #[test]
+    fn pcie_judged_against_the_link_and_siblings() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 3)
+            .measured(|_| {})
+            .build();
+        let mut low_link = pcie_gpu(55.0, 55.0);
+        low_link.link_under_load = Reading::Value(PcieLinkState {
+            gen: 4,
+            width: 16,
+            samples: 40,
+        });
+        f.measured.pcie = Reading::Value(PcieBandwidth {
+            per_gpu: vec![
+                OnGpu::new(0, Reading::Value(pcie_gpu(55.4, 55.3))),
+                OnGpu::new(1, Reading::Value(pcie_gpu(27.0, 27.0))),
+                OnGpu::new(2, Reading::Value(low_link)),
+            ],
+            all_at_once: Reading::Value(vec![ConcurrentCopy {
+                direction: Direction::H2d,
+                size_bytes: GIB,
+                per_gpu: vec![GpuValue {
+                    gpu: 0,
+                    value: 30.0,
+                }],
+                total_gbps: 30.0,
+            }]),
+        });
+        let out = (CHECK.run)(&f, &Policy::default());
+        assert_eq!(out.len(), 3);
+        // GPU 0: 88% of 63 GB/s, but it shares its upstream link with another GPU.
+        let g0 = out.iter().find(|x| x.gpu == Some(0)).unwrap();
+        assert_eq!(g0.status, Status::Warn, "{}", g0.message);
+        assert!(g0.message.contains("88%"), "{}", g0.message);
+        assert!(g0.message.contains("shared"), "{}", g0.message);
+        // GPU 1: 43% of the link and half its siblings.
+        let g1 = out.iter().find(|x| x.gpu == Some(1)).unwrap();
+        assert_eq!(g1.status, Status::Fail);
+        assert!(g1.message.contains("below the median"), "{}", g1.message);
+        // GPU 2: fast enough, but the link trained at Gen4 under load.
+        let g2 = out.iter().find(|x| x.gpu == Some(2)).unwrap();
+        assert_eq!(g2.status, Status::Fail);
+        assert!(g2.message.contains("Gen4 x16"), "{}", g2.message);
+        // A lower generation seen in a few samples only (the link idles between copies)
+        // warns; a narrower link fails at once.
+        let mut few = pcie_gpu(55.0, 55.0);
+        few.link_under_load = Reading::Value(PcieLinkState {
+            gen: 1,
+            width: 16,
+            samples: 3,
+        });
+        let mut narrow = pcie_gpu(55.0, 55.0);
+        narrow.link_under_load = Reading::Value(PcieLinkState {
+            gen: 5,
+            width: 8,
+            samples: 3,
+        });
+        f.measured.pcie = Reading::Value(PcieBandwidth {
+            per_gpu: vec![
+                OnGpu::new(0, Reading::Value(few)),
+                OnGpu::new(1, Reading::Value(narrow)),
+            ],
+            all_at_once: Reading::unavailable("x"),
+        });
+        let out = (CHECK.run)(&f, &Policy::default());
+        assert_eq!(gpu_status(&out, 0), Status::Warn);
+        assert_eq!(gpu_status(&out, 1), Status::Fail);
+    }
+}

@@ -1,0 +1,4 @@
+//! The PCIe link between each GPU and the host.
+
+pub mod bandwidth;
+pub mod link;

@@ -1,0 +1,3 @@
+//! The power limit.
+
+pub mod limit;

@@ -1,0 +1,3 @@
+//! Behaviour under sustained load.
+
+pub mod burn;

@@ -1,0 +1,4 @@
+//! Storage under the data directories.
+
+pub mod mounts;
+pub mod throughput;

@@ -1,0 +1,391 @@
+//! The report's flat list of measured figures: every headline figure with the datasheet (or
+//! link) expectation it is judged against and the ratio.
+
+use crate::checks::judge::{
+    allreduce_expected, gemm_expected, p2p_expected, pcie_expected, spec_of,
+};
+use crate::facts::{Direction, Facts, HostMemory, MeasuredFacts, Measurement};
+use crate::reading::Reading;
+use crate::units::MIB;
+
+/// A figure with its expectation; gpu, peer, size and dtype are set by the caller.
+fn mk(name: &str, value: f64, unit: &str, expected: Option<f64>, method: &str) -> Measurement {
+    Measurement {
+        name: name.into(),
+        gpu: None,
+        peer: None,
+        value,
+        unit: unit.into(),
+        expected,
+        ratio: expected.filter(|e| *e > 0.0).map(|e| value / e),
+        method: method.into(),
+        size_bytes: None,
+        dtype: None,
+    }
+}
+
+/// The report's `measurements`: every headline figure with its datasheet expectation and
+/// ratio (value / expected).
+pub fn measurements(facts: &Facts) -> Vec<Measurement> {
+    let m: &MeasuredFacts = &facts.measured;
+    let mut out: Vec<Measurement> = Vec::new();
+    if let Reading::Value(c) = &m.context {
+        let how = format!(
+            "cuInit + cuDevicePrimaryCtxRetain + cuCtxSetCurrent + first 1 MiB cuMemAlloc, a \
+             fresh process each run, {} runs",
+            c.runs
+        );
+        out.push(mk(
+            "context_create_ms",
+            c.total_ms.median,
+            "ms",
+            None,
+            &format!("median; {how}"),
+        ));
+        out.push(mk(
+            "context_create_ms_max",
+            c.total_ms.max,
+            "ms",
+            None,
+            &format!("maximum; {how}"),
+        ));
+        out.push(mk(
+            "cuinit_ms",
+            c.init_ms.median,
+            "ms",
+            None,
+            &format!("cuInit alone, median; {how}"),
+        ));
+    }
+    if let Reading::Value(p) = &m.pcie {
+        for g in &p.per_gpu {
+            let Some(v) = g.result.value() else { continue };
+            let link = pcie_expected(facts, g.gpu).map(|e| e.0);
+            for (dir, mem) in [
+                (Direction::H2d, HostMemory::Pinned),
+                (Direction::D2h, HostMemory::Pinned),
+                (Direction::H2d, HostMemory::Pageable),
+                (Direction::D2h, HostMemory::Pageable),
+            ] {
+                let Some(pt) = v.largest(dir, mem) else {
+                    continue;
+                };
+                let exp = if mem == HostMemory::Pinned {
+                    link
+                } else {
+                    None
+                };
+                let how = format!(
+                    "cuMemcpy{}Async, {} host memory, median of {} copies timed with CUDA \
+                     events; expected: the PCIe link's one-direction rate",
+                    if dir == Direction::H2d {
+                        "HtoD"
+                    } else {
+                        "DtoH"
+                    },
+                    mem.label(),
+                    pt.repeats
+                );
+                let name = format!("{}_{}_bandwidth", dir.label(), mem.label());
+                out.push(Measurement {
+                    gpu: Some(g.gpu),
+                    size_bytes: Some(pt.size_bytes),
+                    ..mk(&name, pt.gbps, "GB/s", exp, &how)
+                });
+            }
+        }
+        if let Reading::Value(all) = &p.all_at_once {
+            for c in all {
+                for v in &c.per_gpu {
+                    let name = format!("{}_pinned_bandwidth_all_gpus", c.direction.label());
+                    let exp = pcie_expected(facts, v.gpu).map(|e| e.0);
+                    out.push(Measurement {
+                        gpu: Some(v.gpu),
+                        size_bytes: Some(c.size_bytes),
+                        ..mk(
+                            &name,
+                            v.value,
+                            "GB/s",
+                            exp,
+                            "pinned copies on every GPU at once, each GPU timed with its own \
+                             events",
+                        )
+                    });
+                }
+            }
+        }
+    }
+    if let Reading::Value(mem) = &m.memory {
+        for g in mem {
+            let Some(v) = g.result.value() else { continue };
+            let exp = spec_of(facts, g.gpu).and_then(|s| s.memory_bandwidth_gbps);
+            let figures = [
+                (
+                    "memory_copy_bandwidth",
+                    Some(v.copy_gbps),
+                    "gpuaudit copy kernel (16-byte loads, 4 in flight per thread), bytes read + \
+                     written, median of repeats, best launch shape",
+                ),
+                (
+                    "memory_memcpy_bandwidth",
+                    v.memcpy_gbps,
+                    "cuMemcpyDtoDAsync within the GPU, bytes read + written, median of repeats",
+                ),
+                (
+                    "memory_read_bandwidth",
+                    v.read_gbps,
+                    "gpuaudit read kernel (XOR reduction), bytes read",
+                ),
+                (
+                    "memory_write_bandwidth",
+                    v.write_gbps,
+                    "gpuaudit write kernel, bytes written",
+                ),
+                (
+                    "memory_triad_bandwidth",
+                    v.triad_gbps,
+                    "STREAM triad a = b + s*c over f32, 2 reads + 1 write per element",
+                ),
+            ];
+            for (name, val, how) in figures {
+                if let Some(val) = val {
+                    out.push(Measurement {
+                        gpu: Some(g.gpu),
+                        size_bytes: Some(v.buffer_bytes),
+                        ..mk(name, val, "GB/s", exp, how)
+                    });
+                }
+            }
+        }
+    }
+    if let Reading::Value(gemm) = &m.gemm {
+        for g in gemm {
+            let Some(rs) = g.result.value() else { continue };
+            let spec = spec_of(facts, g.gpu);
+            for r in rs {
+                let Some(p) = r.result.value() else { continue };
+                let how = format!(
+                    "{}x{}x{} {} GEMM ({} layout) on random data via {}, best of {} batches of {} \
+                     back-to-back GEMMs timed with events, output checked against the CPU; \
+                     expected: the datasheet's dense peak",
+                    p.m,
+                    p.n,
+                    p.k,
+                    r.dtype.as_str(),
+                    p.layout,
+                    p.library,
+                    p.batches.len(),
+                    p.repeats
+                );
+                let exp = spec.and_then(|s| gemm_expected(s, r.dtype));
+                out.push(Measurement {
+                    gpu: Some(g.gpu),
+                    dtype: Some(r.dtype.as_str().into()),
+                    ..mk("gemm_tflops", p.tflops, "TFLOPS", exp, &how)
+                });
+            }
+        }
+    }
+    if let Reading::Value(p) = &m.p2p {
+        for x in &p.pairs {
+            let exp = p2p_expected(facts, x.src, x.dst).map(|e| e.0);
+            if let Reading::Value(v) = x.gbps {
+                out.push(Measurement {
+                    gpu: Some(x.src),
+                    peer: Some(x.dst),
+                    size_bytes: Some(p.size_bytes),
+                    ..mk(
+                        "p2p_bandwidth",
+                        v,
+                        "GB/s",
+                        exp,
+                        "cuMemcpyPeerAsync on the source GPU's stream, peer access enabled \
+                         where possible, timed with CUDA events; expected: the link's \
+                         one-direction rate",
+                    )
+                });
+            }
+            if let Reading::Value(v) = x.latency_us {
+                out.push(Measurement {
+                    gpu: Some(x.src),
+                    peer: Some(x.dst),
+                    size_bytes: Some(4),
+                    ..mk(
+                        "p2p_latency_us",
+                        v,
+                        "us",
+                        None,
+                        "back-to-back 4-byte cuMemcpyPeerAsync, event time per copy",
+                    )
+                });
+            }
+        }
+        for b in &p.bidirectional {
+            if let Reading::Value(v) = b.gbps {
+                let exp = p2p_expected(facts, b.a, b.b).map(|e| 2.0 * e.0);
+                out.push(Measurement {
+                    gpu: Some(b.a),
+                    peer: Some(b.b),
+                    size_bytes: Some(p.size_bytes),
+                    ..mk(
+                        "p2p_bidir_bandwidth",
+                        v,
+                        "GB/s",
+                        exp,
+                        "copies both ways at once, one stream per GPU, from a common start \
+                         event to the later end",
+                    )
+                });
+            }
+        }
+    }
+    if let Reading::Value(a) = &m.nccl {
+        let expected = allreduce_expected(facts, &a.gpus).map(|e| e.0);
+        let how = format!(
+            "NCCL{} all-reduce, float32 sum, out of place, {} GPUs in one process, slowest \
+             GPU's event time; busbw = algbw x 2(n-1)/n (nccl-tests)",
+            a.nccl_version
+                .as_ref()
+                .map(|v| format!(" {v}"))
+                .unwrap_or_default(),
+            a.gpus.len()
+        );
+        let mut seen = Vec::new();
+        for pt in [a.largest(), a.at(MIB)].into_iter().flatten() {
+            if seen.contains(&pt.size_bytes) {
+                continue;
+            }
+            seen.push(pt.size_bytes);
+            out.push(Measurement {
+                size_bytes: Some(pt.size_bytes),
+                ..mk("allreduce_busbw", pt.busbw_gbps, "GB/s", expected, &how)
+            });
+        }
+        if let Some(pt) = a.at(MIB) {
+            out.push(Measurement {
+                size_bytes: Some(MIB),
+                ..mk("allreduce_latency_us", pt.time_us, "us", None, &how)
+            });
+        }
+    }
+    if let Reading::Value(b) = &m.burn {
+        for g in &b.per_gpu {
+            let Some(v) = g.result.value() else { continue };
+            let gpu = Some(g.gpu);
+            let how = format!(
+                "{}x{} {} GEMM on every GPU at once for {:.0} s, TFLOPS per ~1 s window",
+                b.size,
+                b.size,
+                b.dtype.as_str(),
+                b.seconds
+            );
+            let spec = spec_of(facts, g.gpu);
+            if let Some(s) = v.tflops_stats {
+                let exp = spec.and_then(|sp| gemm_expected(sp, b.dtype));
+                out.push(Measurement {
+                    gpu,
+                    dtype: Some(b.dtype.as_str().into()),
+                    ..mk(
+                        "burn_tflops",
+                        s.median,
+                        "TFLOPS",
+                        exp,
+                        &format!("median; {how}"),
+                    )
+                });
+            }
+            if let Some(cv) = v.tflops_cv {
+                let how = format!("coefficient of variation; {how}");
+                out.push(Measurement {
+                    gpu,
+                    ..mk("burn_tflops_cv", cv, "ratio", None, &how)
+                });
+            }
+            if let Reading::Value(t) = &v.telemetry {
+                let nv = format!("NVML every {} ms during the burn", t.interval_ms);
+                if let Some(c) = t.sm_clock_mhz {
+                    let exp = spec.and_then(|s| s.boost_clock_mhz).map(f64::from);
+                    let how = format!("median; {nv}; expected: the datasheet boost clock");
+                    out.push(Measurement {
+                        gpu,
+                        ..mk("burn_sm_clock_mhz", c.median, "MHz", exp, &how)
+                    });
+                }
+                if let Some(p) = t.power_w {
+                    let exp = spec.and_then(|s| s.tdp_w);
+                    let how = format!("median; {nv}; expected: the datasheet TDP");
+                    out.push(Measurement {
+                        gpu,
+                        ..mk("burn_power_w", p.median, "W", exp, &how)
+                    });
+                }
+                if let Some(c) = t.temperature_c {
+                    let how = format!("maximum; {nv}");
+                    out.push(Measurement {
+                        gpu,
+                        ..mk("burn_temperature_c", c.max, "C", None, &how)
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::{GemmDtype, GemmResult, OnGpu, PcieBandwidth};
+    use crate::testing::measured::{allreduce, gemm_point, p2p, pcie_gpu};
+    use crate::testing::Machine;
+    use crate::units::GIB;
+
+    #[test]
+    fn flat_list_carries_expectations() {
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .measured(|m| {
+                m.pcie = Reading::Value(PcieBandwidth {
+                    per_gpu: vec![OnGpu::new(0, Reading::Value(pcie_gpu(55.4, 55.3)))],
+                    all_at_once: Reading::unavailable("one GPU"),
+                });
+                m.gemm = Reading::Value(vec![OnGpu::new(
+                    0,
+                    Reading::Value(vec![GemmResult {
+                        dtype: GemmDtype::Bf16,
+                        result: Reading::Value(gemm_point(789.0, true)),
+                    }]),
+                )]);
+                m.nccl = Reading::Value(allreduce(328.3, true));
+                m.p2p = Reading::Value(p2p(393.7, true));
+            })
+            .build();
+        let m = measurements(&f);
+        let h2d = m.iter().find(|x| x.name == "h2d_pinned_bandwidth").unwrap();
+        assert_eq!(h2d.gpu, Some(0));
+        assert!((h2d.expected.unwrap() - 63.015).abs() < 0.01);
+        assert!((h2d.ratio.unwrap() - 0.879).abs() < 0.01);
+        let pageable = m
+            .iter()
+            .find(|x| x.name == "h2d_pageable_bandwidth")
+            .unwrap();
+        assert_eq!(pageable.expected, None);
+        let g = m.iter().find(|x| x.name == "gemm_tflops").unwrap();
+        assert_eq!(g.dtype.as_deref(), Some("bf16"));
+        assert_eq!(g.expected, Some(989.5));
+        let bus: Vec<_> = m.iter().filter(|x| x.name == "allreduce_busbw").collect();
+        assert_eq!(bus.len(), 2);
+        assert_eq!(bus[0].size_bytes, Some(GIB));
+        let lat = m.iter().find(|x| x.name == "allreduce_latency_us").unwrap();
+        assert_eq!(lat.value, 57.6);
+        let p = m
+            .iter()
+            .find(|x| x.name == "p2p_bandwidth" && x.gpu == Some(0))
+            .unwrap();
+        assert_eq!((p.peer, p.expected), (Some(1), Some(450.0)));
+        let j = serde_json::to_value(&m[0]).unwrap();
+        assert!(
+            j.get("size_bytes").is_some() && j.get("dtype").is_none(),
+            "{j}"
+        );
+    }
+}

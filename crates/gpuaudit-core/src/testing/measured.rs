@@ -1,0 +1,178 @@
+//! Measurement results for tests of the measured checks, the report and the bench tables:
+//! each a plausible healthy figure on an H200, with the one value a test varies as argument.
+
+use crate::facts::*;
+use crate::reading::Reading;
+use crate::units::{GIB, MIB};
+
+/// Statistics of `n = 10` equal samples of `v`.
+pub fn stats(v: f64) -> Stats {
+    Stats {
+        n: 10,
+        median: v,
+        min: v,
+        max: v,
+    }
+}
+
+/// One GPU's host copies at 1 GiB: pinned `h2d` and `d2h` GB/s, pageable host->GPU 20 GB/s,
+/// the link at gen5 x16 under load (10 samples), data verified.
+pub fn pcie_gpu(h2d: f64, d2h: f64) -> PcieGpu {
+    let pt = |direction, host_memory, gbps| CopyPoint {
+        direction,
+        host_memory,
+        size_bytes: GIB,
+        gbps,
+        repeats: 5,
+    };
+    PcieGpu {
+        points: vec![
+            pt(Direction::H2d, HostMemory::Pinned, h2d),
+            pt(Direction::D2h, HostMemory::Pinned, d2h),
+            pt(Direction::H2d, HostMemory::Pageable, 20.0),
+        ],
+        link_under_load: Reading::Value(PcieLinkState {
+            gen: 5,
+            width: 16,
+            samples: 10,
+        }),
+        verify: vec![Verify {
+            what: "h2d".into(),
+            ok: true,
+            detail: None,
+        }],
+    }
+}
+
+/// Device memory: copy kernel `copy` GB/s over 4 GiB buffers, memcpy 1% below it.
+pub fn membw(copy: f64) -> MemoryBandwidth {
+    MemoryBandwidth {
+        buffer_bytes: 4 * GIB,
+        copy_gbps: copy,
+        memcpy_gbps: Some(copy * 0.99),
+        read_gbps: None,
+        write_gbps: None,
+        triad_gbps: None,
+        sweep: vec![],
+        verify: vec![],
+        note: None,
+    }
+}
+
+/// An 8192³ GEMM at `tflops`; `verified: false` gives an error above the tolerance.
+pub fn gemm_point(tflops: f64, verified: bool) -> GemmPoint {
+    GemmPoint {
+        m: 8192,
+        n: 8192,
+        k: 8192,
+        tflops,
+        ms_per_gemm: 1.0,
+        repeats: 20,
+        batches: vec![tflops],
+        library: "cublasLt 130001".into(),
+        layout: "NN".into(),
+        max_error: if verified { 1e-3 } else { 5e-4 },
+        tolerance: 1e-4,
+        samples: 32,
+        verified,
+    }
+}
+
+/// Two GPUs, 1 GiB copies: GPU 0 -> GPU 1 at `gbps01`, GPU 1 -> GPU 0 at 394 GB/s, 6 us
+/// latency, `peer` access either way, 740 GB/s both ways at once.
+pub fn p2p(gbps01: f64, peer: bool) -> P2pMatrix {
+    let pair = |src, dst, gbps| P2pPair {
+        src,
+        dst,
+        peer_access: peer,
+        gbps: Reading::Value(gbps),
+        latency_us: Reading::Value(6.0),
+        verify: Some(Verify {
+            what: "x".into(),
+            ok: true,
+            detail: None,
+        }),
+    };
+    P2pMatrix {
+        gpus: vec![0, 1],
+        size_bytes: GIB,
+        pairs: vec![pair(0, 1, gbps01), pair(1, 0, 394.0)],
+        bidirectional: vec![P2pBidir {
+            a: 0,
+            b: 1,
+            gbps: Reading::Value(740.0),
+        }],
+    }
+}
+
+/// All-reduce over GPUs 0 and 1 (NCCL 2.27.7): 57.6 us at 1 MiB, `busbw` GB/s at 1 GiB.
+pub fn allreduce(busbw: f64, ok: bool) -> AllReduce {
+    AllReduce {
+        gpus: vec![0, 1],
+        nccl_version: Some("2.27.7".into()),
+        points: vec![
+            AllReducePoint {
+                size_bytes: MIB,
+                time_us: 57.6,
+                algbw_gbps: 18.2,
+                busbw_gbps: 18.2,
+                iterations: 50,
+            },
+            AllReducePoint {
+                size_bytes: GIB,
+                time_us: 3270.0,
+                algbw_gbps: busbw,
+                busbw_gbps: busbw,
+                iterations: 10,
+            },
+        ],
+        verify: vec![Verify {
+            what: "sum".into(),
+            ok,
+            detail: None,
+        }],
+    }
+}
+
+/// A 60 s burn at a steady `tflops`, NVML telemetry with the `throttle` reasons seen.
+pub fn burn_gpu(tflops: f64, checksum: &str, throttle: Vec<ThrottleSeen>) -> BurnGpu {
+    let windows = vec![tflops; 60];
+    BurnGpu {
+        tflops_stats: Stats::of(&windows),
+        tflops_cv: coefficient_of_variation(&windows),
+        tflops: windows,
+        checksum: checksum.into(),
+        self_consistent: true,
+        max_error: 1e-3,
+        tolerance: 3e-2,
+        verified: true,
+        telemetry: Reading::Value(Telemetry {
+            samples: 300,
+            interval_ms: 200,
+            sm_clock_mhz: Some(stats(1755.0)),
+            sm_clock_first_mhz: Some(1755.0),
+            sm_clock_last_mhz: Some(1755.0),
+            power_w: Some(stats(690.0)),
+            temperature_c: Some(stats(70.0)),
+            throttle,
+        }),
+    }
+}
+
+/// Context creation taking `total` ms (cuInit three quarters of it), 2 GPUs visible, GPU
+/// 0's persistence mode as given.
+pub fn ctx(total: f64, persistence: bool) -> ContextLatency {
+    ContextLatency {
+        runs: 10,
+        visible_gpus: Some(2),
+        init_ms: stats(total * 0.75),
+        context_ms: stats(total * 0.24),
+        alloc_ms: stats(total * 0.01),
+        total_ms: stats(total),
+        persistence_mode: Reading::Value(vec![GpuFlag {
+            gpu: 0,
+            enabled: persistence,
+        }]),
+        failures: vec![],
+    }
+}
