@@ -11,22 +11,46 @@ pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/snapshots")
 }
 
-pub fn fixture(name: &str) -> PathBuf {
-    fixtures().join(name)
+/// The published outputs of other people's machines (fixtures/real, each with its provenance).
+pub fn real_fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/real")
 }
 
-/// Every fixture snapshot: each directory under fixtures/snapshots, by name. A new fixture
-/// directory is picked up by every test that goes over all of them.
-pub fn all_fixtures() -> Vec<String> {
-    let dir = fixtures();
-    let mut names: Vec<String> = std::fs::read_dir(&dir)
+/// A fixture by name: "h200-x2-vm" lies under fixtures/snapshots, "real/a10g-r515" under
+/// fixtures/real.
+pub fn fixture(name: &str) -> PathBuf {
+    match name.strip_prefix("real/") {
+        Some(slug) => real_fixtures().join(slug),
+        None => fixtures().join(name),
+    }
+}
+
+fn dirs_in(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.is_dir())
+        .filter(|p| p.is_dir() && p.join("meta.json").is_file())
         .filter_map(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
         .collect();
     names.sort();
-    assert!(!names.is_empty(), "no fixture under {}", dir.display());
+    names
+}
+
+/// Every fixture: each snapshot directory under fixtures/snapshots by name, then each under
+/// fixtures/real as "real/<slug>". A new fixture directory is picked up by every test that
+/// goes over all of them.
+pub fn all_fixtures() -> Vec<String> {
+    let mut names = dirs_in(&fixtures());
+    assert!(
+        !names.is_empty(),
+        "no fixture under {}",
+        fixtures().display()
+    );
+    names.extend(
+        dirs_in(&real_fixtures())
+            .into_iter()
+            .map(|n| format!("real/{n}")),
+    );
     names
 }
 
