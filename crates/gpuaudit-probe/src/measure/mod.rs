@@ -160,7 +160,7 @@ pub fn run(facts: &Facts, opts: &Options, progress: &mut dyn FnMut(&Progress)) -
     let nvml = Nvml::init().ok();
     let targets = targets(facts, nvml.as_ref());
     let driver_major = facts.driver.cuda_version.value().map(|v| v.major);
-    let found = libs::find(&libs::live_search_path(driver_major), &|p| p.is_file());
+    let found = libs::find(&libs::live_inventory(), driver_major, &|p| p.is_file());
     let status = LibStatus {
         cuda: found.cuda.as_ref().err().cloned(),
         cublas: found.cublas.as_ref().err().cloned(),
