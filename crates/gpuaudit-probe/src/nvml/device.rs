@@ -1,10 +1,12 @@
-//! Live GPU facts through NVML (libnvidia-ml.so.1, loaded at run time by nvml-wrapper).
+//! Live GPU facts through NVML (libnvidia-ml.so.1, loaded at run time by nvml-wrapper). Only
+//! ever called inside the `__nvml` child process (see the module above).
 //!
-//! NVML's absence is not an error: `load()` returns the reason, and the caller falls back to
-//! `nvidia-smi -q -x`. Every call is guarded: an NVML function an older driver lacks becomes
-//! `Unavailable`, and a panic inside the wrapper (it should not happen, but a bug there must
-//! not end the audit) is caught and reported the same way.
+//! NVML's absence is not an error: `load()` returns the reason. Every call is guarded: an NVML
+//! function an older driver lacks becomes `Unavailable`, and a panic inside the wrapper (it
+//! should not happen, but a bug there must not end the child) is caught and reported the same
+//! way.
 
+use gpuaudit_core::facts::plausible;
 use gpuaudit_core::facts::{
     normalize_bus_id, ComputeCapability, CudaVersion, Fabric, GpuFacts, GpuProcess, NvLink,
     RemappedRows, RetiredPages, ThrottleReason, VirtualizationMode,
@@ -99,6 +101,10 @@ impl NvmlSource {
             Reading::Value(c) => c,
             Reading::Unavailable(r) => return Err(r),
         };
+        // A broken library's count (2^32 - 1) must not size an allocation or a loop.
+        if let Some(why) = plausible::GPU_COUNT.reject(count, "NVML") {
+            return Err(why);
+        }
         let mut out = Vec::with_capacity(count as usize);
         for i in 0..count {
             match guarded(|| self.nvml.device_by_index(i)) {
@@ -114,7 +120,7 @@ impl NvmlSource {
         Ok(out)
     }
 
-    /// Persistence mode and busy state for the measurement planner.
+    /// The library, for the watcher's busy readings and samples.
     pub fn inner(&self) -> &Nvml {
         &self.nvml
     }
@@ -220,7 +226,17 @@ fn read_device(index: u32, d: &Device) -> GpuFacts {
 
     g.retired_pages = retired_pages(d);
     g.remapped_rows = remapped_rows(d);
-    g.temperature_c = guarded(|| d.temperature(TemperatureSensor::Gpu)).map(|t| t as i32);
+    g.temperature_c = guarded(|| d.temperature(TemperatureSensor::Gpu)).and_then(|t| {
+        // An unsigned reading that does not fit an i32 is no temperature (the limit says so).
+        match i32::try_from(t) {
+            Ok(t) => Reading::Value(t),
+            Err(_) => Reading::unavailable(format!(
+                "implausible value from NVML: {} {t} ({})",
+                plausible::TEMPERATURE_C.what,
+                plausible::TEMPERATURE_C.why
+            )),
+        }
+    });
     g.utilization_pct = guarded(|| d.utilization_rates()).map(|u| u.gpu);
     g.processes = guarded(|| d.running_compute_processes()).map(|ps| {
         ps.into_iter()
