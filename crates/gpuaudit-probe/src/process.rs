@@ -177,7 +177,7 @@ pub enum Ended {
 #[derive(Debug)]
 pub struct Output {
     pub ended: Ended,
-    /// The first [`Caps::stdout`] bytes.
+    /// The first (or last, [`Keep::Last`]) [`Caps::stdout`] bytes.
     pub stdout: Vec<u8>,
     /// The last [`Caps::stderr`] bytes.
     pub stderr: Vec<u8>,
@@ -201,6 +201,29 @@ impl Output {
 pub struct Caps {
     pub stdout: usize,
     pub stderr: usize,
+    /// Which end of stdout is kept past its cap.
+    pub keep: Keep,
+}
+
+/// The end of a stream kept past its cap.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Keep {
+    /// A document (XML, a listing): past the cap it is incomplete anyway.
+    #[default]
+    First,
+    /// A program that answers with its last line (after whatever a library printed).
+    Last,
+}
+
+impl Caps {
+    /// Keep the last `stdout` bytes: for a program whose answer is its last line.
+    pub fn last(stdout: usize, stderr: usize) -> Caps {
+        Caps {
+            stdout,
+            stderr,
+            keep: Keep::Last,
+        }
+    }
 }
 
 impl Default for Caps {
@@ -208,6 +231,7 @@ impl Default for Caps {
         Caps {
             stdout: STDOUT_CAP,
             stderr: STDERR_CAP,
+            keep: Keep::First,
         }
     }
 }
@@ -216,7 +240,11 @@ impl Default for Caps {
 /// start ("nvidia-smi: not found").
 pub fn run(cmd: &Cmd, limit: Duration, caps: Caps) -> Result<Output, String> {
     let deadline = Instant::now() + limit;
-    let mut r = Running::start(cmd, Sink::head(caps.stdout), Sink::tail(caps.stderr))?;
+    let out = match caps.keep {
+        Keep::First => Sink::head(caps.stdout),
+        Keep::Last => Sink::tail(caps.stdout),
+    };
+    let mut r = Running::start(cmd, out, Sink::tail(caps.stderr))?;
     let ended = loop {
         match r.next(deadline) {
             Event::Exited(st) => break Ended::Exited(st),
@@ -712,6 +740,16 @@ impl Drop for Running {
     }
 }
 
+/// In a child (`__measure`, `__ctx-probe`, `__nvml`): writes one protocol line to stdout,
+/// flushed, on a line of its own: a library that printed without a newline (or flooded
+/// stdout) cannot glue its bytes to the line the parent parses.
+pub fn write_line(line: &str) {
+    let mut out = std::io::stdout().lock();
+    // A closed pipe means the parent is gone; nothing useful is left to do with the error.
+    let _ = write!(out, "\n{line}\n");
+    let _ = out.flush();
+}
+
 /// Describes an exit status in words ("killed by signal 11 (SIGSEGV: invalid memory access)").
 pub fn describe_status(st: &ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
@@ -876,6 +914,7 @@ mod tests {
             Caps {
                 stdout: 1024,
                 stderr: 1024,
+                keep: Keep::First,
             },
         )
         .unwrap();
@@ -889,6 +928,19 @@ mod tests {
         assert_eq!(o.stderr.len(), 1024);
         assert!(o.stderr.ends_with(b"end"));
         assert_eq!(o.stderr_dropped, (64 << 20) + 3 - 1024);
+    }
+
+    #[test]
+    fn an_answer_after_a_flood_is_kept_where_the_last_bytes_are() {
+        let o = run(
+            &sh("head -c 10000000 /dev/zero; echo; echo '{\"answer\": 1}'"),
+            Duration::from_secs(60),
+            Caps::last(4096, 1024),
+        )
+        .unwrap();
+        assert_eq!(o.stdout.len(), 4096);
+        assert!(o.stdout_text().ends_with("{\"answer\": 1}\n"));
+        assert!(o.stdout_dropped > 0);
     }
 
     #[test]

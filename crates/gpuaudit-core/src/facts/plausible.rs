@@ -99,6 +99,14 @@ pub const COUNTER: Limit<u64> = Limit {
     why: "a counter this close to 2^64 is an error value",
 };
 
+/// The same for a counter the library reports in 32 bits (NVML's PCIe replay counter and
+/// remapped rows): 2^31 and more is a -1, not a count.
+pub const COUNTER_32: Limit<u32> = Limit {
+    what: "counter",
+    ok: |c| c < 1 << 31,
+    why: "a 32-bit counter this close to 2^32 is an error value",
+};
+
 pub const TEMPERATURE_C: Limit<i32> = Limit {
     what: "temperature (°C)",
     ok: |t| (-50..=200).contains(&t),
@@ -336,6 +344,7 @@ mod tests {
         assert!(MEMORY_MIB.accept(4 << 20).is_some() && MEMORY_MIB.accept((4 << 20) + 1).is_none());
         assert!(CLOCK_MHZ.accept(10_000).is_some() && CLOCK_MHZ.accept(10_001).is_none());
         assert!(COUNTER.accept((1 << 63) - 1).is_some() && COUNTER.accept(1 << 63).is_none());
+        assert!(COUNTER_32.accept((1 << 31) - 1).is_some() && COUNTER_32.accept(1 << 31).is_none());
         assert!(TEMPERATURE_C.accept(-50).is_some() && TEMPERATURE_C.accept(-51).is_none());
         assert!(TEMPERATURE_C.accept(200).is_some() && TEMPERATURE_C.accept(201).is_none());
         assert!(UTILIZATION_PCT.accept(100).is_some() && UTILIZATION_PCT.accept(101).is_none());

@@ -272,10 +272,8 @@ pub fn ask(interpreter: &str, timeout: Duration) -> (Option<String>, Option<Stri
         .arg(QUERY_SCRIPT)
         .current_dir("/")
         .env("PYTHONDONTWRITEBYTECODE", Some("1"));
-    let caps = Caps {
-        stdout: 1 << 20,
-        stderr: 64 << 10,
-    };
+    // The answer is the script's last line, after whatever torch printed.
+    let caps = Caps::last(1 << 20, 64 << 10);
     let o = match process::run(&cmd, timeout, caps) {
         Ok(o) => o,
         Err(e) => return (None, Some(format!("cannot start {e}"))),

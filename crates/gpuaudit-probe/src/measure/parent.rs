@@ -266,10 +266,8 @@ pub fn run_ctx_probes(
 ) -> (Vec<CtxSample>, Vec<String>) {
     let mut samples = Vec::new();
     let mut failures = Vec::new();
-    let caps = Caps {
-        stdout: 64 << 10,
-        stderr: 16 << 10,
-    };
+    // The probe's answer is its last line, after whatever libcuda printed.
+    let caps = Caps::last(64 << 10, 16 << 10);
     for i in 0..runs {
         on_run(i);
         let o = match process::run(&cmd.command(), limit, caps) {

@@ -167,7 +167,7 @@ fn read_device(index: u32, d: &Device) -> GpuFacts {
     g.pcie.gen_max_host = Reading::unavailable("NVML: not reported separately");
     g.pcie.width_current = guarded(|| d.current_pcie_link_width());
     g.pcie.width_max = guarded(|| d.max_pcie_link_width());
-    g.pcie.replay_counter = guarded(|| d.pcie_replay_counter()).map(u64::from);
+    g.pcie.replay_counter = guarded(|| d.pcie_replay_counter()).and_then(counter_32);
 
     let watts = |mw: u32| mw as f64 / 1000.0;
     g.power.draw_w = guarded(|| d.power_usage()).map(watts);
@@ -255,6 +255,14 @@ fn read_device(index: u32, d: &Device) -> GpuFacts {
     g
 }
 
+/// A 32-bit counter as a fact, or why it is none.
+fn counter_32(c: u32) -> Reading<u64> {
+    match plausible::COUNTER_32.reject(c, "NVML") {
+        None => Reading::Value(u64::from(c)),
+        Some(why) => Reading::Unavailable(why),
+    }
+}
+
 fn pstate_name(p: u32) -> String {
     if p <= 15 {
         format!("P{p}")
@@ -311,6 +319,14 @@ fn remapped_rows(d: &Device) -> Reading<RemappedRows> {
     let (mut corr, mut unc, mut pending, mut failure) = (0u32, 0u32, 0u32, 0u32);
     // SAFETY: as above; four out-parameters, each a valid unsigned int.
     let rc = unsafe { f(d.handle(), &mut corr, &mut unc, &mut pending, &mut failure) };
+    if rc == 0 {
+        if let Some(why) = [corr, unc]
+            .into_iter()
+            .find_map(|c| plausible::COUNTER_32.reject(c, "NVML"))
+        {
+            return Reading::Unavailable(format!("{why} (remapped rows)"));
+        }
+    }
     match rc {
         0 => Reading::Value(RemappedRows {
             correctable: corr as u64,

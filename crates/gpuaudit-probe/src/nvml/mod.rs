@@ -24,7 +24,7 @@ use crate::process::{self, describe_status, Caps, Cmd, Ended, Event, Input, Runn
 use gpuaudit_core::facts::{plausible, CudaVersion, GpuFacts};
 use gpuaudit_core::Reading;
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -34,6 +34,9 @@ pub const SUBCOMMAND: &str = "__nvml";
 /// How long the NVML child may take to read every GPU (nvmlInit takes about a second on 8
 /// GPUs without persistence mode; a hung one is killed here).
 pub const TIMEOUT: Duration = Duration::from_secs(15);
+
+/// 256 GPUs' facts are a few MiB of JSON.
+const FACTS_STDOUT_CAP: usize = 32 << 20;
 
 /// What `__nvml facts` prints.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -74,9 +77,7 @@ fn print_json(v: &impl Serialize) {
     let line = serde_json::to_string(v).unwrap_or_else(|e| {
         format!(r#"{{"nvml":"failed","reason":"the NVML answer could not be written: {e}"}}"#)
     });
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
+    process::write_line(&line);
 }
 
 fn facts_child() -> i32 {
@@ -135,10 +136,8 @@ pub fn read_facts_with(program: &Path, limit: Duration) -> Result<NvmlAnswer, St
     let out = process::run(
         &cmd,
         limit,
-        Caps {
-            stdout: 32 << 20,
-            stderr: 16 << 10,
-        },
+        // The answer is the last line, after whatever the library printed.
+        Caps::last(FACTS_STDOUT_CAP, 16 << 10),
     )
     .map_err(|e| format!("NVML could not be read: {e}"))?;
     let text = out.stdout_text();
@@ -149,7 +148,7 @@ pub fn read_facts_with(program: &Path, limit: Duration) -> Result<NvmlAnswer, St
         .find(|l| l.trim_start().starts_with('{'))
         .and_then(|l| serde_json::from_str::<NvmlAnswer>(l).ok());
     match (answer, out.ended) {
-        (Some(a), Ended::Exited(_)) if out.stdout_dropped == 0 => Ok(match a {
+        (Some(a), Ended::Exited(_)) => Ok(match a {
             NvmlAnswer::Loaded {
                 driver_version,
                 cuda_version,
