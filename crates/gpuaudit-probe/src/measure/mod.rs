@@ -493,16 +493,10 @@ fn sampler(
             continue;
         }
         if let Ok(mut o) = out.lock() {
-            o.extend(batch.into_iter().map(|w| Sample {
-                gpu: w.gpu,
+            o.extend(batch.into_iter().map(|nvml| Sample {
                 group,
                 loaded,
-                sm_mhz: w.sm_mhz,
-                power_w: w.power_w,
-                temp_c: w.temp_c,
-                throttle: w.throttle,
-                pcie_gen: w.pcie_gen,
-                pcie_width: w.pcie_width,
+                nvml,
             }));
         }
     }

@@ -4,6 +4,7 @@
 
 use super::plan::{Budget, Group, Plan};
 use super::protocol::{ChildMsg, ChildRequest, CtxProbeLine, CtxSample, GroupResult};
+use crate::nvml::WatchSample;
 use crate::process::{self, Caps, Cmd, Ended, Event, Input, Running};
 use gpuaudit_core::facts::{PcieLinkState, Stats, Telemetry, ThrottleReason, ThrottleSeen};
 use gpuaudit_core::Reading;
@@ -312,26 +313,20 @@ pub fn run_ctx_probes(
 /// One NVML reading of one GPU while a group ran.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample {
-    pub gpu: u32,
     pub group: Option<Group>,
     /// The group had reported progress (past its setup) when the sample was taken.
     pub loaded: bool,
-    pub sm_mhz: Option<u32>,
-    pub power_w: Option<f64>,
-    pub temp_c: Option<u32>,
-    pub throttle: Option<u64>,
-    pub pcie_gen: Option<u32>,
-    pub pcie_width: Option<u32>,
+    pub nvml: WatchSample,
 }
 
 /// The highest link state seen on `gpu` while the host copies ran.
 pub fn link_under_load(samples: &[Sample], gpu: u32) -> Reading<PcieLinkState> {
     let s: Vec<&Sample> = samples
         .iter()
-        .filter(|s| s.gpu == gpu && s.group == Some(Group::Pcie))
+        .filter(|s| s.nvml.gpu == gpu && s.group == Some(Group::Pcie))
         .collect();
-    let gen = s.iter().filter_map(|s| s.pcie_gen).max();
-    let width = s.iter().filter_map(|s| s.pcie_width).max();
+    let gen = s.iter().filter_map(|s| s.nvml.pcie_gen).max();
+    let width = s.iter().filter_map(|s| s.nvml.pcie_width).max();
     match (gen, width) {
         (Some(gen), Some(width)) => Reading::Value(PcieLinkState {
             gen,
@@ -347,22 +342,28 @@ pub fn link_under_load(samples: &[Sample], gpu: u32) -> Reading<PcieLinkState> {
 pub fn telemetry(samples: &[Sample], gpu: u32, interval_ms: u32) -> Reading<Telemetry> {
     let s: Vec<&Sample> = samples
         .iter()
-        .filter(|s| s.gpu == gpu && s.group == Some(Group::Burn) && s.loaded)
+        .filter(|s| s.nvml.gpu == gpu && s.group == Some(Group::Burn) && s.loaded)
         .collect();
     if s.is_empty() {
         return Reading::unavailable("no NVML sample taken during the burn");
     }
-    let clocks: Vec<f64> = s.iter().filter_map(|x| x.sm_mhz.map(f64::from)).collect();
+    let clocks: Vec<f64> = s
+        .iter()
+        .filter_map(|x| x.nvml.sm_mhz.map(f64::from))
+        .collect();
     let q = (clocks.len() / 4).max(1);
     let first = gpuaudit_core::facts::median(&clocks[..q.min(clocks.len())]);
     let last = gpuaudit_core::facts::median(&clocks[clocks.len().saturating_sub(q)..]);
-    let power: Vec<f64> = s.iter().filter_map(|x| x.power_w).collect();
-    let temp: Vec<f64> = s.iter().filter_map(|x| x.temp_c.map(f64::from)).collect();
+    let power: Vec<f64> = s.iter().filter_map(|x| x.nvml.power_w).collect();
+    let temp: Vec<f64> = s
+        .iter()
+        .filter_map(|x| x.nvml.temp_c.map(f64::from))
+        .collect();
     let mut throttle = Vec::new();
     for (bit, reason) in ThrottleReason::BITS {
         let n = s
             .iter()
-            .filter(|x| x.throttle.is_some_and(|m| m & bit != 0))
+            .filter(|x| x.nvml.throttle.is_some_and(|m| m & bit != 0))
             .count();
         if n > 0 {
             throttle.push(ThrottleSeen {
@@ -539,15 +540,17 @@ mod tests {
 
     fn sample(gpu: u32, group: Group, sm: u32, throttle: u64) -> Sample {
         Sample {
-            gpu,
             group: Some(group),
             loaded: true,
-            sm_mhz: Some(sm),
-            power_w: Some(650.0),
-            temp_c: Some(60),
-            throttle: Some(throttle),
-            pcie_gen: Some(5),
-            pcie_width: Some(16),
+            nvml: WatchSample {
+                gpu,
+                sm_mhz: Some(sm),
+                power_w: Some(650.0),
+                temp_c: Some(60),
+                throttle: Some(throttle),
+                pcie_gen: Some(5),
+                pcie_width: Some(16),
+            },
         }
     }
 
@@ -579,7 +582,7 @@ mod tests {
     #[test]
     fn link_state_is_the_best_seen_under_load() {
         let mut a = sample(0, Group::Pcie, 0, 0);
-        a.pcie_gen = Some(1);
+        a.nvml.pcie_gen = Some(1);
         let b = sample(0, Group::Pcie, 0, 0);
         let l = link_under_load(&[a, b], 0).into_value().unwrap();
         assert_eq!((l.gen, l.width, l.samples), (5, 16, 2));
