@@ -322,6 +322,15 @@ fn run(f: &Fakes, faults: &Faults, args: &[&str], bound: Duration) -> Ran {
     r
 }
 
+/// The report of a run in which the fake `fake` was reached (its marker file is there),
+/// checked for completeness.
+fn report_after(r: &Ran, fake: &str, what: &str) -> Value {
+    assert!(r.marked(fake), "{what}: the fake {fake} was never reached");
+    let report = r.json(what);
+    assert_complete(&report, what);
+    report
+}
+
 /// Every check appears in the report (as skip where it could not run).
 fn assert_complete(report: &Value, what: &str) {
     assert_eq!(report["schema"], "gpuaudit.report/1", "{what}");
@@ -394,9 +403,8 @@ fn nvml_fault(mode: &'static str, reason: Option<&str>, bound: Duration) {
         let bench = s.spawn(|| run(f, &faults, BENCH, bound));
         let collect = s.spawn(|| run(f, &faults, &["collect", "--out", &snap_s], bound));
         for (name, h) in [("--facts-only", facts), ("audit", audit)] {
-            let r = h.join().unwrap();
-            let report = r.json(name);
-            assert_complete(&report, name);
+            let what = format!("{mode} {name}");
+            let report = report_after(&h.join().unwrap(), "nvmlInit", &what);
             let q = driver_query(&report);
             match reason {
                 None => assert_eq!(q, "nvml", "{mode} {name}: NVML answered"),
@@ -405,10 +413,6 @@ fn nvml_fault(mode: &'static str, reason: Option<&str>, bound: Duration) {
                     "{mode} {name}: driver query '{q}' lacks '{why}'"
                 ),
             }
-            assert!(
-                r.marked("nvmlInit"),
-                "{mode} {name}: the fake NVML was not loaded"
-            );
         }
         let r = bench.join().unwrap();
         assert_eq!(r.json("bench")["schema"], "gpuaudit.bench/1");
@@ -543,13 +547,7 @@ fn cuda_fault(mode: &'static str, reason: &str) {
                 bound,
             )
         });
-        let r = audit.join().unwrap();
-        let report = r.json("audit");
-        assert_complete(&report, "audit");
-        assert!(
-            r.marked("cuInit"),
-            "{mode}: the fake libcuda was not loaded"
-        );
+        let report = report_after(&audit.join().unwrap(), "cuInit", mode);
         let ctx = &common::findings(&report, "cuda.context-latency")[0];
         assert_ne!(ctx["status"], "pass");
         let msg = ctx["message"].as_str().unwrap_or_default();
@@ -593,14 +591,7 @@ fn smi_fault(mode: &'static str, smi_out: Option<PathBuf>, bound: Duration) -> V
         smi_out,
         ..Faults::default()
     };
-    let r = run(f, &faults, FACTS_ONLY, bound);
-    assert!(
-        r.marked("nvidia-smi"),
-        "{mode}: the fake nvidia-smi was not run"
-    );
-    let report = r.json(mode);
-    assert_complete(&report, mode);
-    report
+    report_after(&run(f, &faults, FACTS_ONLY, bound), "nvidia-smi", mode)
 }
 
 #[test]
@@ -658,14 +649,7 @@ fn python_fault(mode: &'static str, bound: Duration) -> Value {
         python: Some(mode),
         ..Faults::default()
     };
-    let r = run(f, &faults, AUDIT, bound);
-    assert!(
-        r.marked("python3"),
-        "{mode}: the fake python3 was not asked"
-    );
-    let report = r.json(mode);
-    assert_complete(&report, mode);
-    report
+    report_after(&run(f, &faults, AUDIT, bound), "python3", mode)
 }
 
 #[test]
