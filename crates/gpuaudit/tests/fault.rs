@@ -255,6 +255,22 @@ fn processes_of(id: &str) -> Vec<(i32, String)> {
     out
 }
 
+/// No process of the run is left (killed children take a moment to disappear); any that is
+/// gets killed, and the test fails.
+fn assert_nothing_running(id: &str, what: &str) {
+    let t = Instant::now();
+    let mut left = processes_of(id);
+    while !left.is_empty() && t.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+        left = processes_of(id);
+    }
+    for (pid, _) in &left {
+        // SAFETY: processes this test started.
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    assert!(left.is_empty(), "{what}: processes left behind: {left:?}");
+}
+
 impl Started {
     /// Waits for the run (at most `bound`, else kills everything and fails), then checks
     /// that nothing of it is left.
@@ -281,18 +297,7 @@ impl Started {
         let elapsed = self.t0.elapsed();
         let stdout = std::fs::read_to_string(&self.out).unwrap_or_default();
         let stderr = std::fs::read_to_string(&self.err).unwrap_or_default();
-        // Killed children take a moment to disappear.
-        let t = Instant::now();
-        let mut left = processes_of(&self.id);
-        while !left.is_empty() && t.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(50));
-            left = processes_of(&self.id);
-        }
-        for (pid, _) in &left {
-            // SAFETY: processes this test started.
-            unsafe { libc::kill(*pid, libc::SIGKILL) };
-        }
-        assert!(left.is_empty(), "{what}: processes left behind: {left:?}");
+        assert_nothing_running(&self.id, what);
         let tmp_left: Vec<String> = std::fs::read_dir(self.tmp.path())
             .unwrap()
             .flatten()
@@ -794,4 +799,36 @@ fn the_library_links_exist_while_the_probe_runs() {
         t0.elapsed() + Duration::from_secs(10),
     );
     assert_eq!(links.len(), 1, "{links:?}");
+}
+
+#[test]
+fn children_die_with_a_killed_audit() {
+    // SIGKILL cannot be caught: the children end through PR_SET_PDEATHSIG, not the signal
+    // handler. (Temporary files cannot be removed then; that is the one thing left.)
+    let f = fakes_or_skip!();
+    let faults = Faults {
+        nvml: Some("good"),
+        cuda: Some("hang"),
+        ..Faults::default()
+    };
+    let mut s = start(f, &faults, AUDIT);
+    let t0 = Instant::now();
+    while !std::fs::read_dir(s.marks.path())
+        .unwrap()
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().starts_with("cuInit"))
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "never reached cuInit"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(
+        processes_of(&s.id).len() >= 2,
+        "the probe runs beside the audit"
+    );
+    s.child.kill().unwrap();
+    s.child.wait().unwrap();
+    assert_nothing_running(&s.id, "audit killed with SIGKILL");
 }
