@@ -1,5 +1,5 @@
 //! A stand-alone runner of the measurements, for trying them on a GPU machine before (or
-//! without) the command line: reads the GPUs from NVML, measures, prints JSON
+//! without) the command line: reads the GPUs from NVML (in a child), measures, prints JSON
 //! `{"measured": MeasuredFacts, "measurements": [...]}` on stdout and the bench tables on
 //! stderr.
 //!
@@ -9,70 +9,26 @@
 //! ```
 //! GROUP: context pcie memory gemm p2p nccl burn (default: all but burn, full sweeps).
 
-use gpuaudit_core::facts::{
-    normalize_bus_id, ComputeCapability, CudaVersion, Facts, GpuFacts, NvLink, Origin,
-};
+use gpuaudit_core::facts::{Facts, Origin};
 use gpuaudit_core::render::bench::tables as bench_tables;
 use gpuaudit_core::report::measurements;
-use gpuaudit_core::Reading;
 use gpuaudit_probe::measure::{self, Group, Options};
-use nvml_wrapper::Nvml;
+use gpuaudit_probe::nvml;
 
+/// The GPUs as the NVML child reads them (NVML is never loaded in this process).
 fn facts_from_nvml() -> Facts {
     let mut f = Facts::empty(Origin::Live, "not read by the measure example");
-    let Ok(nvml) = Nvml::init() else {
-        return f;
-    };
-    if let Ok(v) = nvml.sys_cuda_driver_version() {
-        f.driver.cuda_version =
-            Reading::Value(CudaVersion::new(v as u32 / 1000, (v as u32 % 1000) / 10));
+    match nvml::read_facts(nvml::TIMEOUT) {
+        Ok(nvml::NvmlAnswer::Loaded {
+            cuda_version, gpus, ..
+        }) => {
+            f.driver.cuda_version = cuda_version;
+            f.gpus = gpus;
+        }
+        Ok(nvml::NvmlAnswer::Failed { reason }) | Err(reason) => {
+            eprintln!("NVML: {reason}");
+        }
     }
-    let n = nvml.device_count().unwrap_or(0);
-    let mut gpus = Vec::new();
-    for i in 0..n {
-        let Ok(d) = nvml.device_by_index(i) else {
-            continue;
-        };
-        let Ok(pci) = d.pci_info() else { continue };
-        let mut g = GpuFacts::unread(i, &normalize_bus_id(&pci.bus_id), "nvml", "not read");
-        g.pci_device_id = Reading::Value((pci.pci_device_id >> 16) as u16);
-        if let Ok(name) = d.name() {
-            g.name = Reading::Value(name);
-        }
-        if let Ok(m) = d.memory_info() {
-            g.memory.total_mib = Reading::Value(m.total / (1024 * 1024));
-        }
-        if let Ok(cc) = d.cuda_compute_capability() {
-            g.compute_capability = Reading::Value(ComputeCapability {
-                major: cc.major.max(0) as u32,
-                minor: cc.minor.max(0) as u32,
-            });
-        }
-        if let Ok(v) = d.max_pcie_link_gen() {
-            g.pcie.gen_max = Reading::Value(v);
-        }
-        if let Ok(v) = d.max_pcie_link_width() {
-            g.pcie.width_max = Reading::Value(v);
-        }
-        g.mig.current = Reading::Value(false);
-        let links: Vec<NvLink> = (0..18)
-            .filter_map(|l| {
-                let active = d.link_wrapper_for(l).is_active().ok()?;
-                Some(NvLink {
-                    link: l,
-                    active,
-                    version: None,
-                    speed_gbps: None,
-                    remote_bus_id: None,
-                })
-            })
-            .collect();
-        if !links.is_empty() {
-            g.nvlinks = Reading::Value(links);
-        }
-        gpus.push(g);
-    }
-    f.gpus = Reading::Value(gpus);
     f
 }
 
@@ -81,6 +37,7 @@ fn main() {
     match args.get(1).map(String::as_str) {
         Some(measure::CHILD_SUBCOMMAND) => std::process::exit(measure::child_main(&args[2..])),
         Some(measure::CTX_PROBE_SUBCOMMAND) => std::process::exit(measure::ctx_probe_main()),
+        Some(nvml::SUBCOMMAND) => std::process::exit(nvml::child_main(&args[2..])),
         _ => {}
     }
     let mut groups = Vec::new();

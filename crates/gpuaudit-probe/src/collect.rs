@@ -204,13 +204,15 @@ pub fn collect_base(c: &mut Collector, description: &str, timeout: Duration) {
 
     match command::run("nvidia-smi", &["-q", "-x"], timeout) {
         Ok(xml) => c.write("cmd/nvidia-smi-q.xml", xml),
-        Err(smi_err) => match crate::nvml::NvmlSource::load() {
-            Err(nvml_err) => {
+        Err(smi_err) => match crate::gather::nvml_failure(crate::nvml::read_facts(
+            crate::nvml::TIMEOUT,
+        )) {
+            Some(nvml_err) => {
                 let why = crate::gather::driver_failure(&nvml_err, &smi_err);
                 c.summary.notes.push(why.clone());
                 c.write("cmd/driver-error.txt", format!("{why}\n"));
             }
-            Ok(_) => c.summary.notes.push(format!(
+            None => c.summary.notes.push(format!(
                 "{smi_err}: NVML answers but nvidia-smi does not, so the snapshot has no GPU details"
             )),
         },

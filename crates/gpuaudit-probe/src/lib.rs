@@ -1,13 +1,17 @@
 //! gpuaudit-probe: everything that touches the machine.
 //!
-//! Files under a root ([`root`]), the NVIDIA management library ([`nvml`]), helper commands
-//! ([`command`]), the snapshot writer ([`collect`]), and the GPU measurements (run in a child
-//! process). Facts come out ([`gather`]); judgement happens in `gpuaudit-core`.
+//! Files under a root ([`root`]), the NVIDIA management library ([`nvml`], read in a child
+//! process), helper commands ([`command`]) and every other child process ([`process`]), what
+//! must be cleaned up on exit ([`cleanup`]), the snapshot writer ([`collect`]), and the GPU
+//! measurements (run in a child process). Facts come out ([`gather`]); judgement happens in
+//! `gpuaudit-core`.
 
+pub mod cleanup;
 pub mod collect;
 pub mod command;
 pub mod gather;
 pub mod host;
 pub mod measure;
 pub mod nvml;
+pub mod process;
 pub mod root;

@@ -10,18 +10,25 @@ mod output;
 mod progress;
 
 use clap::Parser;
-use gpuaudit_probe::measure;
+use gpuaudit_probe::{cleanup, measure, nvml};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     install_panic_hook();
-    // The measurement children are this binary re-executed: route them before clap.
+    // The children (measurements, NVML) are this binary re-executed: route them before clap.
+    // They run in their own process groups and die with their parent (PR_SET_PDEATHSIG); the
+    // parent kills them on a signal.
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some(measure::CHILD_SUBCOMMAND) => return exit_code(measure::child_main(&args[2..])),
         Some(measure::CTX_PROBE_SUBCOMMAND) => return exit_code(measure::ctx_probe_main()),
+        Some(nvml::SUBCOMMAND) => return exit_code(nvml::child_main(&args[2..])),
         _ => {}
     }
+    // Before anything is started or created: SIGINT, SIGTERM and SIGHUP kill every child's
+    // process group and remove every temporary file and directory, then end gpuaudit with the
+    // signal (the shell sees 130, 143, 129).
+    cleanup::install_signal_cleanup();
     let cli = cli::Cli::parse();
     let result = match cli.command {
         None => commands::audit::run(&cli.audit),
@@ -63,7 +70,8 @@ fn exit_code(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(2))
 }
 
-/// Panics inside guarded NVML calls are turned into readings; keep them off the terminal.
+/// Panics inside guarded NVML calls (in the `__nvml` child) are turned into readings; keep them
+/// off the terminal.
 fn install_panic_hook() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {

@@ -1,5 +1,5 @@
-//! Facts about each GPU: from NVML (live) or `nvidia-smi -q -x` (snapshot, fallback), and
-//! from sysfs (the PCI function).
+//! Facts about each GPU: from NVML (live) or `nvidia-smi -q -x` (snapshot, fallback), the
+//! kernel module's procfs files (last fallback), and from sysfs (the PCI function).
 
 use crate::reading::Reading;
 use serde::{Deserialize, Serialize};
@@ -11,7 +11,8 @@ pub struct GpuFacts {
     pub index: u32,
     /// Normalised PCI address, sysfs style: "0000:00:06.0" (lower case, 4-digit domain).
     pub pci_bus_id: String,
-    /// Where these facts came from: "nvml" or "nvidia-smi".
+    /// Where these facts came from: "nvml", "nvidia-smi", or "procfs" (the kernel module's
+    /// `/proc/driver/nvidia/gpus/*/information`, where neither of the others answered).
     pub source: String,
     pub name: Reading<String>,
     pub uuid: Reading<String>,

@@ -6,6 +6,7 @@
 mod gpu;
 mod host;
 mod measured;
+pub mod plausible;
 mod system;
 
 pub use gpu::*;

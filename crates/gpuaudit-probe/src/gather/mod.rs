@@ -6,10 +6,13 @@ pub mod files;
 
 use crate::command;
 use crate::host::{self, HostOptions};
-use crate::nvml::NvmlSource;
+use crate::nvml::{self, NvmlAnswer};
 use crate::root::RootFs;
-use gpuaudit_core::facts::{Facts, GpuFacts, MeasuredFacts, NetFacts, Origin, Topology, XidEvent};
-use gpuaudit_core::parse::{nvlink, nvsmi_xml, procfs, topo, ParseError};
+use gpuaudit_core::facts::{
+    normalize_bus_id, plausible, Facts, GpuFacts, MeasuredFacts, NetFacts, Origin, Topology,
+    XidEvent,
+};
+use gpuaudit_core::parse::{gpu_information, nvlink, nvsmi_xml, procfs, topo};
 use gpuaudit_core::spec::SpecDb;
 use gpuaudit_core::Reading;
 use std::path::{Path, PathBuf};
@@ -21,6 +24,8 @@ pub const SNAPSHOT_FORMAT: &str = "gpuaudit-snapshot/1";
 pub struct GatherOptions {
     /// Hard limit for each helper command (nvidia-smi, nvcc, ldd).
     pub command_timeout: Duration,
+    /// Hard limit for the NVML child (`__nvml facts`).
+    pub nvml_timeout: Duration,
     /// The host and software-stack sources (data directories, interpreters, host measurements).
     pub host: HostOptions,
 }
@@ -29,6 +34,7 @@ impl Default for GatherOptions {
     fn default() -> Self {
         GatherOptions {
             command_timeout: Duration::from_secs(15),
+            nvml_timeout: nvml::TIMEOUT,
             host: HostOptions::default(),
         }
     }
@@ -140,21 +146,20 @@ pub fn snapshot(dir: &Path, opts: &GatherOptions) -> Result<Facts, SnapshotError
         cmd("nvcc-version.txt").ok().as_deref(),
     );
 
-    // nvidia-smi -q -x stands in for NVML.
-    match cmd("nvidia-smi-q.xml") {
-        Ok(xml) => apply_nvsmi(&mut facts, nvsmi_xml::parse(&xml), "nvidia-smi"),
+    // nvidia-smi -q -x stands in for NVML; the kernel module's files for both.
+    let smi = match cmd("nvidia-smi-q.xml") {
+        Ok(xml) => apply_nvsmi(&mut facts, &xml, &[]),
         Err(e) => {
             // `collect` on a machine where the driver did not answer keeps the reason.
-            let why = cmd("driver-error.txt")
+            Err(cmd("driver-error.txt")
                 .ok()
                 .map(|t| gpuaudit_core::parse::host::truncate(t.trim(), 1000))
                 .filter(|t| !t.is_empty())
-                .unwrap_or_else(|| format!("snapshot has no nvidia-smi output ({e})"));
-            facts.driver.query = Reading::Unavailable(why.clone());
-            facts.driver.version = Reading::Unavailable(why.clone());
-            facts.driver.cuda_version = Reading::Unavailable(why.clone());
-            facts.gpus = Reading::Unavailable(why);
+                .unwrap_or_else(|| format!("snapshot has no nvidia-smi output ({e})")))
         }
+    };
+    if let Err(why) = smi {
+        apply_files_fallback(&root, &mut facts, vec![why]);
     }
     facts.topology = topology_from(cmd("nvidia-smi-topo-m.txt"));
     if let Ok(text) = cmd("nvidia-smi-nvlink-s.txt") {
@@ -222,39 +227,43 @@ pub fn live_deferred(opts: &GatherOptions) -> (Facts, PendingHost) {
         Err(_) => files::libc_from_files(&root),
     };
 
-    match NvmlSource::load() {
-        Ok(nvml) => {
-            let d = nvml.driver();
-            facts.driver.version = d.version;
-            facts.driver.cuda_version = d.cuda_version;
-            match nvml.gpus() {
-                Ok(g) => {
+    // NVML in a child with a hard timeout; then nvidia-smi; then the kernel module's files.
+    let mut failed: Vec<String> = Vec::new();
+    match nvml::read_facts(opts.nvml_timeout) {
+        Ok(NvmlAnswer::Loaded {
+            driver_version,
+            cuda_version,
+            gpus,
+        }) => {
+            facts.driver.version = driver_version;
+            facts.driver.cuda_version = cuda_version;
+            match gpus {
+                Reading::Value(g) => {
                     facts.driver.query = Reading::Value("nvml".into());
                     facts.gpus = Reading::Value(g);
                 }
-                Err(e) => {
-                    facts.driver.query = Reading::Unavailable(e.clone());
-                    facts.gpus = Reading::Unavailable(e);
-                }
+                Reading::Unavailable(e) => failed.push(e),
             }
         }
-        Err(nvml_err) => {
-            // No NVML: nvidia-smi is the fallback (it may still work, e.g. a static build).
-            match command::run("nvidia-smi", &["-q", "-x"], t) {
-                Ok(xml) => apply_nvsmi(&mut facts, nvsmi_xml::parse(&xml), "nvidia-smi"),
-                Err(smi_err) => {
-                    let why = driver_failure(&nvml_err, &smi_err);
-                    facts.driver.query = Reading::Unavailable(why.clone());
-                    facts.driver.version = Reading::Unavailable(why.clone());
-                    facts.driver.cuda_version = Reading::Unavailable(why.clone());
-                    facts.gpus = Reading::Unavailable(why);
-                }
-            }
+        Ok(NvmlAnswer::Failed { reason }) => failed.push(reason),
+        Err(e) => failed.push(e),
+    }
+    if !failed.is_empty() {
+        // nvidia-smi may still work (a static build), or say why the driver does not answer.
+        let smi = command::run("nvidia-smi", &["-q", "-x"], t)
+            .and_then(|xml| apply_nvsmi(&mut facts, &xml, &failed));
+        if let Err(smi_err) = smi {
+            failed.push(smi_err);
+        } else {
+            failed.clear();
         }
     }
 
     let nvcc_out = nvcc_job.join().ok().flatten();
     read_files(&root, &mut facts, libc, nvcc_out.as_deref());
+    if !failed.is_empty() {
+        apply_files_fallback(&root, &mut facts, failed);
+    }
     facts.xid_events = live_xids();
     facts.topology = topology_from(
         topo_job
@@ -270,6 +279,22 @@ pub fn live_deferred(opts: &GatherOptions) -> (Facts, PendingHost) {
 /// `collect` (which keeps it in `cmd/driver-error.txt`).
 pub fn driver_failure(nvml_err: &str, smi_err: &str) -> String {
     format!("{nvml_err}; {smi_err}")
+}
+
+/// NVML's answer as a reason when it gave no GPU list (for `collect`).
+pub fn nvml_failure(answer: Result<NvmlAnswer, String>) -> Option<String> {
+    match answer {
+        Ok(NvmlAnswer::Loaded {
+            gpus: Reading::Value(_),
+            ..
+        }) => None,
+        Ok(NvmlAnswer::Loaded {
+            gpus: Reading::Unavailable(e),
+            ..
+        }) => Some(e),
+        Ok(NvmlAnswer::Failed { reason }) => Some(reason),
+        Err(e) => Some(e),
+    }
 }
 
 fn read_files(
@@ -308,39 +333,112 @@ fn read_files(
     }
 }
 
-fn apply_nvsmi(facts: &mut Facts, parsed: Result<nvsmi_xml::NvsmiLog, ParseError>, source: &str) {
-    match parsed {
-        Ok(log) => {
-            facts.driver.query = Reading::Value(source.into());
-            facts.driver.version = match log.driver_version {
-                Some(v) => Reading::Value(v),
-                None => Reading::unavailable("nvidia-smi: no driver_version"),
-            };
-            facts.driver.cuda_version = match log
-                .cuda_version
-                .as_deref()
-                .and_then(gpuaudit_core::facts::CudaVersion::parse)
-            {
-                Some(c) => Reading::Value(c),
-                None => Reading::unavailable("nvidia-smi: no cuda_version"),
-            };
-            if log.gpus_left_out > 0 {
-                facts.driver.gpus_left_out = Some(format!(
-                    "nvidia-smi lists {} GPUs; the first {} were read",
-                    log.gpus.len() + log.gpus_left_out,
-                    log.gpus.len()
-                ));
-            }
-            facts.gpus = Reading::Value(log.gpus);
+/// The facts `nvidia-smi -q -x` gives, held against the plausibility limits; `failed` are the
+/// reasons the sources before it (NVML) did not answer, kept in `driver.query`. `Err`: why
+/// the XML gave nothing.
+fn apply_nvsmi(facts: &mut Facts, xml: &str, failed: &[String]) -> Result<(), String> {
+    let log = nvsmi_xml::parse(xml).map_err(|e| format!("nvidia-smi -q -x: {e}"))?;
+    facts.driver.query = Reading::Value(answered_by("nvidia-smi", failed));
+    if let Some(v) = log.driver_version {
+        facts.driver.version = Reading::Value(v);
+    } else if facts.driver.version.value().is_none() {
+        facts.driver.version = Reading::unavailable("nvidia-smi: no driver_version");
+    }
+    match log
+        .cuda_version
+        .as_deref()
+        .and_then(gpuaudit_core::facts::CudaVersion::parse)
+    {
+        Some(c) => facts.driver.cuda_version = Reading::Value(c),
+        None if facts.driver.cuda_version.value().is_none() => {
+            facts.driver.cuda_version = Reading::unavailable("nvidia-smi: no cuda_version")
         }
-        Err(e) => {
-            let r = format!("nvidia-smi -q -x: {e}");
-            facts.driver.query = Reading::Unavailable(r.clone());
-            facts.driver.version = Reading::Unavailable(r.clone());
-            facts.driver.cuda_version = Reading::Unavailable(r.clone());
-            facts.gpus = Reading::Unavailable(r);
+        None => {}
+    }
+    if log.gpus_left_out > 0 {
+        facts.driver.gpus_left_out = Some(format!(
+            "nvidia-smi lists {} GPUs; the first {} were read",
+            log.gpus.len() + log.gpus_left_out,
+            log.gpus.len()
+        ));
+    }
+    facts.gpus = plausible::filter_gpus(Reading::Value(log.gpus), "nvidia-smi");
+    Ok(())
+}
+
+/// "nvidia-smi (NVML did not answer within 15 s ...)": the source that answered, and why the
+/// ones before it did not.
+fn answered_by(source: &str, failed: &[String]) -> String {
+    if failed.is_empty() {
+        source.to_string()
+    } else {
+        format!("{source} ({})", failed.join("; "))
+    }
+}
+
+/// Neither NVML nor nvidia-smi answered: the kernel module's `/proc/driver/nvidia/gpus/*/
+/// information` files still name each GPU (the PCIe link comes from sysfs, which pcie.link
+/// reads itself). Where the module lists no GPU, the reasons stand.
+fn apply_files_fallback(root: &RootFs, facts: &mut Facts, failed: Vec<String>) {
+    let why = failed.join("; ");
+    match gpus_from_files(root, facts, &why) {
+        Some(gpus) => {
+            facts.driver.query = Reading::Value(answered_by(
+                &format!("files: {}", root.display("proc/driver/nvidia/gpus")),
+                &failed,
+            ));
+            facts.gpus = Reading::Value(gpus);
+        }
+        None => {
+            facts.driver.query = Reading::Unavailable(why.clone());
+            facts.gpus = Reading::Unavailable(why.clone());
         }
     }
+    if facts.driver.version.value().is_none() {
+        facts.driver.version = Reading::Unavailable(why.clone());
+    }
+    if facts.driver.cuda_version.value().is_none() {
+        facts.driver.cuda_version = Reading::Unavailable(why);
+    }
+}
+
+fn gpus_from_files(root: &RootFs, facts: &Facts, why: &str) -> Option<Vec<GpuFacts>> {
+    let mut dirs = root.list("proc/driver/nvidia/gpus").ok()?;
+    dirs.sort();
+    dirs.truncate(plausible::MAX_GPUS as usize);
+    let mut out = Vec::new();
+    for bus in dirs {
+        let rel = format!("proc/driver/nvidia/gpus/{bus}/information");
+        let Ok(text) = root.read(&rel) else { continue };
+        let Ok(info) = gpu_information::parse_gpu_information(&text) else {
+            continue;
+        };
+        let bus_id = normalize_bus_id(info.bus_location.as_deref().unwrap_or(&bus));
+        let reason = format!(
+            "NVML and nvidia-smi did not answer ({why}); {} has only the model, UUID and VBIOS",
+            root.display("proc/driver/nvidia/gpus")
+        );
+        let mut g = GpuFacts::unread(out.len() as u32, &bus_id, "procfs", &reason);
+        let text_or = |v: Option<String>| match v {
+            Some(v) => Reading::Value(v),
+            None => Reading::Unavailable(reason.clone()),
+        };
+        g.name = text_or(info.model);
+        g.uuid = text_or(info.uuid);
+        g.vbios = text_or(info.vbios);
+        if let Some(f) = facts
+            .pci_gpus
+            .value()
+            .and_then(|p| p.iter().find(|f| f.bus_id.eq_ignore_ascii_case(&bus_id)))
+        {
+            g.pci_device_id = Reading::Value(f.device);
+            if let (Some(sd), Some(sv)) = (f.subsystem_device.value(), f.subsystem_vendor.value()) {
+                g.pci_subsystem_id = Reading::Value(((*sd as u32) << 16) | *sv as u32);
+            }
+        }
+        out.push(g);
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 fn topology_from(out: Result<String, String>) -> Reading<Topology> {
@@ -416,6 +514,27 @@ mod tests {
             let p = d.path().join(rel);
             fs::create_dir_all(p.parent().unwrap()).unwrap();
             fs::write(p, content).unwrap();
+        }
+        d
+    }
+
+    const FIXTURE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/snapshots/h200-x2-vm"
+    );
+
+    /// A copy of the 2xH200 snapshot's driver files, with the XML replaced.
+    fn snapshot_with_xml(xml: Option<&str>) -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        let src = Path::new(FIXTURE);
+        for bus in ["0000:00:06.0", "0000:00:07.0"] {
+            let rel = format!("proc/driver/nvidia/gpus/{bus}/information");
+            fs::create_dir_all(d.path().join(&rel).parent().unwrap()).unwrap();
+            fs::copy(src.join(&rel), d.path().join(&rel)).unwrap();
+        }
+        fs::create_dir_all(d.path().join("cmd")).unwrap();
+        if let Some(x) = xml {
+            fs::write(d.path().join("cmd/nvidia-smi-q.xml"), x).unwrap();
         }
         d
     }
@@ -514,6 +633,84 @@ mod tests {
         assert_eq!(
             f.driver.gpus_left_out.as_deref(),
             Some("nvidia-smi lists 300 GPUs; the first 256 were read")
+        );
+    }
+
+    fn fixture_xml() -> String {
+        fs::read_to_string(Path::new(FIXTURE).join("cmd/nvidia-smi-q.xml")).unwrap()
+    }
+
+    #[test]
+    fn a_broken_xml_falls_back_to_the_kernel_modules_files() {
+        let d = snapshot_with_xml(Some("<?xml version=\"1.0\" ?><nvidia_smi_log><gpu"));
+        let f = snapshot(d.path(), &GatherOptions::default()).unwrap();
+        let q = f.driver.query.value().unwrap();
+        assert!(
+            q.starts_with("files: /proc/driver/nvidia/gpus (nvidia-smi -q -x: "),
+            "{q}"
+        );
+        let gpus = f.gpus.value().unwrap();
+        assert_eq!(gpus.len(), 2);
+        assert_eq!(gpus[1].index, 1);
+        assert_eq!(gpus[1].pci_bus_id, "0000:00:07.0");
+        assert_eq!(gpus[1].source, "procfs");
+        assert_eq!(gpus[1].name, Reading::Value("NVIDIA H200".into()));
+        assert_eq!(gpus[1].vbios, Reading::Value("96.00.a5.00.1a".into()));
+        let why = gpus[1].power.limit_w.reason().unwrap();
+        assert!(
+            why.starts_with("NVML and nvidia-smi did not answer (nvidia-smi -q -x"),
+            "{why}"
+        );
+    }
+
+    #[test]
+    fn no_gpu_in_the_files_either_keeps_the_reason() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir_all(d.path().join("cmd")).unwrap();
+        fs::write(
+            d.path().join("cmd/driver-error.txt"),
+            "NVML: the NVIDIA driver is not loaded; nvidia-smi: not found\n",
+        )
+        .unwrap();
+        let f = snapshot(d.path(), &GatherOptions::default()).unwrap();
+        assert_eq!(
+            f.gpus.reason(),
+            Some("NVML: the NVIDIA driver is not loaded; nvidia-smi: not found")
+        );
+        assert_eq!(f.driver.query.reason(), f.gpus.reason());
+    }
+
+    #[test]
+    fn implausible_xml_values_are_not_facts() {
+        let xml = fixture_xml()
+            .replacen(
+                "<current_link_gen>5</current_link_gen>",
+                "<current_link_gen>99</current_link_gen>",
+                1,
+            )
+            .replacen(
+                "<current_link_width>16x</current_link_width>",
+                "<current_link_width>4294967295x</current_link_width>",
+                1,
+            );
+        let d = snapshot_with_xml(Some(&xml));
+        let f = snapshot(d.path(), &GatherOptions::default()).unwrap();
+        assert_eq!(f.driver.query, Reading::Value("nvidia-smi".into()));
+        let g = &f.gpus.value().unwrap()[0];
+        assert_eq!(
+            g.pcie.gen_current.reason(),
+            Some("implausible value from nvidia-smi: PCIe generation 99 (PCIe has generations 1 to 6)")
+        );
+        assert!(g
+            .pcie
+            .width_current
+            .reason()
+            .unwrap()
+            .contains("4294967295"));
+        // The other GPU is untouched.
+        assert_eq!(
+            f.gpus.value().unwrap()[1].pcie.gen_current,
+            Reading::Value(5)
         );
     }
 }

@@ -1,8 +1,8 @@
 //! storage.throughput: sequential write and read with O_DIRECT, and 4 KiB random reads at queue
 //! depth 1, in a temporary file of each data directory, a few seconds each.
 
-use super::cleanup::TempFile;
 use super::storage::can_write;
+use crate::cleanup::TempFile;
 use gpuaudit_core::facts::{DataDir, DirThroughput, IoResult};
 use gpuaudit_core::reading::Reading;
 use std::fs::{File, OpenOptions};

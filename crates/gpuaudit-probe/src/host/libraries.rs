@@ -1,7 +1,10 @@
-//! Where the CUDA libraries are: LD_LIBRARY_PATH, the loader's cache, toolkit directories,
-//! conda environments, Python wheels and framework directories. Live, symbolic links are
-//! resolved to the real files (whose names carry the versions); a snapshot carries the result
-//! as `cmd/cuda-libraries.txt`.
+//! Where the CUDA libraries are: LD_LIBRARY_PATH, the loader's cache, the loader's default
+//! directories, toolkit directories, conda environments, Python wheels and framework
+//! directories. Live, symbolic links are resolved to the real files (whose names carry the
+//! versions); a snapshot carries the result as `cmd/cuda-libraries.txt`.
+//!
+//! This is the one inventory of CUDA libraries: cuda.libraries reports it, and the
+//! measurements pick the libraries they load from it ([`crate::measure::libs`]).
 
 use super::python::{nvidia_wheels, Site};
 use crate::root::RootFs;
@@ -15,9 +18,7 @@ use gpuaudit_core::parse::host::listing::parse_libraries;
 use gpuaudit_core::parse::host::python::parse_record_libs;
 use gpuaudit_core::reading::Reading;
 use std::collections::HashSet;
-use std::process::{Command, Stdio};
 use std::time::Duration;
-use wait_timeout::ChildExt;
 
 pub const LISTING: &str = "cmd/cuda-libraries.txt";
 /// Accepted in hand-made snapshots that have no listing: the output of `ldconfig -p`.
@@ -63,10 +64,19 @@ pub fn read(root: &RootFs, env: &EnvFacts, sites: &[Site]) -> Reading<Vec<Librar
     }
 }
 
+/// Every copy found, in the loader's order of preference, and the directories looked in.
+#[derive(Clone, Debug)]
+pub struct Inventory {
+    pub copies: Reading<Vec<LibraryCopy>>,
+    /// Machine paths of the directories searched, in order (for "not found" messages).
+    pub searched: Vec<String>,
+}
+
 struct Scan<'a> {
     root: &'a RootFs,
     seen: HashSet<String>,
     out: Vec<LibraryCopy>,
+    searched: Vec<String>,
 }
 
 impl Scan<'_> {
@@ -98,9 +108,14 @@ impl Scan<'_> {
     /// Every library of ours in a directory; soname-style names ("libnccl.so.2") first, so the
     /// recorded path is the one programs ask for.
     fn add_dir(&mut self, dir_rel: &str, source: LibrarySource) {
-        let mut names: Vec<String> = self
-            .root
-            .children(dir_rel)
+        let Ok(entries) = self.root.list(dir_rel) else {
+            return;
+        };
+        let shown = abs(dir_rel);
+        if !self.searched.contains(&shown) {
+            self.searched.push(shown);
+        }
+        let mut names: Vec<String> = entries
             .into_iter()
             .filter(|n| library_of(n).is_some())
             .collect();
@@ -142,38 +157,50 @@ pub fn ldconfig_p() -> Result<String, String> {
         .into_iter()
         .find(|p| std::path::Path::new(p).exists())
         .ok_or("no ldconfig program")?;
-    let mut child = Command::new(prog)
-        .arg("-p")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("ldconfig -p: {e}"))?;
-    let mut stdout = child.stdout.take().ok_or("ldconfig -p: no output")?;
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ =
-            std::io::Read::read_to_string(&mut std::io::Read::take(&mut stdout, 8 << 20), &mut s);
-        s
-    });
-    match child.wait_timeout(Duration::from_secs(5)) {
-        Ok(Some(_)) => reader
-            .join()
-            .map_err(|_| "ldconfig -p: reader failed".to_string()),
-        _ => {
-            let _ = child.kill();
-            let _ = child.wait();
-            Err("ldconfig -p: timed out".into())
-        }
-    }
+    crate::command::run(prog, &["-p"], Duration::from_secs(5))
+        .map_err(|e| e.replacen(prog, "ldconfig -p", 1))
 }
 
+/// Where the loader looks after its cache (glibc's default directories, multiarch first).
+const LOADER_DIRS: &[&str] = &[
+    "usr/lib/x86_64-linux-gnu",
+    "usr/lib/aarch64-linux-gnu",
+    "lib/x86_64-linux-gnu",
+    "lib/aarch64-linux-gnu",
+    "usr/lib64",
+    "lib64",
+    "usr/lib",
+    "lib",
+];
+
+/// Directories the NVIDIA container toolkit, NixOS and WSL put the driver's libraries in.
+const DRIVER_DIRS: &[&str] = &[
+    "usr/local/nvidia/lib64",
+    "usr/local/nvidia/lib",
+    "run/opengl-driver/lib",
+    "usr/lib/wsl/lib",
+];
+
 fn scan_live(root: &RootFs, env: &EnvFacts, sites: &[Site]) -> Reading<Vec<LibraryCopy>> {
+    inventory(root, env, sites, &[]).copies
+}
+
+/// The live inventory; `first_dirs` (machine paths) are searched before everything else.
+pub fn inventory(
+    root: &RootFs,
+    env: &EnvFacts,
+    sites: &[Site],
+    first_dirs: &[String],
+) -> Inventory {
     let mut s = Scan {
         root,
         seen: HashSet::new(),
         out: Vec::new(),
+        searched: Vec::new(),
     };
+    for dir in first_dirs.iter().filter(|d| d.starts_with('/')) {
+        s.add_dir(&rel(dir), LibrarySource::Other);
+    }
     if let Some(ldp) = env.get("LD_LIBRARY_PATH") {
         for dir in ldp.split(':').filter(|d| d.starts_with('/')) {
             s.add_dir(&rel(dir), LibrarySource::LdLibraryPath);
@@ -181,6 +208,7 @@ fn scan_live(root: &RootFs, env: &EnvFacts, sites: &[Site]) -> Reading<Vec<Libra
     }
     let cache = ld_cache_entries(root);
     if let Ok(entries) = &cache {
+        s.searched.push("the ld cache".into());
         for e in entries {
             if library_of(&e.soname).is_some()
                 || library_of(e.path.rsplit('/').next().unwrap_or("")).is_some()
@@ -188,18 +216,10 @@ fn scan_live(root: &RootFs, env: &EnvFacts, sites: &[Site]) -> Reading<Vec<Libra
                 s.add(&e.path, LibrarySource::LdCache, None);
             }
         }
-    } else {
-        // Without the cache, look where distributions put the driver's and CUDA's libraries.
-        for d in [
-            "usr/lib/x86_64-linux-gnu",
-            "usr/lib/aarch64-linux-gnu",
-            "usr/lib64",
-            "usr/lib",
-            "lib64",
-            "lib",
-        ] {
-            s.add_dir(d, LibrarySource::Other);
-        }
+    }
+    // Where the loader looks when the cache does not list a library (or there is no cache).
+    for d in LOADER_DIRS {
+        s.add_dir(d, LibrarySource::Other);
     }
     for pattern in [
         "usr/local/cuda*/lib64",
@@ -210,11 +230,7 @@ fn scan_live(root: &RootFs, env: &EnvFacts, sites: &[Site]) -> Reading<Vec<Libra
             s.add_dir(&d, LibrarySource::Toolkit);
         }
     }
-    for d in [
-        "usr/local/nvidia/lib64",
-        "usr/local/nvidia/lib",
-        "usr/lib/wsl/lib",
-    ] {
+    for d in DRIVER_DIRS {
         s.add_dir(d, LibrarySource::Other);
     }
     for site in sites {
@@ -248,9 +264,19 @@ fn scan_live(root: &RootFs, env: &EnvFacts, sites: &[Site]) -> Reading<Vec<Libra
             }
         }
     }
-    match cache {
+    if let Some(prefix) = env.get("CONDA_PREFIX").filter(|p| p.starts_with('/')) {
+        s.add_dir(
+            &join(&rel(prefix.trim_end_matches('/')), "lib"),
+            LibrarySource::Conda,
+        );
+    }
+    let copies = match cache {
         Err(e) if s.out.is_empty() => Reading::unavailable(e),
         _ => Reading::Value(s.out),
+    };
+    Inventory {
+        copies,
+        searched: s.searched,
     }
 }
 

@@ -11,7 +11,6 @@
 //! Paths in facts and messages are the machine's ("/etc/ssh/sshd_config"), never the snapshot
 //! directory's.
 
-mod cleanup;
 mod collect;
 mod container;
 mod env;
@@ -29,8 +28,6 @@ use gpuaudit_core::facts::HostFacts;
 use gpuaudit_core::reading::Reading;
 use std::path::PathBuf;
 use std::time::Duration;
-
-pub use cleanup::{remove_temp_files, set_terminate_on_signal};
 
 /// What a live gather may do beyond reading files.
 #[derive(Clone, Debug)]
@@ -108,6 +105,18 @@ pub fn gather(root: &RootFs, opts: &HostOptions) -> HostFacts {
         jupyter: jupyter::read(root, &env_value, &sites),
         ssh: ssh::read(root),
     }
+}
+
+pub use libraries::Inventory as LibraryInventory;
+
+/// The CUDA libraries of the live machine: the inventory cuda.libraries reports, with
+/// `first_dirs` (machine paths) searched before everything else. The measurements pick the
+/// libraries they load from it.
+pub fn live_library_inventory(first_dirs: &[String]) -> LibraryInventory {
+    let root = RootFs::live();
+    let env = env::live_env();
+    let sites = python::discover(&root, &env);
+    libraries::inventory(&root, &env, &sites, first_dirs)
 }
 
 /// storage.throughput alone (`gpuaudit bench storage`): a few seconds per directory.

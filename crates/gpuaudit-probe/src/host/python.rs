@@ -3,6 +3,7 @@
 //! environment's interpreter with a hard time limit.
 
 use super::HostOptions;
+use crate::process::{self, Caps, Cmd, Ended};
 use crate::root::RootFs;
 use crate::root::{abs, join, rel};
 use gpuaudit_core::facts::{EnvFacts, PythonEnv, TorchInstall};
@@ -12,10 +13,7 @@ use gpuaudit_core::parse::host::python::{
 };
 use gpuaudit_core::reading::Reading;
 use serde::{Deserialize, Serialize};
-use std::io::Read;
-use std::process::{Command, Stdio};
 use std::time::Duration;
-use wait_timeout::ChildExt;
 
 /// A site-packages directory.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -167,6 +165,8 @@ pub fn discover(root: &RootFs, env: &EnvFacts) -> Vec<Site> {
     for prefix in prefixes(root, env) {
         let mut dirs = root.glob(&join(&prefix, "lib/python3*/site-packages"), 8);
         if prefix == "usr" || prefix == "usr/local" {
+            // Fedora/RHEL keep compiled packages (torch, the nvidia wheels) under lib64.
+            dirs.extend(root.glob(&join(&prefix, "lib64/python3*/site-packages"), 8));
             dirs.extend(root.glob(&join(&prefix, "lib/python3*/dist-packages"), 8));
             dirs.extend(root.glob(&join(&prefix, "lib/python3/dist-packages"), 1));
         }
@@ -261,38 +261,27 @@ pub struct QueryRecord {
 
 pub const QUERY_FILE: &str = "cmd/torch-query.json";
 
-fn read_pipe(mut r: impl Read + Send + 'static) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut b = Vec::new();
-        let _ = r.by_ref().take(1 << 20).read_to_end(&mut b);
-        String::from_utf8_lossy(&b).into_owned()
-    })
-}
-
-/// Run the query script with a hard time limit; the child is killed when it runs over.
+/// Run the query script with a hard time limit; the child's group is killed when it runs
+/// over.
 pub fn ask(interpreter: &str, timeout: Duration) -> (Option<String>, Option<String>) {
-    let child = Command::new(interpreter)
+    let cmd = Cmd::new(interpreter)
         .arg("-c")
         .arg(QUERY_SCRIPT)
         .current_dir("/")
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let mut child = match child {
-        Ok(c) => c,
-        Err(e) => return (None, Some(format!("cannot start {interpreter}: {e}"))),
+        .env("PYTHONDONTWRITEBYTECODE", Some("1"));
+    // The answer is the script's last line, after whatever torch printed.
+    let caps = Caps::last(1 << 20, 64 << 10);
+    let o = match process::run(&cmd, timeout, caps) {
+        Ok(o) => o,
+        Err(e) => return (None, Some(format!("cannot start {e}"))),
     };
-    let out = child.stdout.take().map(read_pipe);
-    let err = child.stderr.take().map(read_pipe);
-    match child.wait_timeout(timeout) {
-        Ok(Some(_status)) => {
-            let stdout = out.and_then(|h| h.join().ok()).unwrap_or_default();
-            let stderr = err.and_then(|h| h.join().ok()).unwrap_or_default();
+    match o.ended {
+        Ended::Exited(_) => {
+            let stdout = o.stdout_text();
             if stdout.contains('{') {
                 (Some(stdout), None)
             } else {
+                let stderr = o.stderr_text();
                 let last = stderr
                     .lines()
                     .rev()
@@ -302,23 +291,10 @@ pub fn ask(interpreter: &str, timeout: Duration) -> (Option<String>, Option<Stri
                 (None, Some(gpuaudit_core::parse::host::truncate(last, 300)))
             }
         }
-        Ok(None) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            // The reader threads end when the pipes close; they are not waited for.
-            (
-                None,
-                Some(format!(
-                    "timed out after {} s",
-                    timeout.as_secs_f64().round()
-                )),
-            )
-        }
-        Err(e) => {
-            let _ = child.kill();
-            let _ = child.wait();
-            (None, Some(format!("waiting for {interpreter}: {e}")))
-        }
+        Ended::TimedOut(t) => (
+            None,
+            Some(format!("timed out after {} s", t.as_secs_f64().round())),
+        ),
     }
 }
 

@@ -1,17 +1,19 @@
-//! Finding the CUDA libraries without loading them, and handing them to the child.
+//! Picking the CUDA libraries the child loads, and handing them to it.
 //!
 //! cudarc (dynamic loading) opens each library by a list of names derived from the CUDA version
 //! it was built for ("libcublas.so", "libcublas.so.12", ".11", ... never ".13") and panics when
-//! none opens. So the parent finds each library itself (ld cache, LD_LIBRARY_PATH, the
-//! standard directories, Python wheels, conda), and gives the child a private directory of
-//! symbolic links named as cudarc's first candidate ("libcublas.so" -> the file found), put
-//! first in the child's LD_LIBRARY_PATH. Nothing is loaded in the parent.
+//! none opens. So the parent picks each library itself from the machine's one library
+//! inventory ([`crate::host::live_library_inventory`]: LD_LIBRARY_PATH, the ld cache, the
+//! loader's directories, toolkits, Python wheels, conda), and gives the child a private
+//! directory of symbolic links named as cudarc's first candidate ("libcublas.so" -> the file
+//! found), put first in the child's LD_LIBRARY_PATH. Nothing is loaded in the parent.
+//! `GPUAUDIT_LIB_PATH` (directories, `:`-separated) is searched before everything else.
 
-use std::collections::BTreeSet;
+use crate::cleanup::TempDir;
+use crate::host::LibraryInventory;
+use gpuaudit_core::facts::{LibraryCopy, LibrarySource};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Duration;
 
 /// One library gpuaudit needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -25,7 +27,7 @@ pub enum Lib {
 impl Lib {
     pub const ALL: [Lib; 4] = [Lib::Cuda, Lib::Cublas, Lib::CublasLt, Lib::Nccl];
 
-    /// "libcublas": the name in reports.
+    /// "libcublas": the name in reports and in the library inventory.
     pub fn name(self) -> &'static str {
         match self {
             Lib::Cuda => "libcuda",
@@ -44,38 +46,6 @@ impl Lib {
             Lib::Nccl => "libnccl.so",
         }
     }
-
-    /// File names to look for, best first. For cuBLAS the CUDA major version is chosen by
-    /// [`find`] (it must not be newer than the driver).
-    fn file_names(self, majors: &[u32]) -> Vec<String> {
-        match self {
-            Lib::Cuda => vec!["libcuda.so.1".into(), "libcuda.so".into()],
-            Lib::Nccl => vec!["libnccl.so.2".into(), "libnccl.so".into()],
-            Lib::Cublas | Lib::CublasLt => {
-                let base = if self == Lib::Cublas {
-                    "libcublas.so"
-                } else {
-                    "libcublasLt.so"
-                };
-                let mut v: Vec<String> = majors.iter().map(|m| format!("{base}.{m}")).collect();
-                v.push(base.to_string());
-                v
-            }
-        }
-    }
-}
-
-/// Where to look, gathered from the live machine (or built by a test).
-#[derive(Clone, Debug, Default)]
-pub struct SearchPath {
-    /// `GPUAUDIT_LIB_PATH`, then `LD_LIBRARY_PATH`, in order.
-    pub env_dirs: Vec<PathBuf>,
-    /// `ldconfig -p`: (file name, path).
-    pub ld_cache: Vec<(String, PathBuf)>,
-    /// Standard, CUDA toolkit, Python wheel and conda directories that exist.
-    pub dirs: Vec<PathBuf>,
-    /// The newest CUDA major version the driver supports, where known (NVML).
-    pub driver_cuda_major: Option<u32>,
 }
 
 /// The libraries found, or the reason each was not.
@@ -103,333 +73,162 @@ fn is_stub(p: &Path) -> bool {
     p.components().any(|c| c.as_os_str() == "stubs")
 }
 
-/// Parses `ldconfig -p`: lines like
-/// `    libcuda.so.1 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libcuda.so.1`.
-pub fn parse_ldconfig(text: &str) -> Vec<(String, PathBuf)> {
-    text.lines()
-        .filter_map(|l| {
-            let (left, path) = l.split_once("=>")?;
-            let name = left.split_whitespace().next()?;
-            let arch = left.split_once('(').map(|(_, a)| a).unwrap_or("");
-            // Only this machine's 64-bit libraries; 32-bit copies share the names.
-            if cfg!(target_pointer_width = "64")
-                && !(arch.contains("64") || arch.contains("x86-64"))
-            {
-                return None;
-            }
-            Some((name.to_string(), PathBuf::from(path.trim())))
+/// "libcublas.so.12" (or a resolved "libcublas.so.12.4.5.8") -> 12.
+fn so_major(copy: &LibraryCopy) -> Option<u32> {
+    let from_name = |n: &str| -> Option<u32> {
+        let (_, rest) = n.split_once(".so.")?;
+        rest.split('.').next()?.parse().ok()
+    };
+    let name = copy.path.rsplit('/').next().unwrap_or(&copy.path);
+    from_name(name)
+        .or_else(|| from_name(&copy.file))
+        .or_else(|| copy.version.as_deref()?.split('.').next()?.parse().ok())
+}
+
+/// The directories searched, for a "not found" message.
+fn looked(searched: &[String]) -> String {
+    let shown: Vec<&str> = searched.iter().take(8).map(String::as_str).collect();
+    let more = searched.len().saturating_sub(8);
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else if shown.is_empty() {
+        "nowhere: no library directory found".into()
+    } else {
+        shown.join(", ")
+    }
+}
+
+/// Picks each library from the inventory: the first copy in the loader's order. libcuda is
+/// the driver's: only where the loader finds it (LD_LIBRARY_PATH, the ld cache, the loader's
+/// directories and the driver directories), never a stub. `exists` is `Path::is_file` on the
+/// live machine.
+pub fn find(
+    inv: &LibraryInventory,
+    driver_cuda_major: Option<u32>,
+    exists: &dyn Fn(&Path) -> bool,
+) -> Found {
+    let empty = Vec::new();
+    let (copies, why_none) = match &inv.copies {
+        gpuaudit_core::Reading::Value(c) => (c, None),
+        gpuaudit_core::Reading::Unavailable(r) => (&empty, Some(r.as_str())),
+    };
+    let not_found = |what: &str, extra: &str| -> String {
+        let mut s = format!(
+            "{what} not found (looked in {}){extra}",
+            looked(&inv.searched)
+        );
+        if let Some(r) = why_none {
+            s.push_str(&format!("; {r}"));
+        }
+        s
+    };
+    let of = |lib: Lib| copies.iter().filter(move |c| c.library == lib.name());
+    let usable = |c: &&LibraryCopy| !is_stub(Path::new(&c.path)) && exists(Path::new(&c.path));
+    let cuda = of(Lib::Cuda)
+        .filter(|c| {
+            matches!(
+                c.source,
+                LibrarySource::LdLibraryPath | LibrarySource::LdCache | LibrarySource::Other
+            )
         })
-        .collect()
-}
-
-/// The directories a library may be in, in search order, each once.
-fn candidate_dirs(sp: &SearchPath, name: &str) -> Vec<PathBuf> {
-    let mut seen = BTreeSet::new();
-    let mut out = Vec::new();
-    let mut add = |d: PathBuf| {
-        if seen.insert(d.clone()) {
-            out.push(d);
-        }
-    };
-    for d in &sp.env_dirs {
-        add(d.clone());
-    }
-    for (n, p) in &sp.ld_cache {
-        if n == name {
-            if let Some(d) = p.parent() {
-                add(d.to_path_buf());
-            }
-        }
-    }
-    for d in &sp.dirs {
-        add(d.clone());
-    }
-    out
-}
-
-/// Finds every library. `exists` is `Path::is_file` on the live machine.
-pub fn find(sp: &SearchPath, exists: &dyn Fn(&Path) -> bool) -> Found {
-    let majors: Vec<u32> = [13u32, 12, 11]
-        .into_iter()
-        .filter(|m| sp.driver_cuda_major.is_none_or(|d| *m <= d))
-        .collect();
-    let looked = |names: &[String]| -> String {
-        let mut dirs: Vec<String> = Vec::new();
-        for n in names {
-            for d in candidate_dirs(sp, n) {
-                let s = d.display().to_string();
-                if !dirs.contains(&s) {
-                    dirs.push(s);
-                }
-            }
-        }
-        let shown: Vec<&str> = dirs.iter().take(8).map(String::as_str).collect();
-        let more = dirs.len().saturating_sub(8);
-        if more > 0 {
-            format!("{} and {more} more", shown.join(", "))
-        } else if shown.is_empty() {
-            "nowhere: no library directory found".into()
-        } else {
-            shown.join(", ")
-        }
-    };
-    let first = |lib: Lib| -> Result<PathBuf, String> {
-        let names = lib.file_names(&majors);
-        for n in &names {
-            for d in candidate_dirs(sp, n) {
-                let p = d.join(n);
-                if !is_stub(&p) && exists(&p) {
-                    return Ok(p);
-                }
-            }
-        }
-        Err(format!(
-            "{} not found (looked for {} in {})",
-            lib.name(),
-            names.join(", "),
-            looked(&names)
-        ))
-    };
+        .find(usable)
+        .map(|c| PathBuf::from(&c.path))
+        .ok_or_else(|| not_found(Lib::Cuda.name(), ""));
+    let nccl = of(Lib::Nccl)
+        .find(usable)
+        .map(|c| PathBuf::from(&c.path))
+        .ok_or_else(|| not_found(Lib::Nccl.name(), ""));
     // cuBLAS and cuBLASLt must be one release: libcublas loads its own libcublasLt by
     // soname, and two releases in one process do not mix. Take the first directory (in
-    // search order) holding both of one major version, newest major first.
-    let pair = || -> Result<(PathBuf, PathBuf), String> {
-        let mut names: Vec<String> = Lib::Cublas.file_names(&majors);
-        names.extend(Lib::CublasLt.file_names(&majors));
-        for n in Lib::Cublas.file_names(&majors) {
-            let lt = n.replacen("libcublas", "libcublasLt", 1);
-            for d in candidate_dirs(sp, &n) {
-                let (a, b) = (d.join(&n), d.join(&lt));
-                if !is_stub(&a) && exists(&a) && exists(&b) {
-                    return Ok((a, b));
-                }
-            }
+    // search order) holding both of one major version, newest major first, never newer than
+    // the driver.
+    let majors: Vec<u32> = [13u32, 12, 11]
+        .into_iter()
+        .filter(|m| driver_cuda_major.is_none_or(|d| *m <= d))
+        .collect();
+    let pair = majors.iter().find_map(|m| {
+        of(Lib::Cublas)
+            .filter(|c| so_major(c) == Some(*m))
+            .filter(usable)
+            .find_map(|c| {
+                let a = PathBuf::from(&c.path);
+                let dir = a.parent()?;
+                let lt_name = format!("libcublasLt.so.{m}");
+                let b = of(Lib::CublasLt)
+                    .filter(|l| so_major(l) == Some(*m))
+                    .map(|l| PathBuf::from(&l.path))
+                    .find(|l| l.parent() == Some(dir))
+                    .or_else(|| Some(dir.join(&lt_name)).filter(|p| exists(p)))?;
+                Some((a, b))
+            })
+    });
+    let (cublas, cublaslt) = match pair {
+        Some((a, b)) => (Ok(a), Ok(b)),
+        None => {
+            let driver = driver_cuda_major
+                .map(|m| format!(" (the driver supports CUDA {m}, so no newer release counts)"))
+                .unwrap_or_default();
+            let e = not_found(
+                &format!(
+                    "libcublas/libcublasLt as a pair of one release ({})",
+                    majors
+                        .iter()
+                        .map(|m| format!("libcublas.so.{m} with libcublasLt.so.{m}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                &driver,
+            );
+            (Err(e.clone()), Err(e))
         }
-        let driver = sp
-            .driver_cuda_major
-            .map(|m| format!(" (the driver supports CUDA {m}, so no newer release counts)"))
-            .unwrap_or_default();
-        Err(format!(
-            "libcublas/libcublasLt not found as a pair of one release (looked for {} in {}){driver}",
-            names.join(", "),
-            looked(&names)
-        ))
-    };
-    let (cublas, cublaslt) = match pair() {
-        Ok((a, b)) => (Ok(a), Ok(b)),
-        Err(e) => (Err(e.clone()), Err(e)),
     };
     Found {
-        cuda: first(Lib::Cuda),
+        cuda,
         cublas,
         cublaslt,
-        nccl: first(Lib::Nccl),
+        nccl,
     }
 }
 
-/// Subdirectories of `dir` matching `prefix*`, sorted (newest versions last).
-fn glob_dirs(dir: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|rd| {
-            rd.flatten()
-                .filter(|e| e.file_name().to_string_lossy().starts_with(prefix))
-                .map(|e| e.path())
-                .filter(|p| p.is_dir())
+/// The live machine's inventory, with `GPUAUDIT_LIB_PATH` searched first.
+pub fn live_inventory() -> LibraryInventory {
+    let first: Vec<String> = std::env::var_os("GPUAUDIT_LIB_PATH")
+        .map(|v| {
+            std::env::split_paths(&v)
+                .filter(|p| p.is_absolute())
+                .map(|p| p.display().to_string())
                 .collect()
         })
         .unwrap_or_default();
-    v.sort();
-    v
+    crate::host::live_library_inventory(&first)
 }
 
-/// Python site-packages directories on this machine (system, /usr/local, user, venv, conda).
-fn site_packages() -> Vec<PathBuf> {
-    let mut roots: Vec<PathBuf> = vec![
-        "/usr/lib".into(),
-        "/usr/lib64".into(),
-        "/usr/local/lib".into(),
-        "/usr/local/lib64".into(),
-        "/opt/conda/lib".into(),
-    ];
-    for var in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
-        if let Some(v) = std::env::var_os(var) {
-            roots.insert(0, PathBuf::from(v).join("lib"));
-        }
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        roots.push(PathBuf::from(home).join(".local/lib"));
-    }
-    let mut out = Vec::new();
-    for r in roots {
-        for py in glob_dirs(&r, "python3").into_iter().rev() {
-            for sp in ["site-packages", "dist-packages"] {
-                let d = py.join(sp);
-                if d.is_dir() {
-                    out.push(d);
-                }
-            }
-        }
-    }
-    out.push("/usr/lib/python3/dist-packages".into());
-    // The python3 on PATH knows its own (a venv, conda, pyenv): ask it, briefly.
-    if let Some(text) = run_quietly(
-        "python3",
-        &[
-            "-c",
-            "import site,sys\ntry:\n p=site.getsitepackages()+[site.getusersitepackages()]\nexcept Exception:\n p=[x for x in sys.path if x.endswith('-packages')]\nprint('\\n'.join(p))",
-        ],
-        Duration::from_secs(3),
-    ) {
-        for l in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
-            let d = PathBuf::from(l);
-            if !out.contains(&d) {
-                out.push(d);
-            }
-        }
-    }
-    out.retain(|d| d.is_dir());
-    out
-}
-
-/// Reads the search path from the live machine.
-pub fn live_search_path(driver_cuda_major: Option<u32>) -> SearchPath {
-    let mut env_dirs = Vec::new();
-    for var in ["GPUAUDIT_LIB_PATH", "LD_LIBRARY_PATH"] {
-        if let Some(v) = std::env::var_os(var) {
-            env_dirs.extend(std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()));
-        }
-    }
-    let ld_cache = ["/sbin/ldconfig", "/usr/sbin/ldconfig", "ldconfig"]
-        .iter()
-        .find_map(|cmd| run_quietly(cmd, &["-p"], Duration::from_secs(3)))
-        .map(|t| parse_ldconfig(&t))
-        .unwrap_or_default();
-    let mut dirs: Vec<PathBuf> = [
-        "/usr/lib/x86_64-linux-gnu",
-        "/usr/lib/aarch64-linux-gnu",
-        "/usr/lib64",
-        "/usr/lib",
-        "/lib/x86_64-linux-gnu",
-        "/usr/local/nvidia/lib64",
-        "/usr/local/nvidia/lib",
-        "/run/opengl-driver/lib",
-        "/usr/lib/wsl/lib",
-        "/usr/local/cuda/lib64",
-        "/usr/local/cuda/targets/x86_64-linux/lib",
-        "/usr/local/cuda/targets/sbsa-linux/lib",
-    ]
-    .iter()
-    .map(PathBuf::from)
-    .collect();
-    for cuda in glob_dirs(Path::new("/usr/local"), "cuda-")
-        .into_iter()
-        .rev()
-    {
-        dirs.push(cuda.join("lib64"));
-        dirs.push(cuda.join("targets/x86_64-linux/lib"));
-    }
-    for sp in site_packages() {
-        // PyTorch's wheels: nvidia/cublas/lib, nvidia/nccl/lib (CUDA 12), nvidia/cu13/lib.
-        for pkg in glob_dirs(&sp.join("nvidia"), "") {
-            dirs.push(pkg.join("lib"));
-        }
-    }
-    for var in ["CONDA_PREFIX"] {
-        if let Some(v) = std::env::var_os(var) {
-            dirs.push(PathBuf::from(v).join("lib"));
-        }
-    }
-    dirs.push("/opt/conda/lib".into());
-    dirs.retain(|d| d.is_dir());
-    SearchPath {
-        env_dirs,
-        ld_cache,
-        dirs,
-        driver_cuda_major,
-    }
-}
-
-/// Runs a command with a time limit; its stdout when it succeeded.
-fn run_quietly(cmd: &str, args: &[&str], limit: Duration) -> Option<String> {
-    use std::process::Stdio;
-    use wait_timeout::ChildExt;
-    let mut child = Command::new(cmd)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut stdout = child.stdout.take()?;
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut stdout, &mut s).ok();
-        s
-    });
-    let status = match child.wait_timeout(limit) {
-        Ok(Some(st)) => st,
-        _ => {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-    };
-    let out = reader.join().ok()?;
-    status.success().then_some(out)
-}
-
-/// The private directory of links the child loads its libraries through. Removed on drop.
+/// The private directory of links the child loads its libraries through: registered with
+/// [`crate::cleanup`], so it is removed on drop and on SIGINT, SIGTERM and SIGHUP.
 #[derive(Debug)]
 pub struct LinkDir {
-    dir: PathBuf,
+    dir: TempDir,
     /// Directories of the real files (for their own dependencies), in order.
     lib_dirs: Vec<PathBuf>,
 }
+
+/// The prefix of the link directories under the temporary directory.
+pub const LINK_DIR_PREFIX: &str = "gpuaudit-libs-";
 
 impl LinkDir {
     /// Creates the directory with a link per library found: the name cudarc opens and the
     /// file's own name (so the library's dependencies by soname resolve to the same file).
     pub fn create(found: &Found) -> std::io::Result<LinkDir> {
-        let base = std::env::temp_dir();
-        let mut dir = None;
-        for attempt in 0..16u32 {
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.subsec_nanos())
-                .unwrap_or(0);
-            let d = base.join(format!(
-                "gpuaudit-libs-{}-{nanos:x}-{attempt}",
-                std::process::id()
-            ));
-            match std::fs::create_dir(&d) {
-                Ok(()) => {
-                    dir = Some(d);
-                    break;
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
-        let dir = dir.ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::AlreadyExists,
-                "could not create a private directory for the library links",
-            )
-        })?;
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
-        }
-        let link = LinkDir {
-            dir,
+        let mut link = LinkDir {
+            dir: TempDir::create(LINK_DIR_PREFIX)?,
             lib_dirs: Vec::new(),
         };
-        let mut link = link;
+        let dir = link.dir.path().to_path_buf();
         for lib in Lib::ALL {
             if let Ok(p) = found.get(lib) {
-                std::os::unix::fs::symlink(p, link.dir.join(lib.cudarc_name()))?;
+                std::os::unix::fs::symlink(p, dir.join(lib.cudarc_name()))?;
                 if let Some(own) = p.file_name() {
-                    let own_link = link.dir.join(own);
+                    let own_link = dir.join(own);
                     if !own_link.exists() {
                         std::os::unix::fs::symlink(p, own_link)?;
                     }
@@ -445,58 +244,73 @@ impl LinkDir {
     }
 
     pub fn path(&self) -> &Path {
-        &self.dir
+        self.dir.path()
     }
 
     /// LD_LIBRARY_PATH for the child: the links, the libraries' directories, then what the
     /// user had.
     pub fn ld_library_path(&self) -> OsString {
-        let mut parts: Vec<PathBuf> = vec![self.dir.clone()];
+        let mut parts: Vec<PathBuf> = vec![self.path().to_path_buf()];
         parts.extend(self.lib_dirs.iter().cloned());
         if let Some(v) = std::env::var_os("LD_LIBRARY_PATH") {
             parts.extend(std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()));
         }
-        std::env::join_paths(parts).unwrap_or_else(|_| self.dir.clone().into_os_string())
-    }
-}
-
-impl Drop for LinkDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        std::env::join_paths(parts).unwrap_or_else(|_| self.path().as_os_str().to_os_string())
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpuaudit_core::Reading;
 
-    fn sp(files: &[&str]) -> (SearchPath, Vec<PathBuf>) {
-        let files: Vec<PathBuf> = files.iter().map(PathBuf::from).collect();
-        let mut dirs: Vec<PathBuf> = files
-            .iter()
-            .filter_map(|f| f.parent().map(Path::to_path_buf))
-            .collect();
-        dirs.dedup();
-        (
-            SearchPath {
-                dirs,
-                ..SearchPath::default()
-            },
-            files,
-        )
+    fn copy(path: &str, source: LibrarySource) -> LibraryCopy {
+        let file = path.rsplit('/').next().unwrap().to_string();
+        let (lib, version) = gpuaudit_core::parse::host::libs::library_of(&file).unwrap();
+        LibraryCopy {
+            library: lib.to_string(),
+            path: path.to_string(),
+            file,
+            version,
+            source,
+        }
+    }
+
+    fn inv(copies: &[(&str, LibrarySource)]) -> LibraryInventory {
+        LibraryInventory {
+            copies: Reading::Value(copies.iter().map(|(p, s)| copy(p, s.clone())).collect()),
+            searched: vec!["/usr/lib".into(), "/opt/x".into()],
+        }
+    }
+
+    fn all_exist(_: &Path) -> bool {
+        true
     }
 
     #[test]
     fn finds_torch_wheel_libraries_next_to_the_driver() {
-        let (mut s, files) = sp(&[
-            "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
-            "/usr/local/lib/python3.12/dist-packages/nvidia/cu13/lib/libcublas.so.13",
-            "/usr/local/lib/python3.12/dist-packages/nvidia/cu13/lib/libcublasLt.so.13",
-            "/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+        let wheel = |p: &str| LibrarySource::Wheel {
+            package: p.to_string(),
+        };
+        let i = inv(&[
+            (
+                "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                LibrarySource::LdCache,
+            ),
+            (
+                "/usr/local/lib/python3.12/dist-packages/nvidia/cu13/lib/libcublas.so.13",
+                wheel("nvidia-cublas"),
+            ),
+            (
+                "/usr/local/lib/python3.12/dist-packages/nvidia/cu13/lib/libcublasLt.so.13",
+                wheel("nvidia-cublas"),
+            ),
+            (
+                "/usr/local/lib/python3.12/dist-packages/nvidia/nccl/lib/libnccl.so.2",
+                wheel("nvidia-nccl-cu12"),
+            ),
         ]);
-        s.driver_cuda_major = Some(13);
-        let exists = |p: &Path| files.iter().any(|f| f == p);
-        let f = find(&s, &exists);
+        let f = find(&i, Some(13), &all_exist);
         assert_eq!(
             f.cuda.unwrap(),
             PathBuf::from("/usr/lib/x86_64-linux-gnu/libcuda.so.1")
@@ -508,24 +322,34 @@ mod tests {
 
     #[test]
     fn cublas_newer_than_the_driver_is_not_used() {
-        let (mut s, files) = sp(&[
-            "/a/libcublas.so.13",
-            "/a/libcublasLt.so.13",
-            "/b/libcublas.so.12",
-            "/b/libcublasLt.so.12",
+        let o = LibrarySource::Other;
+        let i = inv(&[
+            ("/a/libcublas.so.13", o.clone()),
+            ("/a/libcublasLt.so.13", o.clone()),
+            ("/b/libcublas.so.12", o.clone()),
+            ("/b/libcublasLt.so.12", o.clone()),
         ]);
-        s.driver_cuda_major = Some(12);
-        let exists = |p: &Path| files.iter().any(|f| f == p);
-        let f = find(&s, &exists);
+        let f = find(&i, Some(12), &all_exist);
         assert_eq!(f.cublas.unwrap(), PathBuf::from("/b/libcublas.so.12"));
         assert_eq!(f.cublaslt.unwrap(), PathBuf::from("/b/libcublasLt.so.12"));
+        // Without a driver version the newest pair wins.
+        assert_eq!(
+            find(&i, None, &all_exist).cublas.unwrap(),
+            PathBuf::from("/a/libcublas.so.13")
+        );
     }
 
     #[test]
     fn cublas_without_its_lt_is_not_a_pair() {
-        let (s, files) = sp(&["/a/libcublas.so.12", "/b/libcublasLt.so.12"]);
-        let exists = |p: &Path| files.iter().any(|f| f == p);
-        let f = find(&s, &exists);
+        let o = LibrarySource::Other;
+        let i = inv(&[
+            ("/a/libcublas.so.12", o.clone()),
+            ("/b/libcublasLt.so.12", o),
+        ]);
+        let listed = |p: &Path| {
+            p == Path::new("/a/libcublas.so.12") || p == Path::new("/b/libcublasLt.so.12")
+        };
+        let f = find(&i, None, &listed);
         let e = f.cublas.unwrap_err();
         assert!(e.contains("pair of one release"), "{e}");
         assert!(f.cublaslt.is_err());
@@ -533,49 +357,78 @@ mod tests {
 
     #[test]
     fn missing_library_says_where_it_looked() {
-        let (s, files) = sp(&["/usr/lib/libcuda.so.1"]);
-        let exists = |p: &Path| files.iter().any(|f| f == p);
-        let f = find(&s, &exists);
+        let i = inv(&[("/usr/lib/libcuda.so.1", LibrarySource::Other)]);
+        let f = find(&i, None, &all_exist);
         let e = f.nccl.unwrap_err();
         assert!(e.starts_with("libnccl not found"), "{e}");
-        assert!(e.contains("/usr/lib"), "{e}");
-    }
-
-    #[test]
-    fn stub_libcuda_is_ignored() {
-        let (s, files) = sp(&[
-            "/usr/local/cuda/lib64/stubs/libcuda.so",
-            "/usr/lib64/libcuda.so.1",
-        ]);
-        let exists = |p: &Path| files.iter().any(|f| f == p);
-        let f = find(&s, &exists);
-        assert_eq!(f.cuda.unwrap(), PathBuf::from("/usr/lib64/libcuda.so.1"));
-    }
-
-    #[test]
-    fn ld_library_path_comes_first_then_ld_cache() {
-        let s = SearchPath {
-            env_dirs: vec!["/opt/x".into()],
-            ld_cache: parse_ldconfig(
-                "3 libs found in cache `/etc/ld.so.cache'\n\
-                 \tlibnccl.so.2 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnccl.so.2\n\
-                 \tlibnccl.so.2 (libc6) => /usr/lib/i386-linux-gnu/libnccl.so.2\n",
-            ),
-            dirs: vec![],
-            driver_cuda_major: None,
+        assert!(e.contains("/usr/lib, /opt/x"), "{e}");
+        // An inventory that could not be taken says why.
+        let broken = LibraryInventory {
+            copies: Reading::unavailable("/etc/ld.so.cache: no such file"),
+            searched: vec![],
         };
-        assert_eq!(s.ld_cache.len(), 1);
-        let files = [
-            PathBuf::from("/opt/x/libnccl.so.2"),
-            PathBuf::from("/usr/lib/x86_64-linux-gnu/libnccl.so.2"),
-        ];
-        let exists = |p: &Path| files.iter().any(|f| f == p);
+        let e = find(&broken, None, &all_exist).cuda.unwrap_err();
+        assert!(e.contains("nowhere") && e.contains("ld.so.cache"), "{e}");
+    }
+
+    #[test]
+    fn stub_or_toolkit_libcuda_is_not_the_driver() {
+        let i = inv(&[
+            (
+                "/usr/local/cuda/lib64/stubs/libcuda.so",
+                LibrarySource::LdLibraryPath,
+            ),
+            (
+                "/usr/local/cuda-12.4/compat/libcuda.so.1",
+                LibrarySource::Toolkit,
+            ),
+            ("/usr/lib64/libcuda.so.1", LibrarySource::Other),
+        ]);
+        let f = find(&i, None, &all_exist);
+        assert_eq!(f.cuda.unwrap(), PathBuf::from("/usr/lib64/libcuda.so.1"));
+        // The forward-compatibility libcuda counts where LD_LIBRARY_PATH puts it first.
+        let i = inv(&[
+            (
+                "/usr/local/cuda-12.4/compat/libcuda.so.1",
+                LibrarySource::LdLibraryPath,
+            ),
+            ("/usr/lib64/libcuda.so.1", LibrarySource::LdCache),
+        ]);
         assert_eq!(
-            find(&s, &exists).nccl.unwrap(),
+            find(&i, None, &all_exist).cuda.unwrap(),
+            PathBuf::from("/usr/local/cuda-12.4/compat/libcuda.so.1")
+        );
+    }
+
+    #[test]
+    fn the_first_copy_in_loader_order_wins_if_it_exists() {
+        let i = inv(&[
+            ("/opt/x/libnccl.so.2", LibrarySource::LdLibraryPath),
+            (
+                "/usr/lib/x86_64-linux-gnu/libnccl.so.2",
+                LibrarySource::LdCache,
+            ),
+        ]);
+        assert_eq!(
+            find(&i, None, &all_exist).nccl.unwrap(),
             PathBuf::from("/opt/x/libnccl.so.2")
         );
-        let only_cache = |p: &Path| p == files[1];
-        assert_eq!(find(&s, &only_cache).nccl.unwrap(), files[1]);
+        let only_cache = |p: &Path| p.starts_with("/usr");
+        assert_eq!(
+            find(&i, None, &only_cache).nccl.unwrap(),
+            PathBuf::from("/usr/lib/x86_64-linux-gnu/libnccl.so.2")
+        );
+    }
+
+    #[test]
+    fn the_live_inventory_finds_a_library_through_ld_library_path() {
+        // The fault-injection suite relies on this: a library first in LD_LIBRARY_PATH is the
+        // one the measurement loads. Here through GPUAUDIT_LIB_PATH's equivalent, first_dirs.
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("libnccl.so.2"), b"").unwrap();
+        let inv = crate::host::live_library_inventory(&[d.path().display().to_string()]);
+        let f = find(&inv, None, &|p| p.is_file());
+        assert_eq!(f.nccl.unwrap(), d.path().join("libnccl.so.2"));
     }
 
     #[test]
@@ -593,6 +446,11 @@ mod tests {
         {
             let d = LinkDir::create(&found).unwrap();
             dir_path = d.path().to_path_buf();
+            assert!(dir_path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with(LINK_DIR_PREFIX));
             assert_eq!(
                 std::fs::read_link(d.path().join("libnccl.so")).unwrap(),
                 real
@@ -604,28 +462,6 @@ mod tests {
             assert_eq!(parts[1], tmp.path());
         }
         assert!(!dir_path.exists(), "the link directory is removed on drop");
-    }
-}
-
-#[cfg(test)]
-mod live_tests {
-    #[test]
-    fn python_is_asked_for_its_site_packages() {
-        // Whatever this machine has, the search must not fail; where python3 runs, its
-        // site-packages directories are among the candidates.
-        let sp = super::site_packages();
-        if let Ok(o) = std::process::Command::new("python3")
-            .args(["-c", "import site; print(site.getsitepackages()[0])"])
-            .output()
-        {
-            let d = String::from_utf8_lossy(&o.stdout).trim().to_string();
-            if !d.is_empty() && std::path::Path::new(&d).is_dir() {
-                assert!(
-                    sp.iter().any(|p| p.to_string_lossy() == d),
-                    "{sp:?} lacks {d}"
-                );
-            }
-        }
-        let _ = super::live_search_path(Some(13));
+        assert!(real.exists(), "the library itself is never removed");
     }
 }

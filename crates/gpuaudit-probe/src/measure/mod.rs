@@ -34,12 +34,11 @@ pub mod protocol;
 pub use child::{child_main, ctx_probe_main};
 pub use plan::{GemmLayout, GpuOrder, Group, LaunchShape, Options};
 
+use crate::nvml::{self, GpuState, Watcher};
 use gpuaudit_core::facts::{
-    ContextLatency, Facts, GpuFacts, GpuFlag, LibraryUse, MeasuredFacts, OnGpu, SkippedGpu, Stats,
+    ContextLatency, Facts, GpuFlag, LibraryUse, MeasuredFacts, OnGpu, SkippedGpu, Stats,
 };
 use gpuaudit_core::Reading;
-use nvml_wrapper::enum_wrappers::device::{Clock, TemperatureSensor};
-use nvml_wrapper::Nvml;
 use parent::{ChildCmd, Sample};
 use plan::{LibStatus, Plan, Target};
 use protocol::{ChildMsg, GroupResult};
@@ -106,50 +105,59 @@ pub fn busy_reason(processes: Option<usize>, utilization_pct: Option<u32>) -> Op
     }
 }
 
-/// The GPUs as the parent knows them, with a fresh busy reading from NVML where it answers.
-fn targets(facts: &Facts, nvml: Option<&Nvml>) -> Vec<Target> {
-    let read = |g: &GpuFacts| -> (Option<usize>, Option<u32>) {
-        let dev = nvml.and_then(|n| n.device_by_index(g.index).ok());
-        let procs = dev
-            .as_ref()
-            .and_then(|d| d.running_compute_processes().ok().map(|p| p.len()))
-            .or_else(|| g.processes.value().map(Vec::len));
-        let util = dev
-            .as_ref()
-            .and_then(|d| d.utilization_rates().ok().map(|u| u.gpu))
-            .or_else(|| g.utilization_pct.value().copied());
-        (procs, util)
-    };
-    let mut readings: Vec<(Option<usize>, Option<u32>)> =
-        facts.gpu_list().iter().map(read).collect();
-    // NVML's utilisation is an average over the last second or so: a process that just
-    // ended (a previous gpuaudit run) still shows. Utilisation without processes is read
-    // again after a fresh window before it counts.
-    if nvml.is_some()
-        && readings
-            .iter()
-            .any(|(p, u)| *p == Some(0) && u.is_some_and(|u| u >= 10))
-    {
-        std::thread::sleep(Duration::from_millis(1100));
-        for (g, r) in facts.gpu_list().iter().zip(readings.iter_mut()) {
-            if r.0 == Some(0) && r.1.is_some_and(|u| u >= 10) {
-                *r = read(g);
-            }
-        }
-    }
+/// The GPUs as the parent knows them, with the watcher's fresh busy reading where NVML
+/// answers (the facts' own readings otherwise).
+fn targets(facts: &Facts, state: &[GpuState]) -> Vec<Target> {
     facts
         .gpu_list()
         .iter()
-        .zip(readings)
-        .map(|(g, (procs, util))| Target {
-            index: g.index,
-            pci_bus_id: g.pci_bus_id.clone(),
-            name: g.name.value().cloned(),
-            compute_capability: g.compute_capability.value().copied(),
-            busy: busy_reason(procs, util),
-            mig: g.mig.current.value().copied().unwrap_or(false),
+        .map(|g| {
+            let fresh = state.iter().find(|s| s.gpu == g.index);
+            let procs = fresh
+                .and_then(|s| s.processes)
+                .or_else(|| g.processes.value().map(Vec::len));
+            let util = fresh
+                .and_then(|s| s.utilization)
+                .or_else(|| g.utilization_pct.value().copied());
+            Target {
+                index: g.index,
+                pci_bus_id: g.pci_bus_id.clone(),
+                name: g.name.value().cloned(),
+                compute_capability: g.compute_capability.value().copied(),
+                busy: busy_reason(procs, util),
+                mig: g.mig.current.value().copied().unwrap_or(false),
+            }
         })
         .collect()
+}
+
+/// Starts the NVML watcher where NVML answered for the facts (a library that hung or crashed
+/// then is not asked again); its state, or why there is none.
+fn start_watcher(facts: &Facts) -> (Option<Watcher>, Vec<GpuState>, Option<String>) {
+    let gpus: Vec<u32> = facts.gpu_list().iter().map(|g| g.index).collect();
+    if gpus.is_empty() {
+        return (None, Vec::new(), None);
+    }
+    if !facts.gpu_list().iter().all(|g| g.source == "nvml") {
+        let why = facts
+            .driver
+            .query
+            .value()
+            .cloned()
+            .or_else(|| facts.driver.query.reason().map(str::to_string))
+            .unwrap_or_default();
+        return (
+            None,
+            Vec::new(),
+            Some(format!(
+                "NVML not sampled: it did not answer for the facts ({why})"
+            )),
+        );
+    }
+    match Watcher::start(&gpus, nvml::TIMEOUT) {
+        Ok((w, state)) => (Some(w), state, None),
+        Err(e) => (None, Vec::new(), Some(format!("NVML not sampled: {e}"))),
+    }
 }
 
 /// Measures what `opts` asks on the GPUs of `facts`. Never panics; every group that could
@@ -157,10 +165,10 @@ fn targets(facts: &Facts, nvml: Option<&Nvml>) -> Vec<Target> {
 pub fn run(facts: &Facts, opts: &Options, progress: &mut dyn FnMut(&Progress)) -> MeasuredFacts {
     let mut opts = opts.clone();
     apply_env_overrides(&mut opts);
-    let nvml = Nvml::init().ok();
-    let targets = targets(facts, nvml.as_ref());
+    let (watcher, state, watch_note) = start_watcher(facts);
+    let targets = targets(facts, &state);
     let driver_major = facts.driver.cuda_version.value().map(|v| v.major);
-    let found = libs::find(&libs::live_search_path(driver_major), &|p| p.is_file());
+    let found = libs::find(&libs::live_inventory(), driver_major, &|p| p.is_file());
     let status = LibStatus {
         cuda: found.cuda.as_ref().err().cloned(),
         cublas: found.cublas.as_ref().err().cloned(),
@@ -168,7 +176,13 @@ pub fn run(facts: &Facts, opts: &Options, progress: &mut dyn FnMut(&Progress)) -
         nccl: found.nccl.as_ref().err().cloned(),
     };
     let plan = plan::plan(&targets, &opts, &status);
-    let mut m = run_plan(&plan, &found, nvml.as_ref(), progress);
+    let persistence = persistence_of(facts, &state);
+    let mut m = run_plan(&plan, &found, watcher, &persistence, progress);
+    if let Some(n) = watch_note {
+        if Group::ALL.into_iter().any(|g| plan.runs(g)) {
+            m.notes.insert(0, n);
+        }
+    }
     m.libraries = libs::Lib::ALL
         .into_iter()
         .map(|l| LibraryUse {
@@ -189,10 +203,34 @@ fn skipped(plan: &Plan, g: Group) -> String {
         .unwrap_or_else(|| "not measured".into())
 }
 
+/// Persistence mode per GPU: the watcher's fresh reading, else the facts'.
+fn persistence_of(facts: &Facts, state: &[GpuState]) -> Reading<Vec<GpuFlag>> {
+    let v: Vec<GpuFlag> = facts
+        .gpu_list()
+        .iter()
+        .filter_map(|g| {
+            let fresh = state
+                .iter()
+                .find(|s| s.gpu == g.index)
+                .and_then(|s| s.persistence);
+            Some(GpuFlag {
+                gpu: g.index,
+                enabled: fresh.or_else(|| g.persistence_mode.value().copied())?,
+            })
+        })
+        .collect();
+    if v.is_empty() {
+        Reading::unavailable("NVML did not report persistence mode")
+    } else {
+        Reading::Value(v)
+    }
+}
+
 fn run_plan(
     plan: &Plan,
     found: &libs::Found,
-    nvml: Option<&Nvml>,
+    watcher: Option<Watcher>,
+    persistence: &Reading<Vec<GpuFlag>>,
     progress: &mut dyn FnMut(&Progress),
 ) -> MeasuredFacts {
     let mut m = MeasuredFacts {
@@ -262,21 +300,21 @@ fn run_plan(
             );
         });
         done_ms = done_ms.max(base + p.budget.estimate_ms);
-        m.context = context_facts(&samples, &failures, plan, nvml);
+        m.context = context_facts(&samples, &failures, plan, persistence);
     }
 
     // NVML samples while the children run, tagged with the group in progress.
     let phase: Mutex<(Option<Group>, bool)> = Mutex::new((None, false));
     let stop = AtomicBool::new(false);
     let samples: Mutex<Vec<Sample>> = Mutex::new(Vec::new());
-    let gpus: Vec<u32> = plan.gpus.iter().map(|g| g.index).collect();
     let mut child_devices: Option<(Vec<gpuaudit_core::facts::CudaDevice>, Vec<SkippedGpu>)> = None;
     let mut driver_version = None;
     let mut results: Vec<GroupResult> = Vec::new();
     let mut notes: Vec<String> = Vec::new();
+    let have_watcher = watcher.is_some();
     std::thread::scope(|s| {
-        if let Some(nvml) = nvml {
-            s.spawn(|| sampler(nvml, &gpus, &phase, &stop, &samples));
+        if let Some(w) = watcher {
+            s.spawn(|| sampler(w, &phase, &stop, &samples));
         }
         let cmd = ChildCmd {
             program: exe.clone(),
@@ -362,7 +400,7 @@ fn run_plan(
             GroupResult::Burn(v) => m.burn = v,
         }
     }
-    attach_samples(&mut m, &samples, nvml.is_some());
+    attach_samples(&mut m, &samples, have_watcher);
     add_skipped(&mut m);
     report("measurements done".into(), total_ms, &mut done_ms);
     m
@@ -388,7 +426,7 @@ fn context_facts(
     samples: &[protocol::CtxSample],
     failures: &[String],
     plan: &Plan,
-    nvml: Option<&Nvml>,
+    persistence: &Reading<Vec<GpuFlag>>,
 ) -> Reading<ContextLatency> {
     let stats = |f: fn(&protocol::CtxSample) -> f64| -> Option<Stats> {
         Stats::of(&samples.iter().map(f).collect::<Vec<_>>())
@@ -407,27 +445,18 @@ fn context_facts(
             f.join("; ")
         });
     };
-    let persistence_mode = match nvml {
-        None => Reading::unavailable("NVML unavailable"),
-        Some(n) => {
-            let v: Vec<GpuFlag> = plan
-                .gpus
-                .iter()
-                .filter_map(|g| {
-                    let d = n.device_by_index(g.index).ok()?;
-                    Some(GpuFlag {
-                        gpu: g.index,
-                        enabled: d.is_in_persistent_mode().ok()?,
-                    })
-                })
-                .collect();
-            if v.is_empty() {
-                Reading::unavailable("NVML did not report persistence mode")
-            } else {
-                Reading::Value(v)
-            }
+    let persistence_mode = persistence.as_ref().and_then(|v| {
+        let v: Vec<GpuFlag> = v
+            .iter()
+            .filter(|f| plan.gpus.iter().any(|g| g.index == f.gpu))
+            .cloned()
+            .collect();
+        if v.is_empty() {
+            Reading::unavailable("NVML did not report persistence mode")
+        } else {
+            Reading::Value(v)
         }
-    };
+    });
     Reading::Value(ContextLatency {
         runs: samples.len() as u32,
         visible_gpus: samples.first().map(|s| s.devices),
@@ -440,55 +469,38 @@ fn context_facts(
     })
 }
 
-/// Samples NVML every [`SAMPLE_MS`] while a group runs, until `stop`.
+/// Has the watcher sample NVML every [`SAMPLE_MS`] ([`PCIE_SAMPLE_MS`] during the host
+/// copies) while a group runs, until `stop`; each sample is tagged with the group running
+/// when it arrived.
 fn sampler(
-    nvml: &Nvml,
-    gpus: &[u32],
+    mut watcher: Watcher,
     phase: &Mutex<(Option<Group>, bool)>,
     stop: &AtomicBool,
     out: &Mutex<Vec<Sample>>,
 ) {
-    let devices: Vec<(u32, nvml_wrapper::Device<'_>)> = gpus
-        .iter()
-        .filter_map(|i| nvml.device_by_index(*i).ok().map(|d| (*i, d)))
-        .collect();
-    let mut next = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         let (group, loaded) = phase.lock().map(|p| *p).unwrap_or((None, false));
-        if group.is_some() {
-            let mut batch = Vec::new();
-            for (i, d) in &devices {
-                batch.push(Sample {
-                    gpu: *i,
-                    group,
-                    loaded,
-                    sm_mhz: d.clock_info(Clock::SM).ok(),
-                    power_w: d.power_usage().ok().map(|mw| mw as f64 / 1000.0),
-                    temp_c: d.temperature(TemperatureSensor::Gpu).ok(),
-                    throttle: d.current_throttle_reasons().ok().map(|r| r.bits()),
-                    pcie_gen: d.current_pcie_link_gen().ok(),
-                    pcie_width: d.current_pcie_link_width().ok(),
-                });
-            }
-            if let Ok(mut o) = out.lock() {
-                o.extend(batch);
-            }
-        }
         // The link's generation drops between copies on an idle GPU: sample the host-copy
         // group faster so the copies themselves are caught.
-        let every = if group == Some(Group::Pcie) {
-            PCIE_SAMPLE_MS
-        } else {
-            SAMPLE_MS
-        };
-        next += Duration::from_millis(every as u64);
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        } else {
-            next = now;
+        watcher.set_interval(match group {
+            None => 0,
+            Some(Group::Pcie) => PCIE_SAMPLE_MS as u64,
+            Some(_) => SAMPLE_MS as u64,
+        });
+        let batch =
+            watcher.samples_until(Instant::now() + Duration::from_millis(PCIE_SAMPLE_MS as u64));
+        if group.is_none() || batch.is_empty() {
+            continue;
+        }
+        if let Ok(mut o) = out.lock() {
+            o.extend(batch.into_iter().map(|nvml| Sample {
+                group,
+                loaded,
+                nvml,
+            }));
         }
     }
+    watcher.stop();
 }
 
 fn attach_samples(m: &mut MeasuredFacts, samples: &[Sample], have_nvml: bool) {

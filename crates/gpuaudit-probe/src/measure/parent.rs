@@ -1,18 +1,19 @@
 //! The parent side: runs the children with hard time limits, reads their lines, samples NVML
-//! meanwhile, and assembles [`MeasuredFacts`]. Nothing here loads a CUDA library.
+//! meanwhile (through the `__nvml` watcher child), and assembles [`MeasuredFacts`]. Nothing
+//! here loads a CUDA library or NVML.
 
 use super::plan::{Budget, Group, Plan};
 use super::protocol::{ChildMsg, ChildRequest, CtxProbeLine, CtxSample, GroupResult};
+use crate::nvml::WatchSample;
+use crate::process::{self, Caps, Cmd, Ended, Event, Input, Running};
 use gpuaudit_core::facts::{PcieLinkState, Stats, Telemetry, ThrottleReason, ThrottleSeen};
 use gpuaudit_core::Reading;
 use std::collections::VecDeque;
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
-use wait_timeout::ChildExt;
+
+pub use crate::process::describe_status;
 
 /// How to start a child: the program and the arguments before the request.
 #[derive(Clone, Debug)]
@@ -24,22 +25,19 @@ pub struct ChildCmd {
 }
 
 impl ChildCmd {
-    fn command(&self) -> Command {
-        let mut c = Command::new(&self.program);
-        c.args(&self.args);
+    pub fn command(&self) -> Cmd {
+        let mut c = Cmd::new(&self.program).args(&self.args);
         for (k, v) in &self.env {
-            match v {
-                Some(v) => {
-                    c.env(k, v);
-                }
-                None => {
-                    c.env_remove(k);
-                }
-            }
+            c = c.env(k, v.as_ref());
         }
         c
     }
 }
+
+/// A protocol line of `__measure` (a group's result with every table) fits in this.
+const MSG_LINE_CAP: usize = 16 << 20;
+/// Library chatter on stderr is kept to this per line (only the last lines are shown).
+const ERR_LINE_CAP: usize = 4 << 10;
 
 /// The environment every measuring process gets: gpuaudit's library links first, NVLink
 /// multicast off, and the settings that would distort a measurement removed.
@@ -104,42 +102,6 @@ pub enum ChildEnd {
     TimedOut { during: Option<Group>, after_s: u64 },
 }
 
-/// Describes an exit status in words ("killed by signal 11 (SIGSEGV)").
-pub fn describe_status(st: &ExitStatus) -> String {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(sig) = st.signal() {
-            let name = match sig {
-                4 => " (SIGILL)",
-                6 => " (SIGABRT: the process aborted)",
-                7 => " (SIGBUS)",
-                9 => " (SIGKILL: killed, perhaps by the kernel's OOM killer)",
-                11 => " (SIGSEGV: invalid memory access)",
-                15 => " (SIGTERM)",
-                _ => "",
-            };
-            return format!("killed by signal {sig}{name}");
-        }
-    }
-    match st.code() {
-        Some(101) => "exited with status 101 (a panic)".into(),
-        Some(c) => format!("exited with status {c}"),
-        None => "ended".into(),
-    }
-}
-
-enum Line {
-    Out(String),
-    Err(String),
-    OutClosed,
-}
-
-fn kill(child: &mut Child) {
-    let _ = child.kill();
-    let _ = child.wait_timeout(Duration::from_secs(5));
-}
-
 /// Runs one child for `req`, calling `on_msg` for each message. The running group must
 /// finish within its budget's limit; the child must start (and move between groups) within
 /// `startup`.
@@ -149,72 +111,17 @@ pub fn run_child(
     startup: Duration,
     on_msg: &mut dyn FnMut(&ChildMsg),
 ) -> ChildEnd {
-    let mut c = cmd.command();
-    c.stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = match c.spawn() {
+    let payload = serde_json::to_string(req).unwrap_or_default();
+    let c = cmd.command().input(Input::Bytes(payload.into_bytes()));
+    let mut child = match Running::spawn(&c, MSG_LINE_CAP, ERR_LINE_CAP) {
         Ok(ch) => ch,
         Err(e) => {
             return ChildEnd::Died {
                 during: None,
-                reason: format!(
-                    "could not start the measurement process {}: {e}",
-                    cmd.program.display()
-                ),
+                reason: format!("could not start the measurement process: {e}"),
             }
         }
     };
-    let payload = serde_json::to_string(req).unwrap_or_default();
-    if let Some(mut stdin) = child.stdin.take() {
-        // The child may die before reading; a broken pipe shows as its exit below.
-        let _ = stdin.write_all(payload.as_bytes());
-    }
-    let (tx, rx) = mpsc::channel::<Line>();
-    let mut readers = Vec::new();
-    if let Some(out) = child.stdout.take() {
-        let tx = tx.clone();
-        readers.push(std::thread::spawn(move || {
-            for l in BufReader::new(out).lines() {
-                match l {
-                    Ok(l) => {
-                        if tx.send(Line::Out(l)).is_err() {
-                            return;
-                        }
-                    }
-                    Err(_) => break,
-                }
-            }
-            let _ = tx.send(Line::OutClosed);
-        }));
-    }
-    if let Some(mut err) = child.stderr.take() {
-        let tx = tx.clone();
-        readers.push(std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let mut chunk = [0u8; 4096];
-            loop {
-                match err.read(&mut chunk) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        buf.extend_from_slice(&chunk[..n]);
-                        while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
-                            let line: Vec<u8> = buf.drain(..=pos).collect();
-                            let _ = tx.send(Line::Err(String::from_utf8_lossy(&line).into()));
-                        }
-                        if buf.len() > 64 * 1024 {
-                            buf.clear();
-                        }
-                    }
-                }
-            }
-            if !buf.is_empty() {
-                let _ = tx.send(Line::Err(String::from_utf8_lossy(&buf).into()));
-            }
-        }));
-    }
-    drop(tx);
-
     let budget_of = |g: Group| -> Duration {
         Duration::from_secs(
             req.plan
@@ -227,57 +134,43 @@ pub fn run_child(
     let mut deadline = Instant::now() + startup;
     let mut limit = startup;
     let mut done = false;
-    let end = loop {
-        match rx.recv_timeout(Duration::from_millis(50)) {
-            Ok(Line::Out(l)) => match ChildMsg::parse(&l) {
-                Some(msg) => {
-                    match &msg {
-                        ChildMsg::Start { group } => {
-                            current = Some(*group);
-                            limit = budget_of(*group);
-                            deadline = Instant::now() + limit;
+    loop {
+        match child.next(deadline) {
+            Event::Stdout(l) => {
+                let l = String::from_utf8_lossy(&l);
+                match ChildMsg::parse(&l) {
+                    Some(msg) => {
+                        match &msg {
+                            ChildMsg::Start { group } => {
+                                current = Some(*group);
+                                limit = budget_of(*group);
+                                deadline = Instant::now() + limit;
+                            }
+                            ChildMsg::Result(r) if current == Some(r.group()) => {
+                                current = None;
+                                limit = startup;
+                                deadline = Instant::now() + startup;
+                            }
+                            ChildMsg::Done => done = true,
+                            _ => {}
                         }
-                        ChildMsg::Result(r) if current == Some(r.group()) => {
-                            current = None;
-                            limit = startup;
-                            deadline = Instant::now() + startup;
-                        }
-                        ChildMsg::Done => done = true,
-                        _ => {}
+                        on_msg(&msg);
                     }
-                    on_msg(&msg);
+                    None => tail.push(&l),
                 }
-                None => tail.push(&l),
-            },
-            Ok(Line::Err(l)) => tail.push(&l),
-            Ok(Line::OutClosed) | Err(mpsc::RecvTimeoutError::Disconnected) => {
-                // Stdout closed: the child is exiting. Give it a moment, then judge.
-                let st = match child.wait_timeout(Duration::from_secs(10)) {
-                    Ok(Some(st)) => Some(st),
-                    _ => {
-                        kill(&mut child);
-                        None
-                    }
-                };
-                // Drain what stderr still has.
-                while let Ok(l) = rx.recv_timeout(Duration::from_millis(200)) {
-                    if let Line::Err(l) | Line::Out(l) = l {
-                        if ChildMsg::parse(&l).is_none() {
-                            tail.push(&l);
-                        }
-                    }
+            }
+            Event::Stderr(l) => tail.push(&String::from_utf8_lossy(&l)),
+            Event::Exited(st) => {
+                if done && st.success() {
+                    return ChildEnd::Done;
                 }
-                if done && st.is_some_and(|s| s.success()) {
-                    break ChildEnd::Done;
-                }
-                let how = st.map_or("stopped answering".to_string(), |s| describe_status(&s));
                 let t = tail.text(4);
-                let during = current;
-                let what = during.map_or("while starting".to_string(), |g| {
+                let what = current.map_or("while starting".to_string(), |g| {
                     format!("during the {} measurement", g.name())
                 });
-                break ChildEnd::Died {
-                    during,
+                let how = describe_status(&st);
+                return ChildEnd::Died {
+                    during: current,
                     reason: if t.is_empty() {
                         format!("the measurement process {how} {what}")
                     } else {
@@ -285,20 +178,15 @@ pub fn run_child(
                     },
                 };
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Event::Deadline => {
+                child.kill();
+                return ChildEnd::TimedOut {
+                    during: current,
+                    after_s: limit.as_secs(),
+                };
+            }
         }
-        if Instant::now() > deadline {
-            kill(&mut child);
-            break ChildEnd::TimedOut {
-                during: current,
-                after_s: limit.as_secs(),
-            };
-        }
-    };
-    // The readers end when the pipes close. Not joined: a grandchild that inherited the
-    // pipes (none of ours should) must not hold the audit up.
-    drop(readers);
-    end
+    }
 }
 
 /// Runs a job (groups in one child), restarting a child for the groups left after one died,
@@ -379,53 +267,24 @@ pub fn run_ctx_probes(
 ) -> (Vec<CtxSample>, Vec<String>) {
     let mut samples = Vec::new();
     let mut failures = Vec::new();
+    // The probe's answer is its last line, after whatever libcuda printed.
+    let caps = Caps::last(64 << 10, 16 << 10);
     for i in 0..runs {
         on_run(i);
-        let mut c = cmd.command();
-        c.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = match c.spawn() {
-            Ok(ch) => ch,
+        let o = match process::run(&cmd.command(), limit, caps) {
+            Ok(o) => o,
             Err(e) => {
                 failures.push(format!("could not start the probe process: {e}"));
                 break;
             }
         };
-        let mut out = child.stdout.take();
-        let reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(o) = out.as_mut() {
-                let _ = o.read_to_string(&mut s);
-            }
-            s
-        });
-        let mut err = child.stderr.take();
-        let err_reader = std::thread::spawn(move || {
-            let mut s = String::new();
-            if let Some(o) = err.as_mut() {
-                let _ = o.read_to_string(&mut s);
-            }
-            s
-        });
-        let status = match child.wait_timeout(limit) {
-            Ok(Some(st)) => Some(st),
-            _ => {
-                kill(&mut child);
-                None
-            }
-        };
-        let text = reader.join().unwrap_or_default();
-        let errtext = err_reader.join().unwrap_or_default();
-        match (status, CtxProbeLine::parse(&text)) {
-            (Some(_), Some(CtxProbeLine::CtxSample(s))) => samples.push(s),
-            (Some(_), Some(CtxProbeLine::CtxError { stage, error })) => {
-                let _ = stage;
-                failures.push(error);
-            }
-            (Some(st), None) => {
+        let text = o.stdout_text();
+        match (o.ended, CtxProbeLine::parse(&text)) {
+            (Ended::Exited(_), Some(CtxProbeLine::CtxSample(s))) => samples.push(s),
+            (Ended::Exited(_), Some(CtxProbeLine::CtxError { error, .. })) => failures.push(error),
+            (Ended::Exited(st), None) => {
                 let mut t = Tail::default();
-                errtext.lines().for_each(|l| t.push(l));
+                o.stderr_text().lines().for_each(|l| t.push(l));
                 failures.push(format!(
                     "the probe process {}{}",
                     describe_status(&st),
@@ -436,7 +295,7 @@ pub fn run_ctx_probes(
                     }
                 ));
             }
-            (None, _) => failures.push(format!(
+            (Ended::TimedOut(_), _) => failures.push(format!(
                 "the probe process did not finish within {} s and was killed",
                 limit.as_secs()
             )),
@@ -454,26 +313,20 @@ pub fn run_ctx_probes(
 /// One NVML reading of one GPU while a group ran.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample {
-    pub gpu: u32,
     pub group: Option<Group>,
     /// The group had reported progress (past its setup) when the sample was taken.
     pub loaded: bool,
-    pub sm_mhz: Option<u32>,
-    pub power_w: Option<f64>,
-    pub temp_c: Option<u32>,
-    pub throttle: Option<u64>,
-    pub pcie_gen: Option<u32>,
-    pub pcie_width: Option<u32>,
+    pub nvml: WatchSample,
 }
 
 /// The highest link state seen on `gpu` while the host copies ran.
 pub fn link_under_load(samples: &[Sample], gpu: u32) -> Reading<PcieLinkState> {
     let s: Vec<&Sample> = samples
         .iter()
-        .filter(|s| s.gpu == gpu && s.group == Some(Group::Pcie))
+        .filter(|s| s.nvml.gpu == gpu && s.group == Some(Group::Pcie))
         .collect();
-    let gen = s.iter().filter_map(|s| s.pcie_gen).max();
-    let width = s.iter().filter_map(|s| s.pcie_width).max();
+    let gen = s.iter().filter_map(|s| s.nvml.pcie_gen).max();
+    let width = s.iter().filter_map(|s| s.nvml.pcie_width).max();
     match (gen, width) {
         (Some(gen), Some(width)) => Reading::Value(PcieLinkState {
             gen,
@@ -489,22 +342,28 @@ pub fn link_under_load(samples: &[Sample], gpu: u32) -> Reading<PcieLinkState> {
 pub fn telemetry(samples: &[Sample], gpu: u32, interval_ms: u32) -> Reading<Telemetry> {
     let s: Vec<&Sample> = samples
         .iter()
-        .filter(|s| s.gpu == gpu && s.group == Some(Group::Burn) && s.loaded)
+        .filter(|s| s.nvml.gpu == gpu && s.group == Some(Group::Burn) && s.loaded)
         .collect();
     if s.is_empty() {
         return Reading::unavailable("no NVML sample taken during the burn");
     }
-    let clocks: Vec<f64> = s.iter().filter_map(|x| x.sm_mhz.map(f64::from)).collect();
+    let clocks: Vec<f64> = s
+        .iter()
+        .filter_map(|x| x.nvml.sm_mhz.map(f64::from))
+        .collect();
     let q = (clocks.len() / 4).max(1);
     let first = gpuaudit_core::facts::median(&clocks[..q.min(clocks.len())]);
     let last = gpuaudit_core::facts::median(&clocks[clocks.len().saturating_sub(q)..]);
-    let power: Vec<f64> = s.iter().filter_map(|x| x.power_w).collect();
-    let temp: Vec<f64> = s.iter().filter_map(|x| x.temp_c.map(f64::from)).collect();
+    let power: Vec<f64> = s.iter().filter_map(|x| x.nvml.power_w).collect();
+    let temp: Vec<f64> = s
+        .iter()
+        .filter_map(|x| x.nvml.temp_c.map(f64::from))
+        .collect();
     let mut throttle = Vec::new();
     for (bit, reason) in ThrottleReason::BITS {
         let n = s
             .iter()
-            .filter(|x| x.throttle.is_some_and(|m| m & bit != 0))
+            .filter(|x| x.nvml.throttle.is_some_and(|m| m & bit != 0))
             .count();
         if n > 0 {
             throttle.push(ThrottleSeen {
@@ -681,15 +540,17 @@ mod tests {
 
     fn sample(gpu: u32, group: Group, sm: u32, throttle: u64) -> Sample {
         Sample {
-            gpu,
             group: Some(group),
             loaded: true,
-            sm_mhz: Some(sm),
-            power_w: Some(650.0),
-            temp_c: Some(60),
-            throttle: Some(throttle),
-            pcie_gen: Some(5),
-            pcie_width: Some(16),
+            nvml: WatchSample {
+                gpu,
+                sm_mhz: Some(sm),
+                power_w: Some(650.0),
+                temp_c: Some(60),
+                throttle: Some(throttle),
+                pcie_gen: Some(5),
+                pcie_width: Some(16),
+            },
         }
     }
 
@@ -721,19 +582,10 @@ mod tests {
     #[test]
     fn link_state_is_the_best_seen_under_load() {
         let mut a = sample(0, Group::Pcie, 0, 0);
-        a.pcie_gen = Some(1);
+        a.nvml.pcie_gen = Some(1);
         let b = sample(0, Group::Pcie, 0, 0);
         let l = link_under_load(&[a, b], 0).into_value().unwrap();
         assert_eq!((l.gen, l.width, l.samples), (5, 16, 2));
         assert!(link_under_load(&[], 0).reason().is_some());
-    }
-
-    #[test]
-    fn exit_status_words() {
-        let st = Command::new("/bin/sh")
-            .args(["-c", "exit 3"])
-            .status()
-            .unwrap();
-        assert_eq!(describe_status(&st), "exited with status 3");
     }
 }

@@ -13,8 +13,10 @@ use std::time::Instant;
 
 fn print(line: &CtxProbeLine) {
     match serde_json::to_string(line) {
-        Ok(s) => println!("{s}"),
-        Err(e) => println!(r#"{{"type":"ctx_error","stage":"output","error":"{e}"}}"#),
+        Ok(s) => crate::process::write_line(&s),
+        Err(e) => crate::process::write_line(&format!(
+            r#"{{"type":"ctx_error","stage":"output","error":"{e}"}}"#
+        )),
     }
 }
 

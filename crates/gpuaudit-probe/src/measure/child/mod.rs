@@ -22,7 +22,7 @@ use super::protocol::{ChildMsg, ChildRequest, GroupResult};
 use cu::{Gpu, Kernels};
 use gpuaudit_core::facts::{ComputeCapability, CudaDevice, OnGpu, SkippedGpu};
 use gpuaudit_core::Reading;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Mutex;
 
@@ -49,10 +49,7 @@ static STDOUT: Mutex<()> = Mutex::new(());
 pub fn emit(msg: &ChildMsg) {
     let line = msg.to_line();
     let _guard = STDOUT.lock();
-    let mut out = std::io::stdout().lock();
-    // A closed pipe means the parent is gone; nothing useful is left to do with the error.
-    let _ = writeln!(out, "{line}");
-    let _ = out.flush();
+    crate::process::write_line(&line);
 }
 
 pub fn progress(group: Group, fraction: f64, message: impl Into<String>) {

@@ -1,10 +1,12 @@
-//! Live GPU facts through NVML (libnvidia-ml.so.1, loaded at run time by nvml-wrapper).
+//! Live GPU facts through NVML (libnvidia-ml.so.1, loaded at run time by nvml-wrapper). Only
+//! ever called inside the `__nvml` child process (see the module above).
 //!
-//! NVML's absence is not an error: `load()` returns the reason, and the caller falls back to
-//! `nvidia-smi -q -x`. Every call is guarded: an NVML function an older driver lacks becomes
-//! `Unavailable`, and a panic inside the wrapper (it should not happen, but a bug there must
-//! not end the audit) is caught and reported the same way.
+//! NVML's absence is not an error: `load()` returns the reason. Every call is guarded: an NVML
+//! function an older driver lacks becomes `Unavailable`, and a panic inside the wrapper (it
+//! should not happen, but a bug there must not end the child) is caught and reported the same
+//! way.
 
+use gpuaudit_core::facts::plausible;
 use gpuaudit_core::facts::{
     normalize_bus_id, ComputeCapability, CudaVersion, Fabric, GpuFacts, GpuProcess, NvLink,
     RemappedRows, RetiredPages, ThrottleReason, VirtualizationMode,
@@ -99,6 +101,10 @@ impl NvmlSource {
             Reading::Value(c) => c,
             Reading::Unavailable(r) => return Err(r),
         };
+        // A broken library's count (2^32 - 1) must not size an allocation or a loop.
+        if let Some(why) = plausible::GPU_COUNT.reject(count, "NVML") {
+            return Err(why);
+        }
         let mut out = Vec::with_capacity(count as usize);
         for i in 0..count {
             match guarded(|| self.nvml.device_by_index(i)) {
@@ -114,7 +120,7 @@ impl NvmlSource {
         Ok(out)
     }
 
-    /// Persistence mode and busy state for the measurement planner.
+    /// The library, for the watcher's busy readings and samples.
     pub fn inner(&self) -> &Nvml {
         &self.nvml
     }
@@ -161,7 +167,7 @@ fn read_device(index: u32, d: &Device) -> GpuFacts {
     g.pcie.gen_max_host = Reading::unavailable("NVML: not reported separately");
     g.pcie.width_current = guarded(|| d.current_pcie_link_width());
     g.pcie.width_max = guarded(|| d.max_pcie_link_width());
-    g.pcie.replay_counter = guarded(|| d.pcie_replay_counter()).map(u64::from);
+    g.pcie.replay_counter = guarded(|| d.pcie_replay_counter()).and_then(counter_32);
 
     let watts = |mw: u32| mw as f64 / 1000.0;
     g.power.draw_w = guarded(|| d.power_usage()).map(watts);
@@ -220,7 +226,17 @@ fn read_device(index: u32, d: &Device) -> GpuFacts {
 
     g.retired_pages = retired_pages(d);
     g.remapped_rows = remapped_rows(d);
-    g.temperature_c = guarded(|| d.temperature(TemperatureSensor::Gpu)).map(|t| t as i32);
+    g.temperature_c = guarded(|| d.temperature(TemperatureSensor::Gpu)).and_then(|t| {
+        // An unsigned reading that does not fit an i32 is no temperature (the limit says so).
+        match i32::try_from(t) {
+            Ok(t) => Reading::Value(t),
+            Err(_) => Reading::unavailable(format!(
+                "implausible value from NVML: {} {t} ({})",
+                plausible::TEMPERATURE_C.what,
+                plausible::TEMPERATURE_C.why
+            )),
+        }
+    });
     g.utilization_pct = guarded(|| d.utilization_rates()).map(|u| u.gpu);
     g.processes = guarded(|| d.running_compute_processes()).map(|ps| {
         ps.into_iter()
@@ -237,6 +253,14 @@ fn read_device(index: u32, d: &Device) -> GpuFacts {
     g.nvlinks = nvlinks(d);
     g.fabric = fabric(d);
     g
+}
+
+/// A 32-bit counter as a fact, or why it is none.
+fn counter_32(c: u32) -> Reading<u64> {
+    match plausible::COUNTER_32.reject(c, "NVML") {
+        None => Reading::Value(u64::from(c)),
+        Some(why) => Reading::Unavailable(why),
+    }
 }
 
 fn pstate_name(p: u32) -> String {
@@ -295,6 +319,14 @@ fn remapped_rows(d: &Device) -> Reading<RemappedRows> {
     let (mut corr, mut unc, mut pending, mut failure) = (0u32, 0u32, 0u32, 0u32);
     // SAFETY: as above; four out-parameters, each a valid unsigned int.
     let rc = unsafe { f(d.handle(), &mut corr, &mut unc, &mut pending, &mut failure) };
+    if rc == 0 {
+        if let Some(why) = [corr, unc]
+            .into_iter()
+            .find_map(|c| plausible::COUNTER_32.reject(c, "NVML"))
+        {
+            return Reading::Unavailable(format!("{why} (remapped rows)"));
+        }
+    }
     match rc {
         0 => Reading::Value(RemappedRows {
             correctable: corr as u64,
