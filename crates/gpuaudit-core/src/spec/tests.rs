@@ -667,6 +667,7 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
     assert_eq!(kind("v100-sxm3-32gb"), NvlinkKind::Switch);
     assert_eq!(kind("b200"), NvlinkKind::Switch);
     assert_eq!(kind("b300"), NvlinkKind::Switch);
+    assert_eq!(kind("p100-sxm2-16gb"), NvlinkKind::Direct);
     assert_eq!(kind("v100-sxm2-32gb"), NvlinkKind::Direct);
     assert_eq!(kind("a100-sxm4-80gb"), NvlinkKind::Direct);
     assert_eq!(kind("h100-sxm5-80gb"), NvlinkKind::Direct);
@@ -684,6 +685,8 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
         assert_eq!(kind(bridged), NvlinkKind::Bridge, "{bridged}");
     }
     for none in [
+        "p100-pcie-16gb",
+        "p40",
         "v100-pcie-16gb",
         "v100-pcie-32gb",
         "t4",
@@ -698,6 +701,7 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
     }
     // Where no document read says, the database does not guess.
     for unknown in [
+        "p4",
         "a10g",
         "h20",
         "gh200-96gb",
@@ -817,69 +821,11 @@ const REQUIRED: &[&str] = &[
 ];
 
 const KNOWN_GAPS: &[(&str, &[&str])] = &[
-    (
-        "p4",
-        &[
-            "memory_gb",
-            "memory_type",
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "pcie_gen",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
-    (
-        "p40",
-        &[
-            "memory_gb",
-            "memory_type",
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "pcie_gen",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
-    (
-        "p100-pcie-12gb",
-        &[
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
-    (
-        "p100-pcie-16gb",
-        &[
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
-    (
-        "p100-sxm2-16gb",
-        &[
-            "memory_type",
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "pcie_gen",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
+    ("p4", &["pcie_gen", "tflops.fp16"]),
+    ("p40", &["tflops.fp16"]),
+    ("p100-pcie-12gb", &["boost_clock_mhz"]),
+    ("p100-pcie-16gb", &["boost_clock_mhz"]),
+    ("p100-sxm2-16gb", &["pcie_gen"]),
     ("v100-pcie-16gb", &["boost_clock_mhz"]),
     ("v100-pcie-32gb", &["boost_clock_mhz"]),
     (
