@@ -678,6 +678,7 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
         "a30",
         "a40",
         "rtx-a6000",
+        "rtx-2080-ti",
         "h100-pcie-80gb",
         "h100-nvl-94gb",
         "h200-nvl-141gb",
@@ -706,7 +707,7 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
         "h20",
         "gh200-96gb",
         "rtx-a5000",
-        "rtx-2080-ti",
+        "rtx-2080",
         "rtx-3090",
     ] {
         assert_eq!(kind(unknown), NvlinkKind::Unknown, "{unknown}");
@@ -721,6 +722,10 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
     let sxm = db.by_key("h100-sxm5-80gb").unwrap().nvlink.clone().unwrap();
     assert!(!sxm.bridge);
     assert_eq!(sxm.links, Some(18));
+    let turing = db.by_key("rtx-2080-ti").unwrap().nvlink.clone().unwrap();
+    assert!(turing.bridge);
+    assert_eq!((turing.version, turing.links), (2, Some(2)));
+    assert_eq!(turing.bandwidth_gbps, 100.0);
     assert!(db.by_key("l40s").unwrap().nvlink.is_none());
     assert!(db.by_key("v100-sxm3-32gb").unwrap().nvlink.is_none());
 }
