@@ -873,20 +873,7 @@ const KNOWN_GAPS: &[(&str, &[&str])] = &[
             "tflops.fp16",
         ],
     ),
-    (
-        "a16",
-        &[
-            "memory_gb",
-            "memory_type",
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "pcie_gen",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
+    ("a16", &["tdp_w", "boost_clock_mhz"]),
     ("a10", &["sm_count", "boost_clock_mhz"]),
     (
         "a10g",
