@@ -697,6 +697,7 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
         "l40s",
         "rtx-4090",
         "rtx-6000-ada",
+        "rtx-5000-ada",
     ] {
         assert_eq!(kind(none), NvlinkKind::None, "{none}");
     }
