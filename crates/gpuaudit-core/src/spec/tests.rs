@@ -667,6 +667,7 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
     assert_eq!(kind("v100-sxm3-32gb"), NvlinkKind::Switch);
     assert_eq!(kind("b200"), NvlinkKind::Switch);
     assert_eq!(kind("b300"), NvlinkKind::Switch);
+    assert_eq!(kind("gb200"), NvlinkKind::Switch);
     assert_eq!(kind("p100-sxm2-16gb"), NvlinkKind::Direct);
     assert_eq!(kind("v100-sxm2-32gb"), NvlinkKind::Direct);
     assert_eq!(kind("a100-sxm4-80gb"), NvlinkKind::Direct);
@@ -980,36 +981,9 @@ const KNOWN_GAPS: &[(&str, &[&str])] = &[
     ("h200-nvl-141gb", &["sm_count", "boost_clock_mhz"]),
     ("gh200-96gb", &["sm_count", "boost_clock_mhz", "pcie_gen"]),
     ("gh200-144gb", &["sm_count", "boost_clock_mhz", "pcie_gen"]),
-    (
-        "b200",
-        &["tdp_w", "sm_count", "boost_clock_mhz", "pcie_gen"],
-    ),
-    (
-        "b300",
-        &[
-            "memory_gb",
-            "memory_type",
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "pcie_gen",
-        ],
-    ),
-    (
-        "gb200",
-        &[
-            "memory_gb",
-            "memory_type",
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "pcie_gen",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
+    ("b200", &["sm_count", "boost_clock_mhz"]),
+    ("b300", &["sm_count", "boost_clock_mhz"]),
+    ("gb200", &["sm_count", "boost_clock_mhz"]),
     (
         "rtx-pro-6000-server",
         &[
