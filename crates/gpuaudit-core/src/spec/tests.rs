@@ -987,13 +987,9 @@ const KNOWN_GAPS: &[(&str, &[&str])] = &[
     (
         "rtx-pro-6000-server",
         &[
-            "memory_gb",
-            "memory_type",
             "memory_bandwidth_gbps",
-            "tdp_w",
             "sm_count",
             "boost_clock_mhz",
-            "pcie_gen",
             "tflops.fp32",
             "tflops.fp16",
         ],
