@@ -1042,6 +1042,46 @@ const DATACENTER: &[&str] = &[
     "rtx-pro-6000-server",
 ];
 
+/// FP32 lanes per SM, the CUDA C++ Programming Guide's "Arithmetic Instructions" table: the
+/// divisor behind every "CUDA cores / per SM" SM count in data/gpus.toml.
+fn fp32_lanes_per_sm(cc: &str) -> u32 {
+    match cc {
+        "6.0" | "7.0" | "7.5" | "8.0" => 64,
+        "6.1" | "8.6" | "8.9" | "9.0" | "10.0" | "10.3" | "12.0" => 128,
+        other => panic!("no FP32 lane count for compute capability {other}"),
+    }
+}
+
+/// Where an entry has an SM count, a boost clock and an FP32 peak, the three come from
+/// different lines of different documents (and SM counts are often derived from a core
+/// count): the peak must be 2 x SMs x lanes x boost, within the rounding of datasheets that
+/// print "12" for 11.76. A mistyped SM count or clock fails here.
+#[test]
+fn fp32_peaks_agree_with_sm_count_and_boost_clock() {
+    let mut checked = 0;
+    for g in &db().gpus {
+        let (Some(sms), Some(boost), Some(fp32)) = (g.sm_count, g.boost_clock_mhz, g.tflops.fp32)
+        else {
+            continue;
+        };
+        let lanes = fp32_lanes_per_sm(&g.compute_capability);
+        let derived = 2.0 * f64::from(sms * lanes) * f64::from(boost) / 1e6;
+        let off = (derived / fp32 - 1.0).abs();
+        assert!(
+            off < 0.03,
+            "{}: 2 x {sms} SMs x {lanes} x {boost} MHz = {derived:.2} TFLOPS, datasheet {fp32}",
+            g.key
+        );
+        checked += 1;
+    }
+    // The cross-check covers the entries it was written for, not an empty set.
+    assert!(checked >= 15, "only {checked} entries cross-checked");
+    // And it would catch a wrong figure: the P40 with the P4's clock is 26% off.
+    let p40 = db().by_key("p40").cloned().unwrap();
+    let wrong = 2.0 * f64::from(p40.sm_count.unwrap() * 128) * 1063.0 / 1e6;
+    assert!((wrong / p40.tflops.fp32.unwrap() - 1.0).abs() > 0.03);
+}
+
 fn missing_figures(g: &GpuSpec) -> Vec<&'static str> {
     let present = |f: &str| match f {
         "memory_gb" => g.memory_gb.is_some(),
