@@ -667,6 +667,8 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
     assert_eq!(kind("v100-sxm3-32gb"), NvlinkKind::Switch);
     assert_eq!(kind("b200"), NvlinkKind::Switch);
     assert_eq!(kind("b300"), NvlinkKind::Switch);
+    assert_eq!(kind("gb200"), NvlinkKind::Switch);
+    assert_eq!(kind("p100-sxm2-16gb"), NvlinkKind::Direct);
     assert_eq!(kind("v100-sxm2-32gb"), NvlinkKind::Direct);
     assert_eq!(kind("a100-sxm4-80gb"), NvlinkKind::Direct);
     assert_eq!(kind("h100-sxm5-80gb"), NvlinkKind::Direct);
@@ -677,6 +679,7 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
         "a30",
         "a40",
         "rtx-a6000",
+        "rtx-2080-ti",
         "h100-pcie-80gb",
         "h100-nvl-94gb",
         "h200-nvl-141gb",
@@ -684,6 +687,8 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
         assert_eq!(kind(bridged), NvlinkKind::Bridge, "{bridged}");
     }
     for none in [
+        "p100-pcie-16gb",
+        "p40",
         "v100-pcie-16gb",
         "v100-pcie-32gb",
         "t4",
@@ -693,16 +698,18 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
         "l40s",
         "rtx-4090",
         "rtx-6000-ada",
+        "rtx-5000-ada",
     ] {
         assert_eq!(kind(none), NvlinkKind::None, "{none}");
     }
     // Where no document read says, the database does not guess.
     for unknown in [
+        "p4",
         "a10g",
         "h20",
         "gh200-96gb",
         "rtx-a5000",
-        "rtx-2080-ti",
+        "rtx-2080",
         "rtx-3090",
     ] {
         assert_eq!(kind(unknown), NvlinkKind::Unknown, "{unknown}");
@@ -717,6 +724,10 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
     let sxm = db.by_key("h100-sxm5-80gb").unwrap().nvlink.clone().unwrap();
     assert!(!sxm.bridge);
     assert_eq!(sxm.links, Some(18));
+    let turing = db.by_key("rtx-2080-ti").unwrap().nvlink.clone().unwrap();
+    assert!(turing.bridge);
+    assert_eq!((turing.version, turing.links), (2, Some(2)));
+    assert_eq!(turing.bandwidth_gbps, 100.0);
     assert!(db.by_key("l40s").unwrap().nvlink.is_none());
     assert!(db.by_key("v100-sxm3-32gb").unwrap().nvlink.is_none());
 }
@@ -817,69 +828,11 @@ const REQUIRED: &[&str] = &[
 ];
 
 const KNOWN_GAPS: &[(&str, &[&str])] = &[
-    (
-        "p4",
-        &[
-            "memory_gb",
-            "memory_type",
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "pcie_gen",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
-    (
-        "p40",
-        &[
-            "memory_gb",
-            "memory_type",
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "pcie_gen",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
-    (
-        "p100-pcie-12gb",
-        &[
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
-    (
-        "p100-pcie-16gb",
-        &[
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
-    (
-        "p100-sxm2-16gb",
-        &[
-            "memory_type",
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "pcie_gen",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
+    ("p4", &["pcie_gen", "tflops.fp16"]),
+    ("p40", &["tflops.fp16"]),
+    ("p100-pcie-12gb", &["boost_clock_mhz"]),
+    ("p100-pcie-16gb", &["boost_clock_mhz"]),
+    ("p100-sxm2-16gb", &["pcie_gen"]),
     ("v100-pcie-16gb", &["boost_clock_mhz"]),
     ("v100-pcie-32gb", &["boost_clock_mhz"]),
     (
@@ -922,20 +875,7 @@ const KNOWN_GAPS: &[(&str, &[&str])] = &[
             "tflops.fp16",
         ],
     ),
-    (
-        "a16",
-        &[
-            "memory_gb",
-            "memory_type",
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "pcie_gen",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
+    ("a16", &["tdp_w", "boost_clock_mhz"]),
     ("a10", &["sm_count", "boost_clock_mhz"]),
     (
         "a10g",
@@ -1041,46 +981,15 @@ const KNOWN_GAPS: &[(&str, &[&str])] = &[
     ("h200-nvl-141gb", &["sm_count", "boost_clock_mhz"]),
     ("gh200-96gb", &["sm_count", "boost_clock_mhz", "pcie_gen"]),
     ("gh200-144gb", &["sm_count", "boost_clock_mhz", "pcie_gen"]),
-    (
-        "b200",
-        &["tdp_w", "sm_count", "boost_clock_mhz", "pcie_gen"],
-    ),
-    (
-        "b300",
-        &[
-            "memory_gb",
-            "memory_type",
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "pcie_gen",
-        ],
-    ),
-    (
-        "gb200",
-        &[
-            "memory_gb",
-            "memory_type",
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "pcie_gen",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
+    ("b200", &["sm_count", "boost_clock_mhz"]),
+    ("b300", &["sm_count", "boost_clock_mhz"]),
+    ("gb200", &["sm_count", "boost_clock_mhz"]),
     (
         "rtx-pro-6000-server",
         &[
-            "memory_gb",
-            "memory_type",
             "memory_bandwidth_gbps",
-            "tdp_w",
             "sm_count",
             "boost_clock_mhz",
-            "pcie_gen",
             "tflops.fp32",
             "tflops.fp16",
         ],
@@ -1132,6 +1041,46 @@ const DATACENTER: &[&str] = &[
     "gb200",
     "rtx-pro-6000-server",
 ];
+
+/// FP32 lanes per SM, the CUDA C++ Programming Guide's "Arithmetic Instructions" table: the
+/// divisor behind every "CUDA cores / per SM" SM count in data/gpus.toml.
+fn fp32_lanes_per_sm(cc: &str) -> u32 {
+    match cc {
+        "6.0" | "7.0" | "7.5" | "8.0" => 64,
+        "6.1" | "8.6" | "8.9" | "9.0" | "10.0" | "10.3" | "12.0" => 128,
+        other => panic!("no FP32 lane count for compute capability {other}"),
+    }
+}
+
+/// Where an entry has an SM count, a boost clock and an FP32 peak, the three come from
+/// different lines of different documents (and SM counts are often derived from a core
+/// count): the peak must be 2 x SMs x lanes x boost, within the rounding of datasheets that
+/// print "12" for 11.76. A mistyped SM count or clock fails here.
+#[test]
+fn fp32_peaks_agree_with_sm_count_and_boost_clock() {
+    let mut checked = 0;
+    for g in &db().gpus {
+        let (Some(sms), Some(boost), Some(fp32)) = (g.sm_count, g.boost_clock_mhz, g.tflops.fp32)
+        else {
+            continue;
+        };
+        let lanes = fp32_lanes_per_sm(&g.compute_capability);
+        let derived = 2.0 * f64::from(sms * lanes) * f64::from(boost) / 1e6;
+        let off = (derived / fp32 - 1.0).abs();
+        assert!(
+            off < 0.03,
+            "{}: 2 x {sms} SMs x {lanes} x {boost} MHz = {derived:.2} TFLOPS, datasheet {fp32}",
+            g.key
+        );
+        checked += 1;
+    }
+    // The cross-check covers the entries it was written for, not an empty set.
+    assert!(checked >= 15, "only {checked} entries cross-checked");
+    // And it would catch a wrong figure: the P40 with the P4's clock is 26% off.
+    let p40 = db().by_key("p40").cloned().unwrap();
+    let wrong = 2.0 * f64::from(p40.sm_count.unwrap() * 128) * 1063.0 / 1e6;
+    assert!((wrong / p40.tflops.fp32.unwrap() - 1.0).abs() > 0.03);
+}
 
 fn missing_figures(g: &GpuSpec) -> Vec<&'static str> {
     let present = |f: &str| match f {
