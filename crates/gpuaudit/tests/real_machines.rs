@@ -57,6 +57,15 @@ const MACHINES: &[Machine] = &[
         gpus: &[("0000:43:00.0", "Quadro P400", 1998)],
     },
     Machine {
+        slug: "rtx-a5000-x2-r590",
+        driver: "590.44.01",
+        cuda: Some("13.1"),
+        gpus: &[
+            ("0000:81:00.0", "NVIDIA RTX A5000", 24564),
+            ("0000:c1:00.0", "NVIDIA RTX A5000", 24564),
+        ],
+    },
+    Machine {
         slug: "rtx-pro-6000-blackwell-maxq-r590",
         driver: "590.44.01",
         cuda: Some("13.1"),
@@ -65,6 +74,15 @@ const MACHINES: &[Machine] = &[
             "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition",
             97887,
         )],
+    },
+    Machine {
+        slug: "rtx2070-x2-r590",
+        driver: "590.44.01",
+        cuda: Some("13.1"),
+        gpus: &[
+            ("0000:01:00.0", "NVIDIA GeForce RTX 2070", 8192),
+            ("0000:02:00.0", "NVIDIA GeForce RTX 2070", 8192),
+        ],
     },
     Machine {
         slug: "rtx2080-x2-r590",
