@@ -42,6 +42,18 @@ const MACHINES: &[Machine] = &[
         gpus: &[("0000:00:0b.0", "GRID P4-1Q", 1024)],
     },
     Machine {
+        slug: "gt1030-x4-r470",
+        driver: "470.74",
+        cuda: Some("11.4"),
+        gpus: &[("0000:2d:00.0", "NVIDIA GeForce GT 1030", 1998)],
+    },
+    Machine {
+        slug: "gtx1660ti-graphics-device-r418",
+        driver: "418.43",
+        cuda: Some("10.1"),
+        gpus: &[("0000:43:00.0", "Graphics Device", 5912)],
+    },
+    Machine {
         slug: "p100-pcie-12gb-x2-r375",
         driver: "375.66",
         cuda: None,
@@ -49,6 +61,12 @@ const MACHINES: &[Machine] = &[
             ("0000:04:00.0", "Tesla P100-PCIE-12GB", 11567),
             ("0000:82:00.0", "Tesla P100-PCIE-12GB_2", 12290),
         ],
+    },
+    Machine {
+        slug: "quadro-p2000-x8-r525",
+        driver: "525.125.06",
+        cuda: Some("12.0"),
+        gpus: &[("0000:17:00.0", "Quadro P2000", 5120)],
     },
     Machine {
         slug: "quadro-p400-r418",
