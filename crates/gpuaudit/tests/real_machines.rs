@@ -112,6 +112,18 @@ const MACHINES: &[Machine] = &[
         ],
     },
     Machine {
+        slug: "rtx3060-r570",
+        driver: "570.124.04",
+        cuda: Some("12.8"),
+        gpus: &[("0000:2d:00.0", "NVIDIA GeForce RTX 3060", 12288)],
+    },
+    Machine {
+        slug: "rtx3080-busy-r595",
+        driver: "595.58.03",
+        cuda: Some("13.2"),
+        gpus: &[("0000:0c:00.0", "NVIDIA GeForce RTX 3080", 10240)],
+    },
+    Machine {
         slug: "rtx3090-power-capped-r525",
         driver: "525.147.05",
         cuda: Some("12.0"),
