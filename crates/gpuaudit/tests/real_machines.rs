@@ -48,6 +48,12 @@ const MACHINES: &[Machine] = &[
         gpus: &[("0000:2d:00.0", "NVIDIA GeForce GT 1030", 1998)],
     },
     Machine {
+        slug: "gtx1050-mobile-x8-r515",
+        driver: "515.65.01",
+        cuda: Some("11.7"),
+        gpus: &[("0000:01:00.0", "NVIDIA GeForce GTX 1050", 4096)],
+    },
+    Machine {
         slug: "gtx1660ti-graphics-device-r418",
         driver: "418.43",
         cuda: Some("10.1"),
@@ -140,6 +146,12 @@ const MACHINES: &[Machine] = &[
         driver: "515.105.01",
         cuda: Some("11.7"),
         gpus: &[("0000:00:1e.0", "Tesla T4", 15360)],
+    },
+    Machine {
+        slug: "v100-pcie-32gb-busy-vm-r460",
+        driver: "460.39",
+        cuda: Some("11.2"),
+        gpus: &[("0000:21:01.0", "Tesla V100-PCIE-32GB", 32510)],
     },
     Machine {
         slug: "v100s-pcie-32gb-x8-r460",
