@@ -12,7 +12,11 @@ const NVLINK_A100X8_GPUD: &str = include_str!("../src/parse/testdata/nvlink-s-a1
 fn nvlink_status_of_an_hgx_a100_with_whole_number_speeds() {
     let gpus = nvlink::parse_status(NVLINK_A100X8_GPUD).expect("the published output parses");
     let indices: Vec<u32> = gpus.iter().map(|g| g.gpu).collect();
-    assert_eq!(indices, (0..8).collect::<Vec<u32>>(), "eight GPU blocks, in order");
+    assert_eq!(
+        indices,
+        (0..8).collect::<Vec<u32>>(),
+        "eight GPU blocks, in order"
+    );
     for g in &gpus {
         assert!(!g.all_inactive, "GPU {}: links are listed", g.gpu);
         let numbers: Vec<u32> = g.links.iter().map(|l| l.link).collect();
