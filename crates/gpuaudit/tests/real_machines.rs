@@ -42,6 +42,24 @@ const MACHINES: &[Machine] = &[
         gpus: &[("0000:00:0b.0", "GRID P4-1Q", 1024)],
     },
     Machine {
+        slug: "gt1030-x4-r470",
+        driver: "470.74",
+        cuda: Some("11.4"),
+        gpus: &[("0000:2d:00.0", "NVIDIA GeForce GT 1030", 1998)],
+    },
+    Machine {
+        slug: "gtx1050-mobile-x8-r515",
+        driver: "515.65.01",
+        cuda: Some("11.7"),
+        gpus: &[("0000:01:00.0", "NVIDIA GeForce GTX 1050", 4096)],
+    },
+    Machine {
+        slug: "gtx1660ti-graphics-device-r418",
+        driver: "418.43",
+        cuda: Some("10.1"),
+        gpus: &[("0000:43:00.0", "Graphics Device", 5912)],
+    },
+    Machine {
         slug: "p100-pcie-12gb-x2-r375",
         driver: "375.66",
         cuda: None,
@@ -51,10 +69,25 @@ const MACHINES: &[Machine] = &[
         ],
     },
     Machine {
+        slug: "quadro-p2000-x8-r525",
+        driver: "525.125.06",
+        cuda: Some("12.0"),
+        gpus: &[("0000:17:00.0", "Quadro P2000", 5120)],
+    },
+    Machine {
         slug: "quadro-p400-r418",
         driver: "418.43",
         cuda: Some("10.1"),
         gpus: &[("0000:43:00.0", "Quadro P400", 1998)],
+    },
+    Machine {
+        slug: "rtx-a5000-x2-r590",
+        driver: "590.44.01",
+        cuda: Some("13.1"),
+        gpus: &[
+            ("0000:81:00.0", "NVIDIA RTX A5000", 24564),
+            ("0000:c1:00.0", "NVIDIA RTX A5000", 24564),
+        ],
     },
     Machine {
         slug: "rtx-pro-6000-blackwell-maxq-r590",
@@ -67,6 +100,15 @@ const MACHINES: &[Machine] = &[
         )],
     },
     Machine {
+        slug: "rtx2070-x2-r590",
+        driver: "590.44.01",
+        cuda: Some("13.1"),
+        gpus: &[
+            ("0000:01:00.0", "NVIDIA GeForce RTX 2070", 8192),
+            ("0000:02:00.0", "NVIDIA GeForce RTX 2070", 8192),
+        ],
+    },
+    Machine {
         slug: "rtx2080-x2-r590",
         driver: "590.44.01",
         cuda: Some("13.1"),
@@ -74,6 +116,18 @@ const MACHINES: &[Machine] = &[
             ("0000:01:00.0", "NVIDIA GeForce RTX 2080", 8192),
             ("0000:02:00.0", "NVIDIA GeForce RTX 2080", 8192),
         ],
+    },
+    Machine {
+        slug: "rtx3060-r570",
+        driver: "570.124.04",
+        cuda: Some("12.8"),
+        gpus: &[("0000:2d:00.0", "NVIDIA GeForce RTX 3060", 12288)],
+    },
+    Machine {
+        slug: "rtx3080-busy-r595",
+        driver: "595.58.03",
+        cuda: Some("13.2"),
+        gpus: &[("0000:0c:00.0", "NVIDIA GeForce RTX 3080", 10240)],
     },
     Machine {
         slug: "rtx3090-power-capped-r525",
@@ -92,6 +146,12 @@ const MACHINES: &[Machine] = &[
         driver: "515.105.01",
         cuda: Some("11.7"),
         gpus: &[("0000:00:1e.0", "Tesla T4", 15360)],
+    },
+    Machine {
+        slug: "v100-pcie-32gb-busy-vm-r460",
+        driver: "460.39",
+        cuda: Some("11.2"),
+        gpus: &[("0000:21:01.0", "Tesla V100-PCIE-32GB", 32510)],
     },
     Machine {
         slug: "v100s-pcie-32gb-x8-r460",
