@@ -10,7 +10,7 @@
 # The default runtime image has no cuBLAS and no NCCL (the GEMM and all-reduce measurements say
 # so and skip); an NVIDIA CUDA runtime image has both:
 #   docker build --build-arg RUNTIME_IMAGE=nvidia/cuda:12.4.1-runtime-ubuntu22.04 -t gpuaudit:cuda .
-# README.md ("In a container") lists the read-only mounts the host checks need and what a
+# README.md (Install, "Container") lists the read-only mounts the host checks need and what a
 # container cannot see.
 
 ARG RUNTIME_IMAGE=debian:12-slim
@@ -30,10 +30,10 @@ RUN arch="${TARGETARCH:-$(dpkg --print-architecture)}" \
       *) echo "gpuaudit is built for amd64 and arm64, not $arch" >&2; exit 1 ;; \
     esac \
  && CARGO_TARGET_DIR=/build DIST=/dist scripts/release.sh "$target" \
- && cp /dist/gpuaudit-*-"$target"/gpuaudit /usr/local/bin/gpuaudit
+ && mkdir /out && cp /dist/gpuaudit-*-"$target"/gpuaudit /out/gpuaudit
 
 FROM ${RUNTIME_IMAGE}
-COPY --from=build /usr/local/bin/gpuaudit /usr/local/bin/gpuaudit
+COPY --from=build /out/gpuaudit /usr/local/bin/gpuaudit
 COPY LICENSE-MIT LICENSE-APACHE README.md /usr/share/doc/gpuaudit/
 # What the NVIDIA container toolkit reads: every GPU, and the driver's compute (libcuda) and
 # utility (NVML, nvidia-smi) libraries mounted in.
