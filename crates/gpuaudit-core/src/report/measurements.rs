@@ -388,6 +388,14 @@ mod tests {
         let g = m.iter().find(|x| x.name == "gemm_tflops").unwrap();
         assert_eq!(g.dtype.as_deref(), Some("bf16"));
         assert_eq!(g.expected, Some(989.5));
+        // The method says what the figure is judged against, at the size measured.
+        assert!(
+            g.method.contains(
+                "judged against the 81% of it healthy GPUs of this model reach at 8192x8192x8192"
+            ),
+            "{}",
+            g.method
+        );
         let bus: Vec<_> = m.iter().filter(|x| x.name == "allreduce_busbw").collect();
         assert_eq!(bus.len(), 2);
         assert_eq!(bus[0].size_bytes, Some(GIB));
@@ -402,6 +410,31 @@ mod tests {
         assert!(
             j.get("size_bytes").is_some() && j.get("dtype").is_none(),
             "{j}"
+        );
+    }
+
+    #[test]
+    fn a_size_without_an_attainable_figure_says_so() {
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .measured(|m| {
+                let mut p = gemm_point(700.0, true);
+                (p.m, p.n, p.k) = (4096, 4096, 4096);
+                m.gemm = Reading::Value(vec![OnGpu::new(
+                    0,
+                    Reading::Value(vec![GemmResult {
+                        dtype: GemmDtype::Bf16,
+                        result: Reading::Value(p),
+                    }]),
+                )]);
+            })
+            .build();
+        let m = measurements(&f);
+        let g = m.iter().find(|x| x.name == "gemm_tflops").unwrap();
+        assert!(
+            g.method
+                .contains("no attainable figure known for this model at this size"),
+            "{}",
+            g.method
         );
     }
 }

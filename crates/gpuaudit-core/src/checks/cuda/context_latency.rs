@@ -1,5 +1,6 @@
 //! cuda.context-latency: the measured time a fresh process takes to create a CUDA context.
 
+use crate::checks::common::plural;
 use crate::checks::judge::group;
 use crate::checks::{Check, CheckDoc, CheckKind, ProfileEffect};
 use crate::facts::Facts;
@@ -97,13 +98,13 @@ fn check_context(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         status = status.max(Status::Warn);
     }
     let mut msg = format!(
-        "cuInit + context + first allocation: {} ms median, {} ms max over {} fresh processes \
-         (cuInit {} ms; {n} GPU{} visible)",
+        "cuInit + context + first allocation: {} ms median, {} ms max over {} (cuInit {} ms; \
+         {} visible)",
         figure(med),
         figure(c.total_ms.max),
-        c.runs,
+        plural(c.runs as usize, "fresh process", "fresh processes"),
         figure(c.init_ms.median),
-        if n == 1 { "" } else { "s" }
+        plural(n as usize, "GPU", "GPUs")
     );
     if status != Status::Pass {
         if med > fail {
@@ -179,6 +180,24 @@ mod tests {
         f.measured.context = Reading::Value(ctx(424.0, true));
         let out = (CHECK.run)(&f, &Policy::default());
         assert_eq!(out[0].status, Status::Pass, "{}", out[0].message);
+        assert!(
+            out[0]
+                .message
+                .contains("over 10 fresh processes (cuInit 318 ms; 2 GPUs visible)"),
+            "{}",
+            out[0].message
+        );
+        let mut one = ctx(424.0, true);
+        (one.runs, one.visible_gpus) = (1, Some(1));
+        f.measured.context = Reading::Value(one);
+        let out = (CHECK.run)(&f, &Policy::default());
+        assert!(
+            out[0]
+                .message
+                .contains("over 1 fresh process (cuInit 318 ms; 1 GPU visible)"),
+            "{}",
+            out[0].message
+        );
         f.measured.context = Reading::Value(ctx(4000.0, false));
         let out = (CHECK.run)(&f, &Policy::default());
         assert_eq!(out[0].status, Status::Warn);

@@ -1,6 +1,7 @@
 //! nccl.allreduce: measured all-reduce bus bandwidth and small-message latency against the
 //! slowest GPU's link.
 
+use crate::checks::common::plural;
 use crate::checks::judge::{allreduce_expected, failed_verifications, group, percent, rate_status};
 use crate::checks::{Check, CheckDoc, CheckKind, ProfileEffect};
 use crate::facts::Facts;
@@ -63,7 +64,8 @@ fn check_nccl(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     let mib = a.at(MIB);
     let mut status = Status::Pass;
     let mut msg = format!(
-        "all-reduce over {n} GPUs: bus bandwidth {} GB/s at {}",
+        "all-reduce over {}: bus bandwidth {} GB/s at {}",
+        plural(n as usize, "GPU", "GPUs"),
         figure(big.busbw_gbps),
         bytes(big.size_bytes)
     );
