@@ -130,3 +130,47 @@ fn rows_name_registered_checks_once() {
         assert!(find(id).is_some(), "{id}: not a registered check");
     }
 }
+
+/// The doc comment of each `Profile` variant in policy.rs, which the README and DESIGN repeat.
+fn policy_doc(profile: Profile) -> String {
+    let src = include_str!("../policy.rs");
+    let variant = format!(
+        "    {}{},",
+        profile.as_str()[..1].to_ascii_uppercase(),
+        &profile.as_str()[1..]
+    );
+    let lines: Vec<&str> = src.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| *l == variant)
+        .unwrap_or_else(|| panic!("policy.rs has no variant line '{variant}'"));
+    let mut doc = Vec::new();
+    for l in lines[..at].iter().rev() {
+        match l.trim_start().strip_prefix("///") {
+            Some(d) => doc.push(d.trim()),
+            None if l.trim_start().starts_with("#[") => continue,
+            None => break,
+        }
+    }
+    doc.reverse();
+    doc.join(" ")
+}
+
+/// What a profile changes is said in one place for the user: the policy's doc of that
+/// profile names every check that declares an effect of it.
+#[test]
+fn the_policy_names_every_check_a_profile_changes() {
+    for c in all() {
+        for e in c.profiles {
+            let doc = policy_doc(e.profile);
+            assert!(
+                doc.contains(c.id),
+                "policy.rs's doc of Profile::{:?} does not name {}, which declares: {}",
+                e.profile,
+                c.id,
+                e.effect
+            );
+        }
+    }
+    assert!(policy_doc(Profile::General).contains("ordinary severity"));
+}
