@@ -173,6 +173,7 @@ fn check_gemm(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         let mut problems = Vec::new();
         let mut missing = Vec::new();
         let mut unjudged = Vec::new();
+        let mut any_peak = false;
         let mut evidence = Evidence::new();
         let mut fix = None;
         for r in results {
@@ -190,6 +191,7 @@ fn check_gemm(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 None => format!("{name} {}", figure(p.tflops)),
             });
             let mut s = j.status;
+            any_peak |= j.of_peak.is_some();
             if let Some(x) = j.of_peak {
                 if j.attainable.is_none() {
                     unjudged.push(name);
@@ -301,14 +303,18 @@ fn check_gemm(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 );
             }
         }
+        let judged_against = match spec {
+            Some(_) if any_peak => " of the datasheet's dense peak".to_string(),
+            Some(s) => format!(
+                " (the spec database has no dense peak for the {}: judged against the other \
+                 GPUs only)",
+                s.name
+            ),
+            None => " (model not in the spec database: judged against the other GPUs only)".into(),
+        };
         let mut msg = format!(
-            "{who}: {size}x{size} GEMM TFLOPS {}{}",
+            "{who}: {size}x{size} GEMM TFLOPS {}{judged_against}",
             parts.join(", "),
-            if spec.is_some() {
-                " of the datasheet's dense peak"
-            } else {
-                " (model not in the spec database: judged against the other GPUs only)"
-            }
         );
         if let (Some(s), false) = (spec, unjudged.is_empty()) {
             msg.push_str(&format!(
@@ -647,6 +653,20 @@ mod tests {
             .by_key("b300")
             .expect("known");
         assert_eq!(fp64_rate(b300).map(|r| r.0), Some(60));
+    }
+
+    #[test]
+    fn a_model_without_datasheet_tflops_is_judged_by_its_siblings() {
+        let g = judge("a10g", vec![one(GemmDtype::Bf16, 60.0)], Profile::General);
+        assert_eq!(g.status, Status::Pass);
+        assert!(
+            g.message.contains(
+                "bf16 60.0 (the spec database has no dense peak for the NVIDIA A10G: judged \
+                 against the other GPUs only)"
+            ),
+            "{}",
+            g.message
+        );
     }
 
     #[test]

@@ -118,6 +118,12 @@ fn check_memory(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                              model is the one ordered.",
                         );
                     }
+                } else if let Some(s) = spec {
+                    msg.push_str(&format!(
+                        " (the spec database has no memory bandwidth for the {}: judged against \
+                         the other GPUs only)",
+                        s.name
+                    ));
                 } else {
                     msg.push_str(
                         " (model not in the spec database: judged against the other GPUs only)",
@@ -306,6 +312,18 @@ mod tests {
         let g = one("h200-sxm-141gb", b);
         assert_eq!(g.status, Status::Fail);
         assert!(g.message.contains("device copy 4290 GB/s"), "{}", g.message);
+    }
+
+    #[test]
+    fn a_model_without_a_datasheet_bandwidth_is_judged_by_its_siblings() {
+        let g = one("a10g", membw(500.0));
+        assert_eq!(g.status, Status::Pass);
+        assert!(
+            g.message
+                .contains("the spec database has no memory bandwidth for the NVIDIA A10G"),
+            "{}",
+            g.message
+        );
     }
 
     #[test]
