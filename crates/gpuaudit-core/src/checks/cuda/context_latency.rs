@@ -164,6 +164,21 @@ fn check_context(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     }
     vec![f]
 }
+/// Facts on which `profile` changes this check's verdict (checks/profiles.rs).
+#[cfg(test)]
+pub(crate) fn profile_examples() -> Vec<(Profile, Facts)> {
+    use crate::reading::Reading;
+    use crate::testing::measured::ctx;
+    use crate::testing::Machine;
+    // 900 ms on 8 GPUs: within the general limit, above the serving budget.
+    let mut c = ctx(900.0, true);
+    c.visible_gpus = Some(8);
+    let f = Machine::healthy("h200-sxm-141gb", 8)
+        .measured(|m| m.context = Reading::Value(c))
+        .build();
+    vec![(Profile::Inference, f)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -321,19 +336,4 @@ mod tests {
             "{inf}"
         );
     }
-}
-
-/// Facts on which `profile` changes this check's verdict (checks/profiles.rs).
-#[cfg(test)]
-pub(crate) fn profile_examples() -> Vec<(Profile, Facts)> {
-    use crate::reading::Reading;
-    use crate::testing::measured::ctx;
-    use crate::testing::Machine;
-    // 900 ms on 8 GPUs: within the general limit, above the serving budget.
-    let mut c = ctx(900.0, true);
-    c.visible_gpus = Some(8);
-    let f = Machine::healthy("h200-sxm-141gb", 8)
-        .measured(|m| m.context = Reading::Value(c))
-        .build();
-    vec![(Profile::Inference, f)]
 }

@@ -118,6 +118,19 @@ fn check_nccl(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     }
     vec![f]
 }
+/// Facts on which `profile` changes this check's verdict (checks/profiles.rs).
+#[cfg(test)]
+pub(crate) fn profile_examples() -> Vec<(Profile, Facts)> {
+    use crate::reading::Reading;
+    use crate::testing::measured::allreduce;
+    use crate::testing::Machine;
+    // 40% of NVLink x18: a warning, a failure for training.
+    let f = Machine::healthy("h200-sxm-141gb", 2)
+        .measured(|m| m.nccl = Reading::Value(allreduce(180.0, true)))
+        .build();
+    vec![(Profile::Train, f)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,17 +231,4 @@ mod tests {
         );
         assert!(t.contains(&format!("above {} us", LATENCY_WARN_US)), "{t}");
     }
-}
-
-/// Facts on which `profile` changes this check's verdict (checks/profiles.rs).
-#[cfg(test)]
-pub(crate) fn profile_examples() -> Vec<(Profile, Facts)> {
-    use crate::reading::Reading;
-    use crate::testing::measured::allreduce;
-    use crate::testing::Machine;
-    // 40% of NVLink x18: a warning, a failure for training.
-    let f = Machine::healthy("h200-sxm-141gb", 2)
-        .measured(|m| m.nccl = Reading::Value(allreduce(180.0, true)))
-        .build();
-    vec![(Profile::Train, f)]
 }

@@ -230,6 +230,22 @@ fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     }
     out
 }
+/// Facts on which `profile` changes this check's verdict (checks/profiles.rs).
+#[cfg(test)]
+pub(crate) fn profile_examples() -> Vec<(Profile, Facts)> {
+    use crate::testing::measured::p2p;
+    use crate::testing::Machine;
+    // Both directions at 250 GB/s, 56% of NVLink x18: a warning, a failure for training.
+    let f = Machine::healthy("h200-sxm-141gb", 2)
+        .measured(|m| {
+            let mut x = p2p(250.0, true);
+            x.pairs[1].gbps = Reading::Value(250.0);
+            m.p2p = Reading::Value(x);
+        })
+        .build();
+    vec![(Profile::Train, f)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -398,20 +414,4 @@ mod tests {
             "{t}"
         );
     }
-}
-
-/// Facts on which `profile` changes this check's verdict (checks/profiles.rs).
-#[cfg(test)]
-pub(crate) fn profile_examples() -> Vec<(Profile, Facts)> {
-    use crate::testing::measured::p2p;
-    use crate::testing::Machine;
-    // Both directions at 250 GB/s, 56% of NVLink x18: a warning, a failure for training.
-    let f = Machine::healthy("h200-sxm-141gb", 2)
-        .measured(|m| {
-            let mut x = p2p(250.0, true);
-            x.pairs[1].gbps = Reading::Value(250.0);
-            m.p2p = Reading::Value(x);
-        })
-        .build();
-    vec![(Profile::Train, f)]
 }
