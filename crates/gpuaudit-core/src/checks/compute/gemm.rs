@@ -715,7 +715,13 @@ mod tests {
                 "{t}: {what}"
             );
         }
-        assert!(what.contains("H200 bf16 8192: 81%"));
+        let h200 = crate::spec::SpecDb::embedded()
+            .by_key("h200-sxm-141gb")
+            .expect("known");
+        let bf16 = Attainable::embedded()
+            .gemm(h200, GemmDtype::Bf16, 8192)
+            .expect("measured");
+        assert!(what.contains(&format!("H200 bf16 8192: {}", percent(bf16.fraction))));
         let hpc = CHECK.profiles[0].effect;
         assert!(hpc.contains(&format!("below {} of what", percent(ATTAINABLE_WARN))));
         assert!(hpc.contains(&format!("below {} of the dense", percent(GENERIC_WARN))));
