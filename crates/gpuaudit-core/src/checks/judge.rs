@@ -266,6 +266,49 @@ mod tests {
         assert_eq!(percent(0.816), "82%");
     }
 
+    /// A GPU the driver did not list but CUDA measured is identified from CUDA's name and
+    /// memory (bytes, turned into MiB).
+    #[test]
+    fn a_gpu_only_cuda_saw_is_identified_from_cudas_view() {
+        use crate::facts::{ComputeCapability, CudaDevice};
+        let device = |name: &str, total_memory_bytes: u64| CudaDevice {
+            gpu: 0,
+            ordinal: 0,
+            name: name.into(),
+            pci_bus_id: "0000:00:06.0".into(),
+            compute_capability: ComputeCapability { major: 9, minor: 0 },
+            sm_count: 132,
+            l2_bytes: 50 << 20,
+            total_memory_bytes,
+            free_memory_bytes: total_memory_bytes,
+            memory_clock_khz: None,
+            memory_bus_width_bits: None,
+            clock_khz: None,
+            unified_addressing: true,
+        };
+        let with = |name: &str, bytes: u64| {
+            let d = device(name, bytes);
+            Machine::healthy("h200-sxm-141gb", 1)
+                .with(|f| f.gpus = Reading::unavailable("the driver does not answer"))
+                .measured(|m| m.devices = Reading::Value(vec![d]))
+                .build()
+        };
+        let f = with("NVIDIA H200", 143_771 << 20);
+        assert_eq!(
+            spec_of(&f, 0).map(|s| s.key.as_str()),
+            Some("h200-sxm-141gb")
+        );
+        assert_eq!(model(&f, 0), "h200-sxm-141gb");
+        assert_eq!(label(&f, 0), "GPU 0");
+        assert!(spec_of(&f, 1).is_none());
+        // Where the name leaves several models, the memory (bytes as MiB) picks one.
+        let key = |bytes: u64| spec_of(&with("NVIDIA A100", bytes), 0).map(|s| s.key.clone());
+        let small = key(40_960 << 20).expect("an A100");
+        let big = key(81_920 << 20).expect("an A100");
+        assert!(small.ends_with("40gb"), "{small}");
+        assert!(big.ends_with("80gb"), "{big}");
+    }
+
     #[test]
     fn siblings_of_the_same_model_set_the_floor() {
         let f = Machine::healthy("h200-sxm-141gb", 3).build();
