@@ -317,6 +317,26 @@ mod tests {
         assert_eq!(below_siblings(&f, 2, 70.0, &all), None);
         // No sibling of the same model: nothing to compare with.
         assert_eq!(below_siblings(&f, 2, 1.0, &[(2, 1.0)]), None);
+        // A median of zero (nothing measured right) sets no floor.
+        assert_eq!(
+            below_siblings(&f, 2, -1.0, &[(0, 0.0), (1, 0.0), (2, -1.0)]),
+            None
+        );
+        // Another model on the same machine is no sibling.
+        let spec = SpecDb::embedded().by_key("l4").expect("known");
+        let mixed = Machine::healthy("h200-sxm-141gb", 2)
+            .gpu(1, |g| {
+                g.name = Reading::Value(spec.nvml_names[0].clone());
+                g.pci_device_id = Reading::Value(spec.pci_device_ids[0]);
+                g.memory.total_mib = Reading::Value(23_034);
+            })
+            .build();
+        assert_eq!(model(&mixed, 1), "l4");
+        assert_eq!(model(&mixed, 0), "h200-sxm-141gb");
+        assert_eq!(
+            below_siblings(&mixed, 1, 10.0, &[(0, 100.0), (1, 10.0)]),
+            None
+        );
     }
 
     #[test]
