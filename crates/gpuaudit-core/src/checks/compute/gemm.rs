@@ -441,6 +441,10 @@ mod tests {
             g0.evidence.get("bf16").and_then(|e| e.get("attainable")),
             Some(&serde_json::json!(0.81))
         );
+        assert_eq!(
+            g0.evidence.get("bf16").and_then(|e| e.get("judged_against")),
+            Some(&serde_json::json!("attainable fraction at this size"))
+        );
         let g1 = out.iter().find(|x| x.gpu == Some(1)).unwrap();
         assert_eq!(g1.status, Status::Fail);
         assert!(g1.message.contains("TF32"), "{}", g1.message);
@@ -659,6 +663,10 @@ mod tests {
     fn a_model_without_datasheet_tflops_is_judged_by_its_siblings() {
         let g = judge("a10g", vec![one(GemmDtype::Bf16, 60.0)], Profile::General);
         assert_eq!(g.status, Status::Pass);
+        assert_eq!(
+            g.evidence.get("bf16").and_then(|e| e.get("judged_against")),
+            Some(&serde_json::json!("the GPU's siblings only"))
+        );
         assert!(
             g.message.contains(
                 "bf16 60.0 (the spec database has no dense peak for the NVIDIA A10G: judged \
