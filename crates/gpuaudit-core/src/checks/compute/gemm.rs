@@ -442,7 +442,9 @@ mod tests {
             Some(&serde_json::json!(0.81))
         );
         assert_eq!(
-            g0.evidence.get("bf16").and_then(|e| e.get("judged_against")),
+            g0.evidence
+                .get("bf16")
+                .and_then(|e| e.get("judged_against")),
             Some(&serde_json::json!("attainable fraction at this size"))
         );
         let g1 = out.iter().find(|x| x.gpu == Some(1)).unwrap();

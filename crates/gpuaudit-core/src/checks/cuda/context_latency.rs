@@ -336,4 +336,43 @@ mod tests {
             "{inf}"
         );
     }
+
+    #[test]
+    fn the_gpus_the_driver_lists_stand_in_for_those_cuda_saw() {
+        let mut c = ctx(2400.0, true);
+        c.visible_gpus = None;
+        c.failures = vec!["run 3: cuInit returned 999".into()];
+        let f = Machine::healthy("h200-sxm-141gb", 8)
+            .measured(|m| m.context = Reading::Value(c))
+            .build();
+        let g = (CHECK.run)(&f, &Policy::default()).remove(0);
+        // 8 GPUs listed: 2500 ms.
+        assert_eq!(g.status, Status::Pass, "{}", g.message);
+        assert!(g.message.contains("8 GPUs visible"), "{}", g.message);
+        assert_eq!(
+            g.evidence.get("expected_max_ms"),
+            Some(&serde_json::json!(2500.0))
+        );
+        assert_eq!(
+            g.evidence.get("failed_runs"),
+            Some(&serde_json::json!(["run 3: cuInit returned 999"]))
+        );
+    }
+
+    #[test]
+    fn slow_with_persistence_on_points_at_the_visible_gpus() {
+        let g = judged(1500.0, 2, Profile::General);
+        assert_eq!(g.status, Status::Warn);
+        assert!(
+            !g.message.contains("persistence mode is off"),
+            "{}",
+            g.message
+        );
+        assert!(g
+            .fix
+            .as_deref()
+            .unwrap_or("")
+            .contains("limit CUDA_VISIBLE_DEVICES"));
+        assert!(judged(500.0, 2, Profile::General).fix.is_none());
+    }
 }

@@ -644,4 +644,102 @@ mod tests {
             percent(POWER_CAP_SHARE_NOTE)
         )));
     }
+
+    #[test]
+    fn sag_needs_four_windows() {
+        let mut g = burn_gpu(680.0, "aa", vec![]);
+        g.tflops = vec![700.0, 700.0, 700.0, 600.0];
+        g.tflops_cv = None;
+        let f = judged(g.clone(), h200());
+        assert_eq!(f.status, Status::Warn, "{}", f.message);
+        assert!(
+            f.message
+                .contains("TFLOPS fell 14% from the first to the last quarter"),
+            "{}",
+            f.message
+        );
+        g.tflops = vec![700.0, 700.0, 600.0];
+        assert_eq!(judged(g, h200()).status, Status::Pass);
+    }
+
+    #[test]
+    fn missing_load_or_telemetry_is_said() {
+        let mut g = burn_gpu(680.0, "aa", vec![]);
+        g.tflops_stats = None;
+        let f = judged(g, h200());
+        assert_eq!(f.status, Status::Skip);
+        assert!(
+            f.message.contains("no full second of load"),
+            "{}",
+            f.message
+        );
+        let mut g = burn_gpu(680.0, "aa", vec![]);
+        g.telemetry = Reading::unavailable("NVML not loaded");
+        let f = judged(g, h200());
+        assert_eq!(f.status, Status::Pass);
+        assert!(
+            f.message.contains("(no NVML telemetry (NVML not loaded))"),
+            "{}",
+            f.message
+        );
+        let f = judged(burn_gpu(680.0, "aa", vec![]), h200());
+        assert!(
+            f.message
+                .contains("(SM clock 1755 MHz median, 690 W, up to 70 C)"),
+            "{}",
+            f.message
+        );
+    }
+
+    /// Results are compared within a model: another model's different checksum is no fault,
+    /// and a GPU that disagreed with itself is left out of the vote.
+    #[test]
+    fn checksums_are_compared_among_the_same_model() {
+        let spec = crate::spec::SpecDb::embedded().by_key("l4").expect("known");
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .gpu(1, |g| {
+                g.name = Reading::Value(spec.nvml_names[0].clone());
+                g.pci_device_id = Reading::Value(spec.pci_device_ids[0]);
+                g.memory.total_mib = Reading::Value(23_034);
+            })
+            .measured(|_| {})
+            .build();
+        let mut f2 = f.clone();
+        f2.measured.burn = Reading::Value(Burn {
+            seconds: 60.0,
+            dtype: GemmDtype::Bf16,
+            size: 8192,
+            per_gpu: vec![
+                OnGpu::new(0, Reading::Value(burn_gpu(680.0, "aa", vec![]))),
+                OnGpu::new(1, Reading::Value(burn_gpu(120.0, "bb", vec![]))),
+            ],
+        });
+        let out = (CHECK.run)(&f2, &Policy::default());
+        assert!(out.iter().all(|x| x.status == Status::Pass), "{out:?}");
+        // Three H200s: the one that disagreed with itself does not outvote the others.
+        let mut f = Machine::healthy("h200-sxm-141gb", 3)
+            .measured(|_| {})
+            .build();
+        let mut shaky = burn_gpu(680.0, "bb", vec![]);
+        shaky.self_consistent = false;
+        f.measured.burn = Reading::Value(Burn {
+            seconds: 60.0,
+            dtype: GemmDtype::Bf16,
+            size: 8192,
+            per_gpu: vec![
+                OnGpu::new(0, Reading::Value(shaky)),
+                OnGpu::new(1, Reading::Value(burn_gpu(680.0, "aa", vec![]))),
+                OnGpu::new(2, Reading::Value(burn_gpu(680.0, "aa", vec![]))),
+            ],
+        });
+        let out = (CHECK.run)(&f, &Policy::default());
+        assert_eq!(crate::testing::gpu_status(&out, 0), Status::Fail);
+        assert_eq!(
+            crate::testing::gpu_status(&out, 1),
+            Status::Pass,
+            "{}",
+            out[1].message
+        );
+        assert_eq!(crate::testing::gpu_status(&out, 2), Status::Pass);
+    }
 }
