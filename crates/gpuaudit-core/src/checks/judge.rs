@@ -359,6 +359,44 @@ mod tests {
         assert!((gbps - 63.015).abs() < 0.01, "{gbps}");
     }
 
+    /// Without a topology matrix the NVLink links up on both GPUs say what the pair has.
+    #[test]
+    fn without_a_topology_the_links_up_decide() {
+        let no_topo = |links0: usize, links1: usize| {
+            Machine::healthy("h200-sxm-141gb", 2)
+                .with(|f| f.topology = Reading::unavailable("nvidia-smi topo not read"))
+                .gpu(0, |g| {
+                    if let Reading::Value(l) = &mut g.nvlinks {
+                        l.iter_mut().enumerate().for_each(|(i, x)| x.active = i < links0);
+                    }
+                })
+                .gpu(1, |g| {
+                    if let Reading::Value(l) = &mut g.nvlinks {
+                        l.iter_mut().enumerate().for_each(|(i, x)| x.active = i < links1);
+                    }
+                })
+                .build()
+        };
+        assert_eq!(
+            p2p_expected(&no_topo(18, 18), 0, 1),
+            Some((450.0, "NVLink x18".to_string()))
+        );
+        // The fewer links up of the two bound the pair: 10 of 18 links.
+        assert_eq!(
+            p2p_expected(&no_topo(10, 18), 0, 1),
+            Some((250.0, "NVLink x10".to_string()))
+        );
+        assert_eq!(
+            p2p_expected(&no_topo(18, 1), 0, 1),
+            Some((25.0, "NVLink x1".to_string()))
+        );
+        // No link up on one of them: PCIe.
+        for (a, b) in [(0, 18), (18, 0)] {
+            let (_, over) = p2p_expected(&no_topo(a, b), 0, 1).expect("a PCIe figure");
+            assert_eq!(over, "PCIe Gen5 x16", "{a} {b}");
+        }
+    }
+
     #[test]
     fn all_seven_are_registered_as_measured() {
         for c in MEASURED {
