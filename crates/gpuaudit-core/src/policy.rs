@@ -5,19 +5,35 @@ use std::fmt;
 use std::str::FromStr;
 
 /// The workload the machine is for; it raises or lowers the severity of checks that matter
-/// for it.
+/// for it. Each check declares what a profile changes in its verdict (`gpuaudit explain ID`
+/// prints it, `checks/profiles.rs` tests that it is real); the variants below list those
+/// checks, and a test fails when a check declares an effect its profile's list here does not
+/// name.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Profile {
+    /// Every check at its ordinary severity.
     #[default]
     General,
-    /// Multi-GPU training: NVLink, NCCL, shared memory and storage throughput matter most.
+    /// Multi-GPU training: what warns about the GPUs' links fails. nccl.allreduce and
+    /// p2p.bandwidth fail what would warn (slow all-reduce or peer copies, no peer access over
+    /// PCIe); nvlink.status fails links down and pairs without NVLink; gpu.uniform fails
+    /// GPUs that differ; gpu.virtualization fails MIG; cuda.env fails NCCL_P2P_DISABLE and
+    /// NCCL_IB_DISABLE; kernel.modules and net.fabric are stricter about RDMA and
+    /// nvidia_peermem; storage.mounts and storage.throughput are stricter about where the data
+    /// lives and how fast it reads; host.shm wants 8 GiB of /dev/shm.
     Train,
-    /// Serving: context latency, persistence mode, accept queue.
+    /// Serving: what a cold-started worker and every request pay. cuda.context-latency holds
+    /// context creation to MLPerf's first-token budgets (450 ms warns, 2000 ms fails, whatever
+    /// the number of GPUs); os.persistence (persistence off), net.somaxconn (1024 connections
+    /// expected) and net.loopback (the local round trip) are stricter.
     Inference,
-    /// Scientific computing: ECC and fp64.
+    /// Scientific computing: double precision and error correction. compute.gemm fails a low
+    /// fp64 GEMM and a model whose fp64 runs below 1/8 of its fp32 rate (1/64 on A10, L4,
+    /// L40S, RTX); memory.ecc fails ECC off; gpu.virtualization fails MIG.
     Hpc,
-    /// Rendering and graphics.
+    /// Rendering and graphics: os.persistence off is info instead of a warning; display and
+    /// graphics readiness (the display-facing checks) matters.
     Render,
 }
 

@@ -13,6 +13,18 @@ use crate::spec::{GpuSpec, SpecDb};
 /// fails.
 pub const SIBLING_FLOOR: f64 = 0.70;
 
+/// A measured figure below this fraction of what healthy GPUs of its model reach
+/// (`data/attainable.toml`) warns. GPUs of one model differ by about 5% (Bekman, "Machine
+/// Learning Engineering", compute/accelerator: 5% and more between the GPUs of one 8-GPU node,
+/// from the silicon lottery and uneven cooling), and one H200 read 1.8% apart from run to run
+/// (bf16 807.6-822 TFLOPS, BENCHMARKS.md): 10% below is beyond that spread, so something
+/// (clocks, power, heat, another process) costs performance.
+pub const ATTAINABLE_WARN: f64 = 0.90;
+/// Below this fraction of what healthy GPUs of its model reach, a figure fails: a quarter of
+/// the work the GPU was bought for is lost (a job takes a third longer), more than any spread
+/// between healthy GPUs or a warm GPU explains.
+pub const ATTAINABLE_FAIL: f64 = 0.75;
+
 /// The group's value, or the findings that say why it is missing.
 pub fn group<'a, T>(id: &str, facts: &'a Facts, r: &'a Reading<T>) -> Result<&'a T, Vec<Finding>> {
     if let Some(why) = &facts.measured.not_run {
@@ -81,6 +93,22 @@ pub fn rate_status(ratio: f64, warn: f64, fail: f64) -> Status {
     }
 }
 
+/// The status of a figure measured at `of_peak` of its datasheet figure. Where healthy GPUs of
+/// the model were measured (`attainable`, the fraction of the datasheet they reach), against
+/// that: below [`ATTAINABLE_WARN`] of it warns, below [`ATTAINABLE_FAIL`] fails. Otherwise
+/// against the check's generic floor of the datasheet, `(warn, fail)`.
+pub fn attainable_status(of_peak: f64, attainable: Option<f64>, generic: (f64, f64)) -> Status {
+    match attainable {
+        Some(a) if a > 0.0 => rate_status(of_peak / a, ATTAINABLE_WARN, ATTAINABLE_FAIL),
+        _ => rate_status(of_peak, generic.0, generic.1),
+    }
+}
+
+/// "81%": a fraction as a whole percentage.
+pub fn percent(fraction: f64) -> String {
+    format!("{:.0}%", fraction * 100.0)
+}
+
 /// The data checks that failed, each as "what: detail".
 pub fn failed_verifications(v: &[Verify]) -> Vec<String> {
     v.iter()
@@ -137,18 +165,9 @@ pub fn pcie_expected(facts: &Facts, gpu: u32) -> Option<(f64, u32, u32)> {
     pcie_link_gbps(gen, width).map(|r| (r, gen, width))
 }
 
-/// The datasheet figure a dtype's GEMM is compared with. fp64 GEMMs run on the fp64 tensor
-/// cores where the GPU has them (A100, H100/H200: cuBLAS uses DMMA).
+/// The datasheet figure a dtype's GEMM is compared with ([`GpuSpec::gemm_peak`]).
 pub fn gemm_expected(spec: &GpuSpec, d: GemmDtype) -> Option<f64> {
-    let t = &spec.tflops;
-    match d {
-        GemmDtype::Fp64 => t.fp64_tensor.or(t.fp64),
-        GemmDtype::Fp32 => t.fp32,
-        GemmDtype::Tf32 => t.tf32,
-        GemmDtype::Fp16 => t.fp16,
-        GemmDtype::Bf16 => t.bf16,
-        GemmDtype::Fp8 => t.fp8,
-    }
+    spec.gemm_peak(d)
 }
 
 /// What one direction between two GPUs should reach, and over what.
@@ -222,6 +241,75 @@ mod tests {
     }
 
     #[test]
+    fn attainable_figures_judge_where_known_and_the_generic_floor_elsewhere() {
+        // Healthy GPUs reach 0.80 of the peak: 0.72 is 0.90 of that, 0.60 is 0.75.
+        let a = Some(0.80);
+        let g = (0.60, 0.45);
+        assert_eq!(attainable_status(0.80, a, g), Status::Pass);
+        assert_eq!(attainable_status(0.721, a, g), Status::Pass);
+        assert_eq!(attainable_status(0.719, a, g), Status::Warn);
+        assert_eq!(attainable_status(0.601, a, g), Status::Warn);
+        assert_eq!(attainable_status(0.599, a, g), Status::Fail);
+        // A GPU 25% slow is at the failure floor: it warns; slower fails.
+        assert_eq!(
+            attainable_status(0.80 * (1.0 - 0.25), a, g),
+            Status::Warn,
+            "0.75 of attainable is not below the floor"
+        );
+        assert_eq!(attainable_status(0.80 * 0.74, a, g), Status::Fail);
+        // Without a measured figure: the generic floor of the datasheet.
+        assert_eq!(attainable_status(0.61, None, g), Status::Pass);
+        assert_eq!(attainable_status(0.59, None, g), Status::Warn);
+        assert_eq!(attainable_status(0.44, None, g), Status::Fail);
+        assert_eq!(attainable_status(0.59, Some(0.0), g), Status::Warn);
+        assert_eq!(percent(0.804), "80%");
+        assert_eq!(percent(0.816), "82%");
+    }
+
+    /// A GPU the driver did not list but CUDA measured is identified from CUDA's name and
+    /// memory (bytes, turned into MiB).
+    #[test]
+    fn a_gpu_only_cuda_saw_is_identified_from_cudas_view() {
+        use crate::facts::{ComputeCapability, CudaDevice};
+        let device = |name: &str, total_memory_bytes: u64| CudaDevice {
+            gpu: 0,
+            ordinal: 0,
+            name: name.into(),
+            pci_bus_id: "0000:00:06.0".into(),
+            compute_capability: ComputeCapability { major: 9, minor: 0 },
+            sm_count: 132,
+            l2_bytes: 50 << 20,
+            total_memory_bytes,
+            free_memory_bytes: total_memory_bytes,
+            memory_clock_khz: None,
+            memory_bus_width_bits: None,
+            clock_khz: None,
+            unified_addressing: true,
+        };
+        let with = |name: &str, bytes: u64| {
+            let d = device(name, bytes);
+            Machine::healthy("h200-sxm-141gb", 1)
+                .with(|f| f.gpus = Reading::unavailable("the driver does not answer"))
+                .measured(|m| m.devices = Reading::Value(vec![d]))
+                .build()
+        };
+        let f = with("NVIDIA H200", 143_771 << 20);
+        assert_eq!(
+            spec_of(&f, 0).map(|s| s.key.as_str()),
+            Some("h200-sxm-141gb")
+        );
+        assert_eq!(model(&f, 0), "h200-sxm-141gb");
+        assert_eq!(label(&f, 0), "GPU 0");
+        assert!(spec_of(&f, 1).is_none());
+        // Where the name leaves several models, the memory (bytes as MiB) picks one.
+        let key = |bytes: u64| spec_of(&with("NVIDIA A100", bytes), 0).map(|s| s.key.clone());
+        let small = key(40_960 << 20).expect("an A100");
+        let big = key(81_920 << 20).expect("an A100");
+        assert!(small.ends_with("40gb"), "{small}");
+        assert!(big.ends_with("80gb"), "{big}");
+    }
+
+    #[test]
     fn siblings_of_the_same_model_set_the_floor() {
         let f = Machine::healthy("h200-sxm-141gb", 3).build();
         let all = [(0, 100.0), (1, 100.0), (2, 69.0)];
@@ -229,6 +317,26 @@ mod tests {
         assert_eq!(below_siblings(&f, 2, 70.0, &all), None);
         // No sibling of the same model: nothing to compare with.
         assert_eq!(below_siblings(&f, 2, 1.0, &[(2, 1.0)]), None);
+        // A median of zero (nothing measured right) sets no floor.
+        assert_eq!(
+            below_siblings(&f, 2, -1.0, &[(0, 0.0), (1, 0.0), (2, -1.0)]),
+            None
+        );
+        // Another model on the same machine is no sibling.
+        let spec = SpecDb::embedded().by_key("l4").expect("known");
+        let mixed = Machine::healthy("h200-sxm-141gb", 2)
+            .gpu(1, |g| {
+                g.name = Reading::Value(spec.nvml_names[0].clone());
+                g.pci_device_id = Reading::Value(spec.pci_device_ids[0]);
+                g.memory.total_mib = Reading::Value(23_034);
+            })
+            .build();
+        assert_eq!(model(&mixed, 1), "l4");
+        assert_eq!(model(&mixed, 0), "h200-sxm-141gb");
+        assert_eq!(
+            below_siblings(&mixed, 1, 10.0, &[(0, 100.0), (1, 10.0)]),
+            None
+        );
     }
 
     #[test]
@@ -249,6 +357,44 @@ mod tests {
         let (gbps, over) = allreduce_expected(&f, &[0, 1]).expect("a PCIe figure");
         assert_eq!(over, "PCIe Gen5 x16");
         assert!((gbps - 63.015).abs() < 0.01, "{gbps}");
+    }
+
+    /// Without a topology matrix the NVLink links up on both GPUs say what the pair has.
+    #[test]
+    fn without_a_topology_the_links_up_decide() {
+        let no_topo = |links0: usize, links1: usize| {
+            Machine::healthy("h200-sxm-141gb", 2)
+                .with(|f| f.topology = Reading::unavailable("nvidia-smi topo not read"))
+                .gpu(0, |g| {
+                    if let Reading::Value(l) = &mut g.nvlinks {
+                        l.iter_mut().enumerate().for_each(|(i, x)| x.active = i < links0);
+                    }
+                })
+                .gpu(1, |g| {
+                    if let Reading::Value(l) = &mut g.nvlinks {
+                        l.iter_mut().enumerate().for_each(|(i, x)| x.active = i < links1);
+                    }
+                })
+                .build()
+        };
+        assert_eq!(
+            p2p_expected(&no_topo(18, 18), 0, 1),
+            Some((450.0, "NVLink x18".to_string()))
+        );
+        // The fewer links up of the two bound the pair: 10 of 18 links.
+        assert_eq!(
+            p2p_expected(&no_topo(10, 18), 0, 1),
+            Some((250.0, "NVLink x10".to_string()))
+        );
+        assert_eq!(
+            p2p_expected(&no_topo(18, 1), 0, 1),
+            Some((25.0, "NVLink x1".to_string()))
+        );
+        // No link up on one of them: PCIe.
+        for (a, b) in [(0, 18), (18, 0)] {
+            let (_, over) = p2p_expected(&no_topo(a, b), 0, 1).expect("a PCIe figure");
+            assert_eq!(over, "PCIe Gen5 x16", "{a} {b}");
+        }
     }
 
     #[test]

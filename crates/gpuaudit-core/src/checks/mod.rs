@@ -27,6 +27,8 @@ pub mod storage;
 
 mod common;
 pub mod judge;
+#[cfg(test)]
+mod profiles;
 pub mod registry;
 
 use crate::facts::Facts;

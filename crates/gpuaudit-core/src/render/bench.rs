@@ -170,6 +170,7 @@ pub fn tables(m: &MeasuredFacts) -> Vec<(String, Vec<Vec<String>>)> {
                 s("blocks"),
                 s("threads"),
                 s("GB/s"),
+                s("verified"),
             ]];
             for g in v {
                 match &g.result {
@@ -177,7 +178,7 @@ pub fn tables(m: &MeasuredFacts) -> Vec<(String, Vec<Vec<String>>)> {
                         rows.push(vec![
                             g.gpu.to_string(),
                             bytes(b.buffer_bytes),
-                            figure(b.copy_gbps),
+                            f(b.copy_gbps),
                             f(b.memcpy_gbps),
                             f(b.read_gbps),
                             f(b.write_gbps),
@@ -195,6 +196,7 @@ pub fn tables(m: &MeasuredFacts) -> Vec<(String, Vec<Vec<String>>)> {
                                 k.blocks.to_string(),
                                 k.threads.to_string(),
                                 figure(k.gbps),
+                                s(if k.verified { "yes" } else { "NO" }),
                             ]);
                         }
                     }

@@ -6,6 +6,7 @@ use crate::checks::judge::{
 };
 use crate::facts::{Direction, Facts, HostMemory, MeasuredFacts, Measurement};
 use crate::reading::Reading;
+use crate::spec::Attainable;
 use crate::units::MIB;
 
 /// A figure with its expectation; gpu, peer, size and dtype are set by the caller.
@@ -122,14 +123,15 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
             let figures = [
                 (
                     "memory_copy_bandwidth",
-                    Some(v.copy_gbps),
+                    v.copy_gbps,
                     "gpuaudit copy kernel (16-byte loads, 4 in flight per thread), bytes read + \
-                     written, median of repeats, best launch shape",
+                     written, median of repeats, best launch shape whose output verified",
                 ),
                 (
                     "memory_memcpy_bandwidth",
                     v.memcpy_gbps,
-                    "cuMemcpyDtoDAsync within the GPU, bytes read + written, median of repeats",
+                    "cuMemcpyDtoDAsync within the GPU, bytes read + written, median of repeats, \
+                     output verified",
                 ),
                 (
                     "memory_read_bandwidth",
@@ -164,10 +166,24 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
             let spec = spec_of(facts, g.gpu);
             for r in rs {
                 let Some(p) = r.result.value() else { continue };
+                let judged = match spec.and_then(|s| Attainable::embedded().gemm(s, r.dtype, p.m)) {
+                    Some(a) => format!(
+                        "judged against the {:.0}% of it healthy GPUs of this model reach at \
+                         {}x{}x{} ({})",
+                        a.fraction * 100.0,
+                        a.size,
+                        a.size,
+                        a.size,
+                        a.source
+                    ),
+                    None => "no attainable figure known for this model at this size: judged \
+                             against the generic floor of the peak"
+                        .to_string(),
+                };
                 let how = format!(
                     "{}x{}x{} {} GEMM ({} layout) on random data via {}, best of {} batches of {} \
                      back-to-back GEMMs timed with events, output checked against the CPU; \
-                     expected: the datasheet's dense peak",
+                     expected: the datasheet's dense peak; {judged}",
                     p.m,
                     p.n,
                     p.k,
@@ -372,6 +388,14 @@ mod tests {
         let g = m.iter().find(|x| x.name == "gemm_tflops").unwrap();
         assert_eq!(g.dtype.as_deref(), Some("bf16"));
         assert_eq!(g.expected, Some(989.5));
+        // The method says what the figure is judged against, at the size measured.
+        assert!(
+            g.method.contains(
+                "judged against the 81% of it healthy GPUs of this model reach at 8192x8192x8192"
+            ),
+            "{}",
+            g.method
+        );
         let bus: Vec<_> = m.iter().filter(|x| x.name == "allreduce_busbw").collect();
         assert_eq!(bus.len(), 2);
         assert_eq!(bus[0].size_bytes, Some(GIB));
@@ -386,6 +410,31 @@ mod tests {
         assert!(
             j.get("size_bytes").is_some() && j.get("dtype").is_none(),
             "{j}"
+        );
+    }
+
+    #[test]
+    fn a_size_without_an_attainable_figure_says_so() {
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .measured(|m| {
+                let mut p = gemm_point(700.0, true);
+                (p.m, p.n, p.k) = (4096, 4096, 4096);
+                m.gemm = Reading::Value(vec![OnGpu::new(
+                    0,
+                    Reading::Value(vec![GemmResult {
+                        dtype: GemmDtype::Bf16,
+                        result: Reading::Value(p),
+                    }]),
+                )]);
+            })
+            .build();
+        let m = measurements(&f);
+        let g = m.iter().find(|x| x.name == "gemm_tflops").unwrap();
+        assert!(
+            g.method
+                .contains("no attainable figure known for this model at this size"),
+            "{}",
+            g.method
         );
     }
 }

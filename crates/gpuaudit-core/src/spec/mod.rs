@@ -6,6 +6,7 @@
 //!
 //! [`cuda`] holds the CUDA toolkit / driver table (`data/cuda.toml`).
 
+pub mod attainable;
 pub mod cuda;
 mod expect;
 mod names;
@@ -16,9 +17,10 @@ pub use cuda::{
     DriverVersion, ToolkitReq, ToolkitUpdate,
 };
 
+pub use attainable::{Attainable, GemmAttainable, MemoryAttainable};
 pub use expect::{ExpectMatch, GpuEvidence, UnknownModel};
 
-use crate::facts::ComputeCapability;
+use crate::facts::{ComputeCapability, GemmDtype};
 use names::{family_fits, normalize, tokens, variant_words, vocabulary, word_matches};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashSet};
@@ -238,6 +240,21 @@ impl GpuSpec {
 
     pub fn compute_capability(&self) -> Option<ComputeCapability> {
         parse_cc(&self.compute_capability)
+    }
+
+    /// The datasheet's dense peak a GEMM of this dtype is compared with. fp64 GEMMs run on
+    /// the fp64 tensor cores where the GPU has them (A100, H100/H200: cuBLAS uses DMMA), so
+    /// that figure comes first.
+    pub fn gemm_peak(&self, d: GemmDtype) -> Option<f64> {
+        let t = &self.tflops;
+        match d {
+            GemmDtype::Fp64 => t.fp64_tensor.or(t.fp64),
+            GemmDtype::Fp32 => t.fp32,
+            GemmDtype::Tf32 => t.tf32,
+            GemmDtype::Fp16 => t.fp16,
+            GemmDtype::Bf16 => t.bf16,
+            GemmDtype::Fp8 => t.fp8,
+        }
     }
 
     /// The label in MiB (labels are GiB: "40GB" is 40960 MiB).

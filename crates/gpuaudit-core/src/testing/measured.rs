@@ -48,7 +48,7 @@ pub fn pcie_gpu(h2d: f64, d2h: f64) -> PcieGpu {
 pub fn membw(copy: f64) -> MemoryBandwidth {
     MemoryBandwidth {
         buffer_bytes: 4 * GIB,
-        copy_gbps: copy,
+        copy_gbps: Some(copy),
         memcpy_gbps: Some(copy * 0.99),
         read_gbps: None,
         write_gbps: None,

@@ -1,11 +1,12 @@
 //! nccl.allreduce: measured all-reduce bus bandwidth and small-message latency against the
 //! slowest GPU's link.
 
-use crate::checks::judge::{allreduce_expected, failed_verifications, group, rate_status};
-use crate::checks::{Check, CheckDoc, CheckKind};
+use crate::checks::common::plural;
+use crate::checks::judge::{allreduce_expected, failed_verifications, group, percent, rate_status};
+use crate::checks::{Check, CheckDoc, CheckKind, ProfileEffect};
 use crate::facts::Facts;
 use crate::finding::{Finding, Status};
-use crate::policy::Policy;
+use crate::policy::{Policy, Profile};
 use crate::units::{bytes, figure, MIB};
 
 const ID: &str = "nccl.allreduce";
@@ -41,11 +42,16 @@ pub const CHECK: Check = Check {
               NCCL_SHM_DISABLE are not set (cuda.env), /dev/shm is large enough \
               (host.shm), and on NVSwitch systems that the fabric manager runs.",
     },
-    profiles: &[],
+    profiles: &[ProfileEffect {
+        profile: Profile::Train,
+        effect: "A bus bandwidth below 50% of the link, or a 1 MiB all-reduce above 500 us, fails \
+                 instead of warning, and the finding says so: data-parallel training all-reduces \
+                 the gradients every step.",
+    }],
     run: check_nccl,
 };
 
-fn check_nccl(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
+fn check_nccl(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     let a = match group(ID, facts, &facts.measured.nccl) {
         Ok(a) => a,
         Err(f) => return f,
@@ -58,7 +64,8 @@ fn check_nccl(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     let mib = a.at(MIB);
     let mut status = Status::Pass;
     let mut msg = format!(
-        "all-reduce over {n} GPUs: bus bandwidth {} GB/s at {}",
+        "all-reduce over {}: bus bandwidth {} GB/s at {}",
+        plural(n as usize, "GPU", "GPUs"),
         figure(big.busbw_gbps),
         bytes(big.size_bytes)
     );
@@ -66,8 +73,8 @@ fn check_nccl(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     if let Some((e, over)) = &expected {
         let ratio = big.busbw_gbps / e;
         msg.push_str(&format!(
-            " ({:.0}% of {over}'s {} GB/s)",
-            ratio * 100.0,
+            " ({} of {over}'s {} GB/s)",
+            percent(ratio),
             figure(*e)
         ));
         status = rate_status(ratio, WARN, FAIL);
@@ -82,8 +89,15 @@ fn check_nccl(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
         msg.push_str(&format!("; 1 MiB takes {} us", figure(m.time_us)));
         if m.time_us > LATENCY_WARN_US {
             status = status.max(Status::Warn);
-            msg.push_str(" (slow: above 500 us)");
+            msg.push_str(&format!(" (slow: above {} us)", figure(LATENCY_WARN_US)));
         }
+    }
+    if status == Status::Warn && policy.profile == Profile::Train {
+        status = Status::Fail;
+        msg.push_str(
+            "; --profile train fails this: data-parallel training all-reduces the gradients \
+             every step",
+        );
     }
     let bad = failed_verifications(&a.verify);
     if !bad.is_empty() {
@@ -104,6 +118,19 @@ fn check_nccl(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     }
     vec![f]
 }
+/// Facts on which `profile` changes this check's verdict (checks/profiles.rs).
+#[cfg(test)]
+pub(crate) fn profile_examples() -> Vec<(Profile, Facts)> {
+    use crate::reading::Reading;
+    use crate::testing::measured::allreduce;
+    use crate::testing::Machine;
+    // 40% of NVLink x18: a warning, a failure for training.
+    let f = Machine::healthy("h200-sxm-141gb", 2)
+        .measured(|m| m.nccl = Reading::Value(allreduce(180.0, true)))
+        .build();
+    vec![(Profile::Train, f)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -133,5 +160,75 @@ mod tests {
         f.measured.nccl = Reading::Value(allreduce(100.0, false));
         let out = (CHECK.run)(&f, &Policy::default());
         assert_eq!(out[0].status, Status::Fail);
+    }
+
+    fn judged(busbw: f64, latency_us: f64, ok: bool, profile: Profile) -> Finding {
+        let mut a = allreduce(busbw, ok);
+        a.points[0].time_us = latency_us;
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .measured(|m| m.nccl = Reading::Value(a))
+            .build();
+        let policy = Policy {
+            profile,
+            ..Policy::default()
+        };
+        (CHECK.run)(&f, &policy).remove(0)
+    }
+
+    /// Against NVLink x18's 450 GB/s: 50% (225) warns, 30% (135) fails; 500 us at 1 MiB warns.
+    #[test]
+    fn thresholds_on_both_sides() {
+        let g = Profile::General;
+        assert_eq!(judged(225.5, 57.6, true, g).status, Status::Pass);
+        assert_eq!(judged(224.5, 57.6, true, g).status, Status::Warn);
+        assert_eq!(judged(135.5, 57.6, true, g).status, Status::Warn);
+        assert_eq!(judged(134.5, 57.6, true, g).status, Status::Fail);
+        assert_eq!(judged(328.3, 499.0, true, g).status, Status::Pass);
+        let w = judged(328.3, 501.0, true, g);
+        assert_eq!(w.status, Status::Warn);
+        assert!(w.message.contains("(slow: above 500 us)"), "{}", w.message);
+        assert_eq!(judged(328.3, 57.6, false, g).status, Status::Fail);
+    }
+
+    /// Training: what warns fails, and says why; what passes still passes.
+    #[test]
+    fn train_fails_what_warns() {
+        let t = Profile::Train;
+        assert_eq!(judged(225.5, 57.6, true, t).status, Status::Pass);
+        let f = judged(224.5, 57.6, true, t);
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.message.contains("--profile train fails this"),
+            "{}",
+            f.message
+        );
+        assert_eq!(judged(328.3, 501.0, true, t).status, Status::Fail);
+        assert_eq!(judged(328.3, 499.0, true, t).status, Status::Pass);
+        assert!(!judged(134.5, 57.6, true, t)
+            .message
+            .contains("--profile train"));
+    }
+
+    #[test]
+    fn explain_gives_the_thresholds_the_code_uses() {
+        let what = CHECK.doc.what;
+        assert!(
+            what.contains(&format!("below {} warns", percent(WARN))),
+            "{what}"
+        );
+        assert!(
+            what.contains(&format!("below {} fails", percent(FAIL))),
+            "{what}"
+        );
+        assert!(
+            what.contains(&format!("above {} us warns", LATENCY_WARN_US)),
+            "{what}"
+        );
+        let t = CHECK.profiles[0].effect;
+        assert!(
+            t.contains(&format!("below {} of the link", percent(WARN))),
+            "{t}"
+        );
+        assert!(t.contains(&format!("above {} us", LATENCY_WARN_US)), "{t}");
     }
 }

@@ -1,11 +1,11 @@
 //! p2p.bandwidth: measured GPU<->GPU copies against the link between each pair and the other
 //! pairs over the same kind of link.
 
-use crate::checks::judge::{group, label, p2p_expected, rate_status, SIBLING_FLOOR};
-use crate::checks::{Check, CheckDoc, CheckKind};
+use crate::checks::judge::{group, label, p2p_expected, percent, rate_status, SIBLING_FLOOR};
+use crate::checks::{Check, CheckDoc, CheckKind, ProfileEffect};
 use crate::facts::{median, Facts};
 use crate::finding::{Finding, Status};
-use crate::policy::Policy;
+use crate::policy::{Policy, Profile};
 use crate::reading::Reading;
 use crate::units::figure;
 
@@ -31,7 +31,8 @@ pub const CHECK: Check = Check {
                link: NVLink (half the datasheet's bidirectional figure, scaled by the \
                links between the pair) or PCIe: below 60% warns, below 35% fails; a pair \
                below 70% of the median of the pairs over the same kind of link fails; no \
-               peer access between NVLink-connected GPUs fails (warns over PCIe).",
+               peer access between NVLink-connected GPUs fails (warns over PCIe); 4-byte \
+               copies slower than 100 us each warn.",
         why: "Tensor and pipeline parallelism and NCCL move activations and gradients \
               between GPUs constantly. Without peer access copies go through host memory; \
               a missing NVLink halves or worse every collective.",
@@ -42,11 +43,28 @@ pub const CHECK: Check = Check {
               systems; in a VM, ask for peer-to-peer to be enabled (PCIe ACS / IOMMU \
               settings, the hypervisor's P2P support).",
     },
-    profiles: &[],
+    profiles: &[ProfileEffect {
+        profile: Profile::Train,
+        effect: "A pair below 60% of its link, small copies slower than 100 us, and no peer \
+                 access over PCIe fail instead of warning, and the finding says so: tensor and \
+                 pipeline parallelism move activations between the GPUs every step.",
+    }],
     run: check_p2p,
 };
 
+/// A warning about the link's performance fails under `--profile train`; `escalated` records
+/// that it did.
+fn for_profile(s: Status, train: bool, escalated: &mut bool) -> Status {
+    if train && s == Status::Warn {
+        *escalated = true;
+        Status::Fail
+    } else {
+        s
+    }
+}
+
 fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
+    let train = policy.profile == Profile::Train;
     let p = match group(ID, facts, &facts.measured.p2p) {
         Ok(p) => p,
         Err(f) => return f,
@@ -73,6 +91,7 @@ fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         let mut problems = Vec::new();
         let mut evidence = Vec::new();
         let mut fix = None;
+        let mut escalated = false;
         for x in &mine {
             let exp = p2p_expected(facts, x.src, x.dst);
             let k = kind(x.src, x.dst);
@@ -81,18 +100,14 @@ fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                     let mut part = format!("-> GPU {} {} GB/s", x.dst, figure(*v));
                     if let Some((e, over)) = &exp {
                         let ratio = v / e;
-                        part.push_str(&format!(
-                            " ({:.0}% of {over}'s {})",
-                            ratio * 100.0,
-                            figure(*e)
-                        ));
-                        let s = rate_status(ratio, WARN, FAIL);
+                        part.push_str(&format!(" ({} of {over}'s {})", percent(ratio), figure(*e)));
+                        let s = for_profile(rate_status(ratio, WARN, FAIL), train, &mut escalated);
                         if s != Status::Pass {
                             problems.push(format!(
-                                "GPU {} -> GPU {} at {:.0}% of its {over} link",
+                                "GPU {} -> GPU {} at {} of its {over} link",
                                 x.src,
                                 x.dst,
-                                ratio * 100.0
+                                percent(ratio)
                             ));
                             fix.get_or_insert(
                                 "Check nvlink.status and nvidia-smi topo -m; on NVSwitch systems \
@@ -133,7 +148,11 @@ fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
             }
             if !x.peer_access {
                 let nvlink = exp.as_ref().is_some_and(|e| e.1.starts_with("NVLink"));
-                status = status.max(if nvlink { Status::Fail } else { Status::Warn });
+                status = status.max(if nvlink {
+                    Status::Fail
+                } else {
+                    for_profile(Status::Warn, train, &mut escalated)
+                });
                 problems.push(format!(
                     "no peer access GPU {} -> GPU {}: copies go through host memory",
                     x.src, x.dst
@@ -160,7 +179,7 @@ fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
             }
             if let Reading::Value(l) = &x.latency_us {
                 if *l > LATENCY_WARN_US {
-                    status = status.max(Status::Warn);
+                    status = status.max(for_profile(Status::Warn, train, &mut escalated));
                     problems.push(format!(
                         "GPU {} -> GPU {} small copies take {} us each",
                         x.src,
@@ -185,6 +204,13 @@ fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         if parts.is_empty() {
             msg = format!("{who}: no copy measured");
         }
+        if escalated {
+            problems.push(
+                "--profile train fails what would warn: tensor and pipeline parallelism move \
+                 activations between the GPUs every step"
+                    .into(),
+            );
+        }
         if !problems.is_empty() {
             msg.push_str("; ");
             msg.push_str(&problems.join("; "));
@@ -204,6 +230,22 @@ fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     }
     out
 }
+/// Facts on which `profile` changes this check's verdict (checks/profiles.rs).
+#[cfg(test)]
+pub(crate) fn profile_examples() -> Vec<(Profile, Facts)> {
+    use crate::testing::measured::p2p;
+    use crate::testing::Machine;
+    // Both directions at 250 GB/s, 56% of NVLink x18: a warning, a failure for training.
+    let f = Machine::healthy("h200-sxm-141gb", 2)
+        .measured(|m| {
+            let mut x = p2p(250.0, true);
+            x.pairs[1].gbps = Reading::Value(250.0);
+            m.p2p = Reading::Value(x);
+        })
+        .build();
+    vec![(Profile::Train, f)]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +273,145 @@ mod tests {
         assert_eq!(g0.status, Status::Fail);
         assert!(g0.message.contains("no peer access"), "{}", g0.message);
         assert!(g0.message.contains("below the median"), "{}", g0.message);
+    }
+
+    fn judged(f: &Facts, profile: Profile) -> Vec<Finding> {
+        let policy = Policy {
+            profile,
+            ..Policy::default()
+        };
+        (CHECK.run)(f, &policy)
+    }
+
+    fn pair_status(out: &[Finding], gpu: u32) -> Status {
+        out.iter()
+            .find(|x| x.gpu == Some(gpu))
+            .map(|x| x.status)
+            .unwrap()
+    }
+
+    /// Against NVLink x18's 450 GB/s one way: 60% (270) warns, 35% (157.5) fails. The other
+    /// direction is at 394 GB/s, so the sibling floor (70% of the median) is not what decides
+    /// above 280 GB/s; below it the pair fails anyway.
+    #[test]
+    fn thresholds_on_both_sides() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 2)
+            .measured(|_| {})
+            .build();
+        for (gbps, want) in [(270.5, Status::Pass), (269.5, Status::Warn)] {
+            // Keep the pairs' median low enough that the sibling floor stays out of it.
+            let mut m = p2p(gbps, true);
+            m.pairs[1].gbps = Reading::Value(gbps);
+            f.measured.p2p = Reading::Value(m);
+            let out = judged(&f, Profile::General);
+            assert_eq!(pair_status(&out, 0), want, "{gbps}: {out:?}");
+        }
+        for (gbps, want) in [(158.0, Status::Warn), (157.0, Status::Fail)] {
+            let mut m = p2p(gbps, true);
+            m.pairs[1].gbps = Reading::Value(gbps);
+            f.measured.p2p = Reading::Value(m);
+            assert_eq!(
+                pair_status(&judged(&f, Profile::General), 0),
+                want,
+                "{gbps}"
+            );
+        }
+        let mut m = p2p(393.7, true);
+        m.pairs[0].latency_us = Reading::Value(LATENCY_WARN_US + 1.0);
+        f.measured.p2p = Reading::Value(m.clone());
+        let out = judged(&f, Profile::General);
+        assert_eq!(pair_status(&out, 0), Status::Warn);
+        assert!(
+            out[0].message.contains("small copies take 101 us"),
+            "{}",
+            out[0].message
+        );
+        m.pairs[0].latency_us = Reading::Value(LATENCY_WARN_US - 1.0);
+        f.measured.p2p = Reading::Value(m);
+        assert_eq!(pair_status(&judged(&f, Profile::General), 0), Status::Pass);
+    }
+
+    /// Training: slow links, slow small copies and missing peer access over PCIe fail.
+    #[test]
+    fn train_fails_what_warns() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 2)
+            .measured(|_| {})
+            .build();
+        let mut m = p2p(250.0, true);
+        m.pairs[1].gbps = Reading::Value(250.0);
+        f.measured.p2p = Reading::Value(m);
+        assert_eq!(pair_status(&judged(&f, Profile::General), 0), Status::Warn);
+        let out = judged(&f, Profile::Train);
+        assert_eq!(pair_status(&out, 0), Status::Fail);
+        assert!(
+            out[0].message.contains("--profile train fails"),
+            "{}",
+            out[0].message
+        );
+        // A healthy pair passes under train too, without the remark.
+        f.measured.p2p = Reading::Value(p2p(393.7, true));
+        let out = judged(&f, Profile::Train);
+        assert_eq!(pair_status(&out, 0), Status::Pass);
+        assert!(!out[0].message.contains("--profile train"));
+        // Over PCIe without peer access: a warning, a failure for training.
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .with(|f| {
+                if let Reading::Value(t) = &mut f.topology {
+                    t.links[0][1] = crate::facts::TopoLink::Phb;
+                    t.links[1][0] = crate::facts::TopoLink::Phb;
+                }
+            })
+            .measured(|m| {
+                let mut x = p2p(50.0, false);
+                x.pairs[1].gbps = Reading::Value(50.0);
+                m.p2p = Reading::Value(x);
+            })
+            .build();
+        let g = judged(&f, Profile::General);
+        assert_eq!(pair_status(&g, 0), Status::Warn, "{}", g[0].message);
+        assert_eq!(pair_status(&judged(&f, Profile::Train), 0), Status::Fail);
+        // Latency alone.
+        let mut f = Machine::healthy("h200-sxm-141gb", 2)
+            .measured(|_| {})
+            .build();
+        let mut m = p2p(393.7, true);
+        m.pairs[0].latency_us = Reading::Value(150.0);
+        f.measured.p2p = Reading::Value(m);
+        assert_eq!(pair_status(&judged(&f, Profile::Train), 0), Status::Fail);
+        // A pair that could not be measured stays a warning: no verdict on the link.
+        let mut m = p2p(393.7, true);
+        m.pairs[0].gbps = Reading::unavailable("copy timed out");
+        f.measured.p2p = Reading::Value(m);
+        assert_eq!(pair_status(&judged(&f, Profile::Train), 0), Status::Warn);
+    }
+
+    #[test]
+    fn explain_gives_the_thresholds_the_code_uses() {
+        let what = CHECK.doc.what;
+        assert!(
+            what.contains(&format!("below {} warns", percent(WARN))),
+            "{what}"
+        );
+        assert!(
+            what.contains(&format!("below {} fails", percent(FAIL))),
+            "{what}"
+        );
+        assert!(
+            what.contains(&format!("below {} of the median", percent(SIBLING_FLOOR))),
+            "{what}"
+        );
+        assert!(
+            what.contains(&format!("slower than {} us each warn", LATENCY_WARN_US)),
+            "{what}"
+        );
+        let t = CHECK.profiles[0].effect;
+        assert!(
+            t.contains(&format!("below {} of its link", percent(WARN))),
+            "{t}"
+        );
+        assert!(
+            t.contains(&format!("slower than {} us", LATENCY_WARN_US)),
+            "{t}"
+        );
     }
 }

@@ -1,6 +1,8 @@
 //! pcie.bandwidth: measured host<->device copies against the PCIe link, the link under load
 //! and the GPU's siblings.
 
+use crate::checks::common::plural;
+use crate::checks::judge::percent;
 use crate::checks::judge::{
     below_siblings, failed_verifications, group, label, pcie_expected, per_gpu, rate_status,
     SIBLING_FLOOR,
@@ -102,8 +104,8 @@ fn check_pcie(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         if let Some((rate, gen, width)) = expected {
             let ratio = worst / rate;
             msg.push_str(&format!(
-                ", {:.0}% of the Gen{gen} x{width} link's {} GB/s",
-                ratio * 100.0,
+                ", {} of the Gen{gen} x{width} link's {} GB/s",
+                percent(ratio),
                 figure(rate)
             ));
             let s = rate_status(ratio, WARN, FAIL);
@@ -124,9 +126,11 @@ fn check_pcie(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                     let sure = narrow || l.samples >= LINK_SAMPLES_FOR_FAIL;
                     status = status.max(if sure { Status::Fail } else { Status::Warn });
                     notes.push(format!(
-                        "the link ran at Gen{} x{} during the copies ({} NVML samples); it \
-                         supports Gen{gen} x{width}",
-                        l.gen, l.width, l.samples
+                        "the link ran at Gen{} x{} during the copies ({}); it supports \
+                         Gen{gen} x{width}",
+                        l.gen,
+                        l.width,
+                        plural(l.samples as usize, "NVML sample", "NVML samples")
                     ));
                     fix = Some(
                         "Reseat the card or move it to a slot that trains at full width and \
@@ -278,5 +282,114 @@ mod tests {
         let out = (CHECK.run)(&f, &Policy::default());
         assert_eq!(gpu_status(&out, 0), Status::Warn);
         assert_eq!(gpu_status(&out, 1), Status::Fail);
+    }
+
+    fn one(g: PcieGpu) -> Finding {
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .measured(|m| {
+                m.pcie = Reading::Value(PcieBandwidth {
+                    per_gpu: vec![OnGpu::new(0, Reading::Value(g))],
+                    all_at_once: Reading::unavailable("one GPU"),
+                })
+            })
+            .build();
+        (CHECK.run)(&f, &Policy::default()).remove(0)
+    }
+
+    /// Gen5 x16 is 63.0 GB/s one way: 70% (44.1) warns, 50% (31.5) fails; the slower
+    /// direction counts.
+    #[test]
+    fn thresholds_on_both_sides() {
+        let link = 63.015;
+        for (share, want) in [
+            (WARN + 0.005, Status::Pass),
+            (WARN - 0.005, Status::Warn),
+            (FAIL + 0.005, Status::Warn),
+            (FAIL - 0.005, Status::Fail),
+        ] {
+            let g = one(pcie_gpu(55.0, link * share));
+            assert_eq!(g.status, want, "{share}: {}", g.message);
+            let g = one(pcie_gpu(link * share, 55.0));
+            assert_eq!(g.status, want, "{share}: {}", g.message);
+        }
+        // A lower generation: 20 samples fail, 19 warn.
+        for (samples, want) in [
+            (LINK_SAMPLES_FOR_FAIL, Status::Fail),
+            (LINK_SAMPLES_FOR_FAIL - 1, Status::Warn),
+        ] {
+            let mut g = pcie_gpu(55.0, 55.0);
+            g.link_under_load = Reading::Value(PcieLinkState {
+                gen: 4,
+                width: 16,
+                samples,
+            });
+            assert_eq!(one(g).status, want, "{samples}");
+        }
+        let mut g = pcie_gpu(55.0, 55.0);
+        g.link_under_load = Reading::Value(PcieLinkState {
+            gen: 4,
+            width: 16,
+            samples: 1,
+        });
+        let f = one(g);
+        assert!(f.message.contains("(1 NVML sample)"), "{}", f.message);
+        // Copied data that differs fails.
+        let mut g = pcie_gpu(55.0, 55.0);
+        g.verify[0].ok = false;
+        assert_eq!(one(g).status, Status::Fail);
+    }
+
+    /// With every GPU copying at once, a GPU below 70% of its own figure shares a link.
+    #[test]
+    fn a_shared_upstream_link_warns() {
+        let judged = |all: f64| {
+            let f = Machine::healthy("h200-sxm-141gb", 2)
+                .measured(|m| {
+                    m.pcie = Reading::Value(PcieBandwidth {
+                        per_gpu: vec![
+                            OnGpu::new(0, Reading::Value(pcie_gpu(50.0, 50.0))),
+                            OnGpu::new(1, Reading::Value(pcie_gpu(50.0, 50.0))),
+                        ],
+                        all_at_once: Reading::Value(vec![ConcurrentCopy {
+                            direction: Direction::H2d,
+                            size_bytes: GIB,
+                            per_gpu: vec![GpuValue { gpu: 0, value: all }],
+                            total_gbps: all,
+                        }]),
+                    })
+                })
+                .build();
+            gpu_status(&(CHECK.run)(&f, &Policy::default()), 0)
+        };
+        assert_eq!(judged(35.5), Status::Pass);
+        assert_eq!(judged(34.5), Status::Warn);
+    }
+
+    #[test]
+    fn explain_gives_the_thresholds_the_code_uses() {
+        let what = CHECK.doc.what;
+        assert!(
+            what.contains(&format!("below {} warns", percent(WARN))),
+            "{what}"
+        );
+        assert!(
+            what.contains(&format!("below {} fails", percent(FAIL))),
+            "{what}"
+        );
+        assert!(
+            what.contains(&format!("below {} of its siblings", percent(SIBLING_FLOOR))),
+            "{what}"
+        );
+        assert!(
+            what.contains(&format!("fewer than {LINK_SAMPLES_FOR_FAIL} samples")),
+            "{what}"
+        );
+        assert!(
+            what.contains(&format!(
+                "more than {} when all copy",
+                percent(1.0 - SIBLING_FLOOR)
+            )),
+            "{what}"
+        );
     }
 }

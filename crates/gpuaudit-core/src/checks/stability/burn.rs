@@ -1,7 +1,9 @@
 //! stability.burn: a sustained GEMM load on every GPU at once: steadiness, clocks, throttling,
 //! results that agree.
 
-use crate::checks::judge::{below_siblings, group, label, model, per_gpu};
+use crate::checks::judge::{
+    below_siblings, gpu_facts, group, label, model, per_gpu, percent, spec_of,
+};
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{median, Facts, ThrottleReason};
 use crate::finding::{Finding, Status};
@@ -20,6 +22,9 @@ pub const SW_THERMAL_SHARE_WARN: f64 = 0.10;
 /// Share of the samples at the software power cap above which the finding notes "held at its
 /// power limit".
 pub const POWER_CAP_SHARE_NOTE: f64 = 0.5;
+/// An enforced power limit within this many watts of the default counts as the default (NVML
+/// reports limits in milliwatts; drivers round a default of 700 W to 699.99).
+pub const LIMIT_TOLERANCE_W: f64 = 1.0;
 
 pub const CHECK: Check = Check {
     id: ID,
@@ -33,9 +38,13 @@ pub const CHECK: Check = Check {
                temperature, each throttle reason on its own). Fails on hardware slowdown, \
                hardware thermal or power-brake throttling, on results that change between \
                identical GEMMs or differ from the other GPUs', or fail a CPU check, and on \
-               a GPU below 70% of its siblings; warns on software thermal slowdown, TFLOPS \
-               varying more than 5% (coefficient of variation), or TFLOPS or SM clock \
-               ending more than 10% below where they started.",
+               a GPU below 70% of its siblings; warns on software thermal slowdown in more \
+               than 10% of the samples, TFLOPS varying more than 5% (coefficient of \
+               variation), or TFLOPS or SM clock ending more than 10% below where they \
+               started. The software power cap is no fault under dense GEMM: every H100 and \
+               H200 runs such a load at its power limit. Held there in more than 50% of the \
+               samples at the default limit, it is noted; at a limit below the default, \
+               it is info (power.limit judges the limit).",
         why: "A GPU that passes a short test can still throttle after a minute of real \
               load (cooling, power delivery) or compute wrong results (a failing chip): \
               the first costs hours of training time, the second silently corrupts it.",
@@ -48,6 +57,32 @@ pub const CHECK: Check = Check {
     profiles: &[],
     run: check_burn,
 };
+
+/// What being held at the power limit under load means for this GPU: (the note, whether the
+/// limit is below the default). At the default (or, where that is unknown, the datasheet
+/// TDP) it is what dense GEMM does on every H100/H200; below it, the owner or provider set a
+/// lower limit, which power.limit judges.
+fn power_cap_note(facts: &Facts, gpu: u32) -> (String, bool) {
+    let power = gpu_facts(facts, gpu).map(|g| &g.power);
+    let limit = power.and_then(|p| p.limit_w.value().copied());
+    let default = power
+        .and_then(|p| p.default_limit_w.value().copied())
+        .or_else(|| spec_of(facts, gpu).and_then(|s| s.tdp_w));
+    match (limit, default) {
+        (Some(l), Some(d)) if l < d - LIMIT_TOLERANCE_W => (
+            format!(
+                "held at its power limit of {l:.0} W, below the default {d:.0} W (see \
+                 power.limit)"
+            ),
+            true,
+        ),
+        (Some(l), Some(_)) => (
+            format!("held at its default {l:.0} W power limit, expected under dense GEMM"),
+            false,
+        ),
+        _ => ("held at its power limit".into(), false),
+    }
+}
 
 fn check_burn(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     let b = match group(ID, facts, &facts.measured.burn) {
@@ -115,8 +150,9 @@ fn check_burn(facts: &Facts, policy: &Policy) -> Vec<Finding> {
             if cv > CV_WARN {
                 status = status.max(Status::Warn);
                 problems.push(format!(
-                    "TFLOPS vary by {:.1}% (coefficient of variation)",
-                    cv * 100.0
+                    "TFLOPS vary by {:.1}% (coefficient of variation; above {} warns)",
+                    cv * 100.0,
+                    percent(CV_WARN)
                 ));
                 fix.get_or_insert(
                     "Watch clocks, power and temperature under load (nvidia-smi dmon -s pucv).",
@@ -155,9 +191,10 @@ fn check_burn(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                     if seen.reason.is_hardware_fault() {
                         status = Status::Fail;
                         problems.push(format!(
-                            "{} in {:.0}% of the samples",
+                            "{} in {} of {} samples",
                             seen.reason.name(),
-                            share * 100.0
+                            seen.samples,
+                            t.samples
                         ));
                         fix = Some(
                             "Hardware slowdown under load: check airflow, fans, inlet \
@@ -169,8 +206,10 @@ fn check_burn(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                     {
                         status = status.max(Status::Warn);
                         problems.push(format!(
-                            "software thermal slowdown in {:.0}% of the samples",
-                            share * 100.0
+                            "software thermal slowdown in {} of {} samples ({})",
+                            seen.samples,
+                            t.samples,
+                            percent(share)
                         ));
                         fix.get_or_insert(
                             "Check cooling: the GPU reaches its slowdown temperature under load.",
@@ -178,7 +217,11 @@ fn check_burn(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                     } else if seen.reason == ThrottleReason::SwPowerCap
                         && share > POWER_CAP_SHARE_NOTE
                     {
-                        notes.push("held at its power limit".into());
+                        let (note, lowered) = power_cap_note(facts, gpu);
+                        if lowered {
+                            status = status.max(Status::Info);
+                        }
+                        notes.push(note);
                     }
                 }
                 if let (Some(first), Some(last)) = (t.sm_clock_first_mhz, t.sm_clock_last_mhz) {
@@ -294,7 +337,7 @@ mod tests {
         let g0 = out.iter().find(|x| x.gpu == Some(0)).unwrap();
         assert_eq!(g0.status, Status::Pass, "{}", g0.message);
         assert!(
-            g0.message.contains("held at its power limit"),
+            g0.message.contains("held at its default 700 W power limit"),
             "{}",
             g0.message
         );
@@ -339,5 +382,364 @@ mod tests {
         });
         let out = (CHECK.run)(&f, &Policy::default());
         assert!(out.iter().all(|x| x.status == Status::Fail), "{out:?}");
+    }
+
+    fn judged(g: BurnGpu, facts: Facts) -> Finding {
+        let mut f = facts;
+        f.measured.burn = Reading::Value(Burn {
+            seconds: 60.0,
+            dtype: GemmDtype::Bf16,
+            size: 8192,
+            per_gpu: vec![OnGpu::new(0, Reading::Value(g))],
+        });
+        (CHECK.run)(&f, &Policy::default()).remove(0)
+    }
+
+    fn h200() -> Facts {
+        Machine::healthy("h200-sxm-141gb", 1)
+            .measured(|_| {})
+            .build()
+    }
+
+    fn seen(reason: ThrottleReason, samples: u32) -> ThrottleSeen {
+        ThrottleSeen { reason, samples }
+    }
+
+    /// Defect 6: a healthy H200 at its default 700 W limit is held at that limit under dense
+    /// GEMM; that is noted, never a warning. Below the default it is info, power.limit's to
+    /// judge.
+    #[test]
+    fn the_power_cap_at_the_default_limit_is_expected() {
+        let g = judged(
+            burn_gpu(680.0, "aa", vec![seen(ThrottleReason::SwPowerCap, 290)]),
+            h200(),
+        );
+        assert_eq!(g.status, Status::Pass, "{}", g.message);
+        assert!(
+            g.message
+                .contains("held at its default 700 W power limit, expected under dense GEMM"),
+            "{}",
+            g.message
+        );
+        // Within the tolerance of the default (NVML's 699.99 W) is the default.
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| {
+                g.power.limit_w = Reading::Value(700.0 - LIMIT_TOLERANCE_W + 0.01)
+            })
+            .measured(|_| {})
+            .build();
+        let g = judged(
+            burn_gpu(680.0, "aa", vec![seen(ThrottleReason::SwPowerCap, 290)]),
+            f,
+        );
+        assert_eq!(g.status, Status::Pass, "{}", g.message);
+        // A lowered limit: info, pointing at power.limit.
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| g.power.limit_w = Reading::Value(500.0))
+            .measured(|_| {})
+            .build();
+        let g = judged(
+            burn_gpu(500.0, "aa", vec![seen(ThrottleReason::SwPowerCap, 290)]),
+            f,
+        );
+        assert_eq!(g.status, Status::Info, "{}", g.message);
+        assert!(
+            g.message.contains(
+                "held at its power limit of 500 W, below the default 700 W (see power.limit)"
+            ),
+            "{}",
+            g.message
+        );
+        // Limits unread: the datasheet TDP stands for the default; nothing read at all: a note.
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| {
+                g.power.default_limit_w = Reading::unavailable("x");
+                g.power.limit_w = Reading::Value(600.0);
+            })
+            .measured(|_| {})
+            .build();
+        let g = judged(
+            burn_gpu(600.0, "aa", vec![seen(ThrottleReason::SwPowerCap, 290)]),
+            f,
+        );
+        assert_eq!(g.status, Status::Info, "{}", g.message);
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| g.power.limit_w = Reading::unavailable("x"))
+            .measured(|_| {})
+            .build();
+        let g = judged(
+            burn_gpu(600.0, "aa", vec![seen(ThrottleReason::SwPowerCap, 290)]),
+            f,
+        );
+        assert_eq!(g.status, Status::Pass, "{}", g.message);
+        assert!(
+            g.message.contains("(held at its power limit,"),
+            "{}",
+            g.message
+        );
+        // In half the samples or fewer: not even a note.
+        let g = judged(
+            burn_gpu(680.0, "aa", vec![seen(ThrottleReason::SwPowerCap, 150)]),
+            h200(),
+        );
+        assert!(!g.message.contains("power limit"), "{}", g.message);
+        let g = judged(
+            burn_gpu(680.0, "aa", vec![seen(ThrottleReason::SwPowerCap, 151)]),
+            h200(),
+        );
+        assert!(g.message.contains("power limit"), "{}", g.message);
+    }
+
+    /// Only hardware slowdown, hardware thermal and the power brake are faults under load.
+    #[test]
+    fn hardware_reasons_fail_and_others_do_not() {
+        for r in [
+            ThrottleReason::HwSlowdown,
+            ThrottleReason::HwThermalSlowdown,
+            ThrottleReason::HwPowerBrakeSlowdown,
+        ] {
+            let g = judged(burn_gpu(680.0, "aa", vec![seen(r, 1)]), h200());
+            assert_eq!(g.status, Status::Fail, "{}", g.message);
+            assert!(
+                g.message
+                    .contains(&format!("{} in 1 of 300 samples", r.name())),
+                "{}",
+                g.message
+            );
+        }
+        for r in [
+            ThrottleReason::ApplicationsClocksSetting,
+            ThrottleReason::SyncBoost,
+            ThrottleReason::DisplayClocksSetting,
+            ThrottleReason::GpuIdle,
+        ] {
+            let g = judged(burn_gpu(680.0, "aa", vec![seen(r, 300)]), h200());
+            assert_eq!(g.status, Status::Pass, "{}: {}", r.name(), g.message);
+        }
+        // Software thermal slowdown in more than 10% of the samples warns.
+        let g = judged(
+            burn_gpu(
+                680.0,
+                "aa",
+                vec![seen(ThrottleReason::SwThermalSlowdown, 30)],
+            ),
+            h200(),
+        );
+        assert_eq!(g.status, Status::Pass, "{}", g.message);
+        let g = judged(
+            burn_gpu(
+                680.0,
+                "aa",
+                vec![seen(ThrottleReason::SwThermalSlowdown, 31)],
+            ),
+            h200(),
+        );
+        assert_eq!(g.status, Status::Warn, "{}", g.message);
+        assert!(
+            g.message.contains("in 31 of 300 samples (10%)"),
+            "{}",
+            g.message
+        );
+    }
+
+    #[test]
+    fn steadiness_and_sag_on_both_sides() {
+        // Coefficient of variation just under and over 5%.
+        for (cv, want) in [
+            (CV_WARN - 0.001, Status::Pass),
+            (CV_WARN + 0.001, Status::Warn),
+        ] {
+            let mut g = burn_gpu(680.0, "aa", vec![]);
+            g.tflops_cv = Some(cv);
+            assert_eq!(judged(g, h200()).status, want, "{cv}");
+        }
+        // TFLOPS: the last quarter against the first.
+        for (last, want) in [(0.91, Status::Pass), (0.89, Status::Warn)] {
+            let mut g = burn_gpu(680.0, "aa", vec![]);
+            g.tflops = (0..60)
+                .map(|i| if i < 45 { 700.0 } else { 700.0 * last })
+                .collect();
+            g.tflops_cv = None;
+            let f = judged(g, h200());
+            assert_eq!(f.status, want, "{last}: {}", f.message);
+        }
+        // SM clock: first quarter against the last.
+        for (last, want) in [(1755.0 * 0.91, Status::Pass), (1755.0 * 0.89, Status::Warn)] {
+            let mut g = burn_gpu(680.0, "aa", vec![]);
+            if let Reading::Value(t) = &mut g.telemetry {
+                t.sm_clock_last_mhz = Some(last);
+            }
+            let f = judged(g, h200());
+            assert_eq!(f.status, want, "{last}: {}", f.message);
+        }
+    }
+
+    #[test]
+    fn wrong_or_inconsistent_results_fail() {
+        let mut g = burn_gpu(680.0, "aa", vec![]);
+        g.self_consistent = false;
+        let f = judged(g, h200());
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.message.contains("identical GEMMs gave different results"),
+            "{}",
+            f.message
+        );
+        let mut g = burn_gpu(680.0, "aa", vec![]);
+        g.verified = false;
+        let f = judged(g, h200());
+        assert_eq!(f.status, Status::Fail);
+        assert!(
+            f.message.contains("results wrong against the CPU"),
+            "{}",
+            f.message
+        );
+    }
+
+    #[test]
+    fn a_slow_sibling_fails() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 3)
+            .measured(|_| {})
+            .build();
+        f.measured.burn = Reading::Value(Burn {
+            seconds: 60.0,
+            dtype: GemmDtype::Bf16,
+            size: 8192,
+            per_gpu: (0..3)
+                .map(|i| {
+                    let t = if i == 2 { 475.0 } else { 680.0 };
+                    OnGpu::new(i, Reading::Value(burn_gpu(t, "aa", vec![])))
+                })
+                .collect(),
+        });
+        let out = (CHECK.run)(&f, &Policy::default());
+        assert_eq!(crate::testing::gpu_status(&out, 0), Status::Pass);
+        // 475 < 0.70 x 680 = 476.
+        assert_eq!(
+            crate::testing::gpu_status(&out, 2),
+            Status::Fail,
+            "{}",
+            out[2].message
+        );
+    }
+
+    #[test]
+    fn explain_gives_the_thresholds_the_code_uses() {
+        let what = CHECK.doc.what;
+        assert!(what.contains(&format!(
+            "below {} of its siblings",
+            percent(crate::checks::judge::SIBLING_FLOOR)
+        )));
+        assert!(what.contains(&format!(
+            "more than {} of the samples",
+            percent(SW_THERMAL_SHARE_WARN)
+        )));
+        assert!(what.contains(&format!("varying more than {}", percent(CV_WARN))));
+        assert!(what.contains(&format!(
+            "more than {} below where",
+            percent(1.0 - SAG_WARN)
+        )));
+        assert!(what.contains(&format!(
+            "more than {} of the samples at the default",
+            percent(POWER_CAP_SHARE_NOTE)
+        )));
+    }
+
+    #[test]
+    fn sag_needs_four_windows() {
+        let mut g = burn_gpu(680.0, "aa", vec![]);
+        g.tflops = vec![700.0, 700.0, 700.0, 600.0];
+        g.tflops_cv = None;
+        let f = judged(g.clone(), h200());
+        assert_eq!(f.status, Status::Warn, "{}", f.message);
+        assert!(
+            f.message
+                .contains("TFLOPS fell 14% from the first to the last quarter"),
+            "{}",
+            f.message
+        );
+        g.tflops = vec![700.0, 700.0, 600.0];
+        assert_eq!(judged(g, h200()).status, Status::Pass);
+    }
+
+    #[test]
+    fn missing_load_or_telemetry_is_said() {
+        let mut g = burn_gpu(680.0, "aa", vec![]);
+        g.tflops_stats = None;
+        let f = judged(g, h200());
+        assert_eq!(f.status, Status::Skip);
+        assert!(
+            f.message.contains("no full second of load"),
+            "{}",
+            f.message
+        );
+        let mut g = burn_gpu(680.0, "aa", vec![]);
+        g.telemetry = Reading::unavailable("NVML not loaded");
+        let f = judged(g, h200());
+        assert_eq!(f.status, Status::Pass);
+        assert!(
+            f.message.contains("(no NVML telemetry (NVML not loaded))"),
+            "{}",
+            f.message
+        );
+        let f = judged(burn_gpu(680.0, "aa", vec![]), h200());
+        assert!(
+            f.message
+                .contains("(SM clock 1755 MHz median, 690 W, up to 70 C)"),
+            "{}",
+            f.message
+        );
+    }
+
+    /// Results are compared within a model: another model's different checksum is no fault,
+    /// and a GPU that disagreed with itself is left out of the vote.
+    #[test]
+    fn checksums_are_compared_among_the_same_model() {
+        let spec = crate::spec::SpecDb::embedded().by_key("l4").expect("known");
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .gpu(1, |g| {
+                g.name = Reading::Value(spec.nvml_names[0].clone());
+                g.pci_device_id = Reading::Value(spec.pci_device_ids[0]);
+                g.memory.total_mib = Reading::Value(23_034);
+            })
+            .measured(|_| {})
+            .build();
+        let mut f2 = f.clone();
+        f2.measured.burn = Reading::Value(Burn {
+            seconds: 60.0,
+            dtype: GemmDtype::Bf16,
+            size: 8192,
+            per_gpu: vec![
+                OnGpu::new(0, Reading::Value(burn_gpu(680.0, "aa", vec![]))),
+                OnGpu::new(1, Reading::Value(burn_gpu(120.0, "bb", vec![]))),
+            ],
+        });
+        let out = (CHECK.run)(&f2, &Policy::default());
+        assert!(out.iter().all(|x| x.status == Status::Pass), "{out:?}");
+        // Three H200s: the one that disagreed with itself does not outvote the others.
+        let mut f = Machine::healthy("h200-sxm-141gb", 3)
+            .measured(|_| {})
+            .build();
+        let mut shaky = burn_gpu(680.0, "bb", vec![]);
+        shaky.self_consistent = false;
+        f.measured.burn = Reading::Value(Burn {
+            seconds: 60.0,
+            dtype: GemmDtype::Bf16,
+            size: 8192,
+            per_gpu: vec![
+                OnGpu::new(0, Reading::Value(shaky)),
+                OnGpu::new(1, Reading::Value(burn_gpu(680.0, "aa", vec![]))),
+                OnGpu::new(2, Reading::Value(burn_gpu(680.0, "aa", vec![]))),
+            ],
+        });
+        let out = (CHECK.run)(&f, &Policy::default());
+        assert_eq!(crate::testing::gpu_status(&out, 0), Status::Fail);
+        assert_eq!(
+            crate::testing::gpu_status(&out, 1),
+            Status::Pass,
+            "{}",
+            out[1].message
+        );
+        assert_eq!(crate::testing::gpu_status(&out, 2), Status::Pass);
     }
 }

@@ -6,7 +6,9 @@ use super::cu::{self, helper_grid, human_bytes, kargs, launch, DevBuf, Gpu, Kern
 use super::{gbps, guarded, log, progress, Ctx, Fail};
 use crate::measure::fill;
 use crate::measure::plan::{Group, LaunchShape, MemoryParams};
-use gpuaudit_core::facts::{median, KernelPoint, MemoryBandwidth, OnGpu, Verify};
+use gpuaudit_core::facts::{
+    best_verified, median, KernelPoint, MemoryBandwidth, OnGpu, Verify, COPY_KERNELS,
+};
 use gpuaudit_core::Reading;
 
 const SEED_A: u32 = 0xA11C_E5ED;
@@ -117,6 +119,7 @@ fn one(
     let mut sweep = Vec::new();
     let mut verify = Vec::new();
     let grid = |sh: &LaunchShape| g.sm_count.saturating_mul(sh.blocks_per_sm).max(1);
+    let shape = |sh: &LaunchShape| format!("{}x{}", grid(sh), sh.threads);
     let total_steps = (p.shapes.len() * if p.all_kernels { 6 } else { 2 } + 1) as f64;
     let mut step = 0.0;
     let mut tick = |what: &str| {
@@ -126,56 +129,66 @@ fn one(
             format!("{what} on GPU {} ({} buffers)", g.index, human_bytes(buf)),
         );
     };
+    // Every launch shape's output is checked before its figure may count: the destination is
+    // cleared first, so a shape that leaves part of it unwritten cannot pass on an earlier
+    // shape's result (defect 12: only the last kernel's output used to be checked).
+    let point = |kernel: &str, sh: &LaunchShape, gbps: f64, verified: bool| KernelPoint {
+        kernel: kernel.to_string(),
+        blocks: grid(sh),
+        threads: sh.threads,
+        gbps,
+        verified,
+    };
 
     // Copy kernel(s).
-    let mut variants = vec![("copy", k.copy_v4)];
+    let mut variants = vec![(COPY_KERNELS[0], k.copy_v4)];
     if p.both_copy_variants {
-        variants.push(("copy_cs", k.copy_v4_cs));
-        variants.push(("copy_tile8", k.copy_tile8));
+        variants.push((COPY_KERNELS[1], k.copy_v4_cs));
+        variants.push((COPY_KERNELS[2], k.copy_tile8));
     }
-    let mut copy_best = 0f64;
     for (name, f) in &variants {
+        let mut failures = Vec::new();
         for sh in &p.shapes {
             tick(name);
+            cu::memset_d32_async(b.ptr, 0, buf / 4, &s)?;
             let ms = time_median(g, &s, p.repeats, || {
                 launch(*f, grid(sh), sh.threads, &s, &mut kargs![a.ptr, b.ptr, n4])
             })?;
-            let v = gbps(2.0 * buf as f64, ms);
-            copy_best = copy_best.max(v);
-            sweep.push(KernelPoint {
-                kernel: name.to_string(),
-                blocks: grid(sh),
-                threads: sh.threads,
-                gbps: v,
-            });
+            s.sync()?;
+            let bad = cu::check_pattern_dev(g, k, &s, b.ptr, buf, SEED_A)?;
+            if bad > 0 {
+                failures.push(format!("{}: {bad} words differ", shape(sh)));
+            }
+            sweep.push(point(name, sh, gbps(2.0 * buf as f64, ms), bad == 0));
         }
+        verify.push(kernel_verify(
+            &format!("{name} kernel: destination compared with the pattern"),
+            p.shapes.len(),
+            &failures,
+        ));
     }
-    s.sync()?;
-    let bad = cu::check_pattern_dev(g, k, &s, b.ptr, buf, SEED_A)?;
-    verify.push(check(
-        "copy kernel: destination compared with the pattern",
-        bad,
-    ));
 
-    // The driver's copy (what cudaMemcpy and PyTorch's tensor.copy_ use).
+    // The driver's copy (what cudaMemcpy and PyTorch's tensor.copy_ use): the timed copies
+    // themselves are checked.
     tick("memcpy");
-    let ms = time_median(g, &s, p.repeats, || cu::dtod_async(b.ptr, a.ptr, buf, &s))?;
-    let memcpy_gbps = gbps(2.0 * buf as f64, ms);
     cu::memset_d32_async(b.ptr, 0, buf / 4, &s)?;
-    cu::dtod_async(b.ptr, a.ptr, buf, &s)?;
+    let ms = time_median(g, &s, p.repeats, || cu::dtod_async(b.ptr, a.ptr, buf, &s))?;
     s.sync()?;
     let bad = cu::check_pattern_dev(g, k, &s, b.ptr, buf, SEED_A)?;
+    let memcpy_ok = bad == 0;
     verify.push(check(
         "cuMemcpyDtoD: destination compared with the pattern",
         bad,
     ));
+    let memcpy_gbps = memcpy_ok.then(|| gbps(2.0 * buf as f64, ms));
 
     let (mut read_gbps, mut write_gbps, mut triad_gbps) = (None, None, None);
     if let Some(c) = &c {
         // Read: one XOR per block written out; the host checks their XOR.
         let max_grid = p.shapes.iter().map(grid).max().unwrap_or(1);
         let xors = DevBuf::new(g, max_grid as u64 * 4)?;
-        let mut best = 0f64;
+        let want = fill::pattern_xor(buf / 4, SEED_A);
+        let mut failures = Vec::new();
         for sh in &p.shapes {
             tick("read");
             cu::memset_d32_async(xors.ptr, 0, max_grid as u64, &s)?;
@@ -189,36 +202,27 @@ fn one(
                 )
             })?;
             s.sync()?;
-            let v = gbps(buf as f64, ms);
-            best = best.max(v);
-            sweep.push(KernelPoint {
-                kernel: "read".into(),
-                blocks: grid(sh),
-                threads: sh.threads,
-                gbps: v,
-            });
             let words = cu::dtoh(g, xors.ptr, grid(sh) as u64 * 4)?;
             let got = words.chunks_exact(4).fold(0u32, |x, w| {
                 x ^ u32::from_le_bytes([w[0], w[1], w[2], w[3]])
             });
-            let want = fill::pattern_xor(buf / 4, SEED_A);
             if got != want {
-                verify.push(Verify {
-                    what: "read kernel: XOR of every word".into(),
-                    ok: false,
-                    detail: Some(format!("got {got:08x}, expected {want:08x}")),
-                });
+                failures.push(format!("{}: got {got:08x}, expected {want:08x}", shape(sh)));
             }
+            sweep.push(point("read", sh, gbps(buf as f64, ms), got == want));
         }
-        if !verify.iter().any(|v| v.what.starts_with("read")) {
-            verify.push(check("read kernel: XOR of every word", 0));
-        }
-        read_gbps = Some(best);
+        verify.push(kernel_verify(
+            "read kernel: XOR of every word",
+            p.shapes.len(),
+            &failures,
+        ));
+        read_gbps = best_verified(&sweep, &["read"]);
 
         // Write.
-        let mut best = 0f64;
+        let mut failures = Vec::new();
         for sh in &p.shapes {
             tick("write");
+            cu::memset_d32_async(b.ptr, 0, buf / 4, &s)?;
             let ms = time_median(g, &s, p.repeats, || {
                 launch(
                     k.write_pattern,
@@ -228,28 +232,29 @@ fn one(
                     &mut kargs![b.ptr, n4, SEED_W],
                 )
             })?;
-            let v = gbps(buf as f64, ms);
-            best = best.max(v);
-            sweep.push(KernelPoint {
-                kernel: "write".into(),
-                blocks: grid(sh),
-                threads: sh.threads,
-                gbps: v,
-            });
+            s.sync()?;
+            let bad = cu::check_pattern_dev(g, k, &s, b.ptr, buf, SEED_W)?;
+            if bad > 0 {
+                failures.push(format!("{}: {bad} words differ", shape(sh)));
+            }
+            sweep.push(point("write", sh, gbps(buf as f64, ms), bad == 0));
         }
-        s.sync()?;
-        let bad = cu::check_pattern_dev(g, k, &s, b.ptr, buf, SEED_W)?;
-        verify.push(check("write kernel: buffer compared with the pattern", bad));
-        write_gbps = Some(best);
+        verify.push(kernel_verify(
+            "write kernel: buffer compared with the pattern",
+            p.shapes.len(),
+            &failures,
+        ));
+        write_gbps = best_verified(&sweep, &["write"]);
 
         // Triad over f32: b and c random, a = b + s*c.
         let nf = buf / 4;
         let hg = helper_grid(g);
         launch(k.fill_f32, hg, 256, &s, &mut kargs![b.ptr, nf, SEED_B])?;
         launch(k.fill_f32, hg, 256, &s, &mut kargs![c.ptr, nf, SEED_C])?;
-        let mut best = 0f64;
+        let mut failures = Vec::new();
         for sh in &p.shapes {
             tick("triad");
+            cu::memset_d32_async(a.ptr, 0, nf, &s)?;
             let ms = time_median(g, &s, p.repeats, || {
                 launch(
                     k.triad_f32,
@@ -259,23 +264,25 @@ fn one(
                     &mut kargs![a.ptr, b.ptr, c.ptr, TRIAD_S, n4],
                 )
             })?;
-            let v = gbps(3.0 * buf as f64, ms);
-            best = best.max(v);
-            sweep.push(KernelPoint {
-                kernel: "triad".into(),
-                blocks: grid(sh),
-                threads: sh.threads,
-                gbps: v,
-            });
+            s.sync()?;
+            let wrong = check_triad(g, a.ptr, nf)?;
+            let ok = wrong.is_none();
+            if let Some(w) = wrong {
+                failures.push(format!("{}: {w}", shape(sh)));
+            }
+            sweep.push(point("triad", sh, gbps(3.0 * buf as f64, ms), ok));
         }
-        s.sync()?;
-        verify.push(check_triad(g, a.ptr, nf)?);
-        triad_gbps = Some(best);
+        verify.push(kernel_verify(
+            &format!("triad kernel: {TRIAD_SAMPLES} samples against the CPU"),
+            p.shapes.len(),
+            &failures,
+        ));
+        triad_gbps = best_verified(&sweep, &["triad"]);
     }
     Ok(MemoryBandwidth {
         buffer_bytes: buf,
-        copy_gbps: copy_best,
-        memcpy_gbps: Some(memcpy_gbps),
+        copy_gbps: best_verified(&sweep, &COPY_KERNELS),
+        memcpy_gbps,
         read_gbps,
         write_gbps,
         triad_gbps,
@@ -283,6 +290,20 @@ fn one(
         verify,
         note,
     })
+}
+
+/// One kernel's check over all its launch shapes: right only when every shape's output was;
+/// the detail names each shape that was not.
+fn kernel_verify(what: &str, shapes: usize, failures: &[String]) -> Verify {
+    Verify {
+        what: if shapes == 1 {
+            format!("{what}, after the one launch shape tried")
+        } else {
+            format!("{what}, after each of the {shapes} launch shapes")
+        },
+        ok: failures.is_empty(),
+        detail: (!failures.is_empty()).then(|| failures.join("; ")),
+    }
 }
 
 fn check(what: &str, bad: u64) -> Verify {
@@ -293,16 +314,19 @@ fn check(what: &str, bad: u64) -> Verify {
     }
 }
 
-/// Samples of a = b + s*c against the host's b and c (fused or not: both roundings pass).
-fn check_triad(g: &Gpu, a: u64, n: u64) -> R<Verify> {
+/// Sampled outputs of the triad.
+const TRIAD_SAMPLES: u64 = 64;
+
+/// Samples of a = b + s*c against the host's b and c (fused or not: both roundings pass):
+/// `None` when all are right, else how many were wrong and the first.
+fn check_triad(g: &Gpu, a: u64, n: u64) -> R<Option<String>> {
     let mut wrong = 0;
     let mut first_bad = None;
-    let samples = 64u64;
-    for t in 0..samples {
-        let i = if t == samples - 1 {
+    for t in 0..TRIAD_SAMPLES {
+        let i = if t == TRIAD_SAMPLES - 1 {
             n - 1
         } else {
-            t * (n / samples)
+            t * (n / TRIAD_SAMPLES)
         };
         let bytes = cu::dtoh(g, a + i * 4, 4)?;
         let got = f32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
@@ -315,9 +339,34 @@ fn check_triad(g: &Gpu, a: u64, n: u64) -> R<Verify> {
             first_bad.get_or_insert(format!("a[{i}] = {got}, expected {fused}"));
         }
     }
-    Ok(Verify {
-        what: format!("triad kernel: {samples} samples against the CPU"),
-        ok: wrong == 0,
-        detail: first_bad.map(|d| format!("{wrong} wrong; {d}")),
-    })
+    Ok(first_bad.map(|d| format!("{wrong} wrong; {d}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kernel_verifies_only_when_every_shape_did() {
+        let v = kernel_verify("copy kernel: destination compared with the pattern", 4, &[]);
+        assert!(v.ok && v.detail.is_none());
+        assert_eq!(
+            v.what,
+            "copy kernel: destination compared with the pattern, after each of the 4 launch shapes"
+        );
+        let v = kernel_verify(
+            "write kernel: buffer compared with the pattern",
+            1,
+            &["264x256: 12 words differ".into()],
+        );
+        assert!(!v.ok);
+        assert!(
+            v.what.ends_with("after the one launch shape tried"),
+            "{}",
+            v.what
+        );
+        assert_eq!(v.detail.as_deref(), Some("264x256: 12 words differ"));
+        let v = kernel_verify("read", 3, &["a: got 1".into(), "b: got 2".into()]);
+        assert_eq!(v.detail.as_deref(), Some("a: got 1; b: got 2"));
+    }
 }
