@@ -1,6 +1,6 @@
 //! clocks.max: the maximum and application SM clocks against the datasheet boost clock.
 
-use crate::checks::common::{pct, per_gpu, spec_of};
+use crate::checks::common::{fraction, pct, per_gpu, spec_of};
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{Facts, GpuFacts};
 use crate::finding::{Evidence, Finding};
@@ -22,10 +22,10 @@ macro_rules! max_clock_floor_pct {
 /// An application SM clock below this fraction of its default (or of the maximum) was set
 /// down; gpuaudit's margin, not an NVIDIA figure (the clock table steps are ~15 MHz, 1% of a
 /// boost clock).
-pub const APP_CLOCK_FLOOR: f64 = app_clock_floor_pct!() as f64 / 100.0;
+pub const APP_CLOCK_FLOOR: f64 = fraction(app_clock_floor_pct!());
 /// A maximum SM clock below this fraction of the datasheet's boost clock: a VBIOS or a clock
 /// lock keeps it lower; gpuaudit's margin.
-pub const MAX_CLOCK_FLOOR: f64 = max_clock_floor_pct!() as f64 / 100.0;
+pub const MAX_CLOCK_FLOOR: f64 = fraction(max_clock_floor_pct!());
 
 pub const CHECK: Check = Check {
     id: ID,

@@ -2,7 +2,7 @@
 //! and under load from the samples of the burn (`--full`). This check owns the verdict on
 //! throttle reasons under load; stability.burn judges steadiness and correctness.
 
-use crate::checks::common::{pct, per_gpu_many};
+use crate::checks::common::{fraction, pct, per_gpu_many};
 use crate::checks::power::limit::at_default;
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{Facts, GpuFacts, Telemetry, ThrottleReason};
@@ -27,10 +27,10 @@ macro_rules! load_sw_thermal_share_warn_pct {
 /// controller holds the draw a few percent under the limit, and the reading is an average
 /// over a short window. gpuaudit's margin. Below it, a set software power cap flag does not
 /// describe the reading next to it (the fixtures' V100S shows the flag at 68 W of 250 W).
-pub const POWER_CAP_DRAW_AT_LIMIT: f64 = power_cap_draw_at_limit_pct!() as f64 / 100.0;
+pub const POWER_CAP_DRAW_AT_LIMIT: f64 = fraction(power_cap_draw_at_limit_pct!());
 /// Share of the burn's samples with software thermal slowdown above which it warns (a few
 /// samples at the start of a run are the fan catching up); gpuaudit's line.
-pub const LOAD_SW_THERMAL_SHARE_WARN: f64 = load_sw_thermal_share_warn_pct!() as f64 / 100.0;
+pub const LOAD_SW_THERMAL_SHARE_WARN: f64 = fraction(load_sw_thermal_share_warn_pct!());
 
 pub const CHECK: Check = Check {
     id: ID,

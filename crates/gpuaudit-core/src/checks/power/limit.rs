@@ -1,6 +1,6 @@
 //! power.limit: the enforced power limit against the GPU's default and the datasheet.
 
-use crate::checks::common::{pct, per_gpu, spec_of};
+use crate::checks::common::{fraction, pct, per_gpu, spec_of};
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{Facts, GpuFacts};
 use crate::finding::{Evidence, Finding, Status};
@@ -34,15 +34,15 @@ macro_rules! below_datasheet_fail_pct {
 /// The enforced limit against the GPU's own default limit. Below this fraction someone
 /// lowered it (the owner or the provider); the 2% left is gpuaudit's margin for how the watts
 /// are rounded, not an NVIDIA figure.
-pub const BELOW_DEFAULT_WARN: f64 = below_default_warn_pct!() as f64 / 100.0;
+pub const BELOW_DEFAULT_WARN: f64 = fraction(below_default_warn_pct!());
 /// Below this fraction of the default the cap costs sustained compute enough to fail:
 /// gpuaudit's line. A GPU running dense math draws its limit, and its clocks fall with the
 /// limit: 10% less power is a few percent less throughput, a 30% cut costs 10-30%.
-pub const BELOW_DEFAULT_FAIL: f64 = below_default_fail_pct!() as f64 / 100.0;
+pub const BELOW_DEFAULT_FAIL: f64 = fraction(below_default_fail_pct!());
 /// The enforced limit against the datasheet's board power (the lowest configuration of a
 /// configurable part): the board's default itself set low. gpuaudit's margins.
-pub const BELOW_DATASHEET_WARN: f64 = below_datasheet_warn_pct!() as f64 / 100.0;
-pub const BELOW_DATASHEET_FAIL: f64 = below_datasheet_fail_pct!() as f64 / 100.0;
+pub const BELOW_DATASHEET_WARN: f64 = fraction(below_datasheet_warn_pct!());
+pub const BELOW_DATASHEET_FAIL: f64 = fraction(below_datasheet_fail_pct!());
 
 pub const CHECK: Check = Check {
     id: ID,
