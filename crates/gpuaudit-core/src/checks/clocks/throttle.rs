@@ -152,7 +152,11 @@ fn as_read(g: &GpuFacts) -> Vec<Finding> {
                 "software thermal slowdown is active: the GPU is above its target temperature".into(),
                 "Check cooling; `nvidia-smi -q -d TEMPERATURE` shows the slowdown thresholds.",
             ),
-            ThrottleReason::SwPowerCap => (Status::Info, power_cap_now(g), ""),
+            ThrottleReason::SwPowerCap => (
+                Status::Info,
+                power_cap_now(g),
+                "Look under sustained load: `gpuaudit --full` samples the clock event reasons during its burn; a limit below the default is power.limit's finding.",
+            ),
             ThrottleReason::ApplicationsClocksSetting => (
                 Status::Info,
                 "clocks are held by the application clock setting".into(),

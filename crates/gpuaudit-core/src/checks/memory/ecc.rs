@@ -32,7 +32,7 @@ pub const CHECK: Check = Check {
     },
     profiles: &[ProfileEffect {
         profile: Profile::Hpc,
-        effect: "ECC off, or turning off at the next reset, fails on every GPU (workstation cards included): scientific computing needs it; an ECC mode that cannot be read warns.",
+        effect: "ECC off fails instead of warning (or informing, on a workstation card), and so does ECC turning off at the next reset: scientific computing needs it; an ECC mode that cannot be read warns.",
     }],
     run: ecc,
 };

@@ -234,8 +234,9 @@ fn one(facts: &Facts, g: &GpuFacts) -> Finding {
     if let Some(wm) = l.w_max.filter(|wm| wc < *wm) {
         let figures = pcie_link_gbps(reach, wc).zip(pcie_link_gbps(reach, wm));
         if let Some((now_gbps, full)) = figures {
-            ev.insert("gbps_per_direction", now_gbps);
-            ev.insert("gbps_per_direction_at_full_width", full);
+            let cents = |v: f64| (v * 100.0).round() / 100.0;
+            ev.insert("gbps_per_direction", cents(now_gbps));
+            ev.insert("gbps_per_direction_at_full_width", cents(full));
         }
         let lost = figures
             .map(|(n, f)| {
@@ -306,7 +307,7 @@ fn one(facts: &Facts, g: &GpuFacts) -> Finding {
             problems.push((
                 Status::Warn,
                 format!(
-                    "the GPU supports PCIe gen{gpu_max}, the slot only gen{cap}: host copies reach {} of what the GPU could do{figures}",
+                    "is in a gen{cap} slot though it supports PCIe gen{gpu_max}: host copies reach {} of what the GPU could do{figures}",
                     if gpu_max == cap + 1 { "about half".to_string() } else { format!("about 1/{}", 1u32 << (gpu_max - cap)) }
                 ),
             ));
@@ -571,7 +572,7 @@ mod tests {
         assert_eq!(x.status, Status::Warn, "{}", x.message);
         assert!(
             x.message.contains(
-                "the GPU supports PCIe gen5, the slot only gen4: host copies reach about half"
+                "(00:06.0) is in a gen4 slot though it supports PCIe gen5: host copies reach about half"
             ),
             "{}",
             x.message
@@ -694,6 +695,7 @@ mod tests {
         assert!(out[0]
             .message
             .contains("at gen4, the generation this link reaches"));
-        assert!(out[0].message.contains("the slot only gen4"));
+        assert!(out[0].message.contains("; is in a gen4 slot"));
+        assert_eq!(out[0].evidence.get("gbps_per_direction").unwrap(), 15.75);
     }
 }

@@ -138,7 +138,7 @@ fn limit_one(g: &GpuFacts) -> Finding {
                 ID,
                 st,
                 format!(
-                    "{} is capped at {lim:.0} W, {} of its default {def:.0} W: under sustained load it runs slower",
+                    "{} is capped at {lim:.0} W, {} of its default {def:.0} W: sustained compute runs slower",
                     g.label(),
                     pct(lim, def)
                 ),
