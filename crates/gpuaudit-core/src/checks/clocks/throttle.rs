@@ -17,6 +17,11 @@ macro_rules! power_cap_draw_at_limit_pct {
         90
     };
 }
+macro_rules! power_bound_share_pct {
+    () => {
+        50
+    };
+}
 macro_rules! load_sw_thermal_share_warn_pct {
     () => {
         10
@@ -31,6 +36,34 @@ pub const POWER_CAP_DRAW_AT_LIMIT: f64 = fraction(power_cap_draw_at_limit_pct!()
 /// Share of the burn's samples with software thermal slowdown above which it warns (a few
 /// samples at the start of a run are the fan catching up); gpuaudit's line.
 pub const LOAD_SW_THERMAL_SHARE_WARN: f64 = fraction(load_sw_thermal_share_warn_pct!());
+/// A GPU at the software power cap in at least this share of the burn's samples is
+/// power-bound: its clocks are where the power limit holds them (see [`power_bound_at_default`]).
+pub const POWER_BOUND_SHARE: f64 = fraction(power_bound_share_pct!());
+
+/// Whether a GPU ran the burn power-bound at its default limit: the software power cap in at
+/// least [`POWER_BOUND_SHARE`] of the samples, no hardware reason, software thermal slowdown
+/// in no more than [`LOAD_SW_THERMAL_SHARE_WARN`] of them, and the enforced limit at the
+/// default. Every H100/H200 runs dense GEMM like this: its SM clock settles below the boost
+/// clock as the GPU warms (leakage grows with temperature), which is expected, not a sag.
+/// For stability.burn, so that a clock that settles under the power limit is not judged a
+/// fault there.
+pub fn power_bound_at_default(g: &GpuFacts, t: &Telemetry) -> bool {
+    let share = |r: ThrottleReason| {
+        t.throttle
+            .iter()
+            .filter(|s| s.reason == r)
+            .map(|s| s.samples as f64 / t.samples.max(1) as f64)
+            .sum::<f64>()
+    };
+    let hardware = t
+        .throttle
+        .iter()
+        .any(|s| s.samples > 0 && s.reason.is_hardware_fault());
+    at_default(g) == Some(true)
+        && !hardware
+        && share(ThrottleReason::SwPowerCap) >= POWER_BOUND_SHARE
+        && share(ThrottleReason::SwThermalSlowdown) <= LOAD_SW_THERMAL_SHARE_WARN
+}
 
 pub const CHECK: Check = Check {
     id: ID,
@@ -638,6 +671,49 @@ mod tests {
             })
             .build();
         assert_eq!(run(&f).len(), 2);
+    }
+
+    #[test]
+    fn power_bound_at_default_for_stability_burn() {
+        let judge = |limit: f64, seen: Vec<ThrottleSeen>| {
+            let f = Machine::healthy("h200-sxm-141gb", 1)
+                .gpu(0, |g| g.power.limit_w = Reading::Value(limit))
+                .build();
+            let b = burn_gpu(700.0, "aa", seen);
+            let t = b.telemetry.value().cloned().unwrap();
+            power_bound_at_default(&f.gpu_list()[0], &t)
+        };
+        let half = (300.0 * POWER_BOUND_SHARE) as u32;
+        assert!(judge(700.0, vec![seen(ThrottleReason::SwPowerCap, half)]));
+        assert!(!judge(
+            700.0,
+            vec![seen(ThrottleReason::SwPowerCap, half - 1)]
+        ));
+        // Capped below the default: power.limit's finding, not "as designed".
+        assert!(!judge(500.0, vec![seen(ThrottleReason::SwPowerCap, 300)]));
+        // A hardware reason in any sample, or too much thermal slowdown: not just power.
+        assert!(!judge(
+            700.0,
+            vec![
+                seen(ThrottleReason::SwPowerCap, 300),
+                seen(ThrottleReason::HwSlowdown, 1)
+            ]
+        ));
+        let thermal = (300.0 * LOAD_SW_THERMAL_SHARE_WARN) as u32;
+        assert!(judge(
+            700.0,
+            vec![
+                seen(ThrottleReason::SwPowerCap, 300),
+                seen(ThrottleReason::SwThermalSlowdown, thermal)
+            ]
+        ));
+        assert!(!judge(
+            700.0,
+            vec![
+                seen(ThrottleReason::SwPowerCap, 300),
+                seen(ThrottleReason::SwThermalSlowdown, thermal + 1)
+            ]
+        ));
     }
 
     #[test]
