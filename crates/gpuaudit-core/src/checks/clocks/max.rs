@@ -184,6 +184,23 @@ mod tests {
             x.message
         );
         assert!(x.fix.as_deref().unwrap_or("").contains("-i 0 -rac"));
+        // Exactly at the floor of a default (100 MHz x 97% is 97 MHz in f64): not below it.
+        let at_floor = |app: u32| {
+            h200(move |g| {
+                g.clocks.default_app_sm_mhz = Reading::Value(100);
+                g.clocks.app_sm_mhz = Reading::Value(app);
+            })
+        };
+        assert_eq!(100.0 * APP_CLOCK_FLOOR, 97.0);
+        assert_eq!(at_floor(97).status, Status::Pass);
+        assert_eq!(at_floor(96).status, Status::Warn);
+        // A default of 0 MHz is no default: held against the maximum.
+        let x = h200(|g| {
+            g.clocks.app_sm_mhz = Reading::Value(1410);
+            g.clocks.default_app_sm_mhz = Reading::Value(0);
+        });
+        assert_eq!(x.status, Status::Warn);
+        assert!(x.message.contains("below the maximum"), "{}", x.message);
         // No default application clock: held against the maximum.
         let x = h200(|g| {
             g.clocks.app_sm_mhz = Reading::Value(1410);
