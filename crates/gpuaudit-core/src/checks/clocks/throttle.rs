@@ -487,6 +487,9 @@ mod tests {
         let x = &run(&f)[0];
         assert_eq!(x.status, Status::Info);
         assert!(x.message.contains("was not read"), "{}", x.message);
+        // A limit of 0 W is no limit read.
+        let x = &h200_reading(vec![ThrottleReason::SwPowerCap], 68.0, 0.0)[0];
+        assert!(x.message.contains("was not read"), "{}", x.message);
         // Neither a default nor a datasheet figure: the default is not known.
         let f = Machine::healthy("rtx-3090", 1)
             .gpu(0, |g| {
@@ -691,6 +694,14 @@ mod tests {
         ));
         // Capped below the default: power.limit's finding, not "as designed".
         assert!(!judge(500.0, vec![seen(ThrottleReason::SwPowerCap, 300)]));
+        // A hardware reason listed with no sample is no reason.
+        assert!(judge(
+            700.0,
+            vec![
+                seen(ThrottleReason::SwPowerCap, 300),
+                seen(ThrottleReason::HwSlowdown, 0)
+            ]
+        ));
         // A hardware reason in any sample, or too much thermal slowdown: not just power.
         assert!(!judge(
             700.0,
