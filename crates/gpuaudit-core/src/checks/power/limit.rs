@@ -191,7 +191,13 @@ mod tests {
 
     #[test]
     fn the_default_thresholds_on_both_sides() {
-        assert_eq!(h200_at(700.0).status, Status::Pass);
+        let x = h200_at(700.0);
+        assert_eq!(x.status, Status::Pass);
+        assert!(
+            x.message.ends_with("power limit 700 W (its default 700 W)"),
+            "{}",
+            x.message
+        );
         assert_eq!(h200_at(700.0 * BELOW_DEFAULT_WARN).status, Status::Pass);
         assert_eq!(
             h200_at(700.0 * BELOW_DEFAULT_WARN - 0.5).status,
