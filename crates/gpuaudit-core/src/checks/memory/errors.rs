@@ -4,7 +4,7 @@
 
 use crate::checks::common::{per_gpu_many, plural, spec_of};
 use crate::checks::{Check, CheckDoc, CheckKind};
-use crate::facts::{short_bus_id, ComputeCapability, Facts, GpuFacts, XidEvent};
+use crate::facts::{normalize_bus_id, ComputeCapability, Facts, GpuFacts, XidEvent};
 use crate::finding::{Evidence, Finding, Status};
 use crate::policy::Policy;
 use crate::reading::Reading;
@@ -156,11 +156,12 @@ fn errors(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     out
 }
 
-/// XID lines name the GPU as "PCI:0000:00:06" (no function) or with the function.
+/// XID lines name the GPU as "PCI:0000:00:06" (no function) or with the function; both sides
+/// normalised (domain to 4 digits, lower case) before they are compared whole.
 fn bus_matches(gpu_bus: &str, xid_bus: &str) -> bool {
-    let g = gpu_bus.to_ascii_lowercase();
-    let x = xid_bus.to_ascii_lowercase();
-    g == x || g.starts_with(&format!("{x}.")) || short_bus_id(&g).starts_with(short_bus_id(&x))
+    let g = normalize_bus_id(gpu_bus);
+    let x = normalize_bus_id(xid_bus);
+    g == x || g.rsplit_once('.').is_some_and(|(device, _)| device == x)
 }
 
 /// Which memory repair this GPU has: `Some(true)` row remapping, `Some(false)` page
@@ -815,5 +816,10 @@ mod tests {
         assert!(bus_matches("0000:00:06.0", "0000:00:06.0"));
         assert!(bus_matches("0000:3B:00.0", "0000:3b:00"));
         assert!(!bus_matches("0000:00:06.0", "0000:00:07"));
+        assert!(bus_matches("0000:00:06.0", "00000000:00:06"));
+        // Compared whole: a prefix of another address is not it.
+        assert!(!bus_matches("0000:00:1e.0", "0000:00:1"));
+        assert!(!bus_matches("0000:00:06.0", "0000:00:06.1"));
+        assert!(!bus_matches("0001:00:06.0", "0000:00:06"));
     }
 }
