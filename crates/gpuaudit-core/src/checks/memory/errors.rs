@@ -492,6 +492,7 @@ mod tests {
             "{}",
             x.message
         );
+        assert!(x.evidence.get("not_read").is_none());
         let x = one("v100-sxm2-32gb", |_| {});
         assert_eq!(x.status, Status::Pass);
         assert!(
@@ -619,6 +620,10 @@ mod tests {
             x.message
         );
         assert!(x.fix.as_deref().unwrap_or("").contains("ROW_REMAPPER"));
+        assert_eq!(
+            x.evidence.get("not_read").unwrap(),
+            &serde_json::json!(["remapped rows (nvidia-smi: <remapped_rows> N/A)"])
+        );
         // Before Ampere the same goes for retired pages; remapped rows do not apply there.
         let x = one("v100-sxm2-32gb", |g| {
             g.retired_pages = Reading::unavailable("N/A")
@@ -704,6 +709,15 @@ mod tests {
             "{}",
             x.message
         );
+        // The compute capability not known: the mechanism that was read is the GPU's, the
+        // other is not a gap.
+        let x = one("v100-sxm2-32gb", |g| {
+            g.compute_capability = Reading::unavailable("N/A");
+            g.name = Reading::Value("NVIDIA Mystery".into());
+            g.pci_device_id = Reading::unavailable("redacted");
+            g.remapped_rows = Reading::unavailable("N/A");
+        });
+        assert_eq!(x.status, Status::Pass, "{}", x.message);
         // The compute capability not known and neither mechanism read: both named.
         let x = one("h200-sxm-141gb", |g| {
             g.compute_capability = Reading::unavailable("N/A");
