@@ -104,3 +104,10 @@ pub fn storage_of<'a>(facts: &'a Facts, path: &str) -> Option<(&'a Mount, FsClas
 pub fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
+
+/// A threshold written as a whole percent, as a fraction: `fraction(98)` is 0.98. The checks
+/// keep each percent as one literal that both the constant and the explain text are built
+/// from.
+pub const fn fraction(percent: u32) -> f64 {
+    percent as f64 / 100.0
+}

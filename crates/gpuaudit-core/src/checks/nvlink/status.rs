@@ -6,6 +6,7 @@ use crate::facts::{Fabric, Facts, GpuFacts, TopoLink};
 use crate::finding::{Evidence, Finding, Status};
 use crate::policy::{Policy, Profile};
 use crate::reading::Reading;
+use crate::spec::NvlinkKind;
 
 const ID: &str = "nvlink.status";
 
@@ -19,11 +20,16 @@ pub const CHECK: Check = Check {
                PXB, PHB, NODE, SYS), peer access",
     kind: CheckKind::Facts,
     doc: CheckDoc {
-        what:
-            "Active NVLink links per GPU against what the model has, the connection between each \
-               pair of GPUs from `nvidia-smi topo -m` (NV# = # bonded NVLinks; PIX/PXB = PCIe \
-               switch; PHB = through the CPU's host bridge; NODE/SYS = across host bridges or \
-               sockets), and the NVSwitch fabric registration where there is one.",
+        what: "Active NVLink links per GPU against what the model has, the connection between \
+               each pair of GPUs from `nvidia-smi topo -m` (NV# = # bonded NVLinks; PIX/PXB = \
+               PCIe switch; PHB = through the CPU's host bridge; NODE/SYS = across host bridges \
+               or sockets), and the NVSwitch fabric registration where there is one. The spec \
+               database says which of four answers a model has: NVLink on its board (SXM, to \
+               the other GPUs or to NVSwitch: links are expected, all down on a machine of \
+               several GPUs fails, some down fails), an NVLink bridge (PCIe cards such as the \
+               RTX A6000 or A100 PCIe: without a bridge no links up is normal, information), \
+               none (PCIe only), or not stated (the datasheet entry does not say: nothing is \
+               judged against it).",
         why: "Without NVLink, GPU-to-GPU traffic (all-reduce in data-parallel training, tensor \
               parallelism) goes over PCIe and through the CPU: 5-15x slower. A few links down \
               cut the bandwidth by their share; a fabric manager that is not running leaves \
@@ -38,7 +44,7 @@ pub const CHECK: Check = Check {
     profiles: &[
         ProfileEffect {
             profile: Profile::Train,
-            effect: "On a machine of several GPUs, a GPU whose NVLink links are all down fails instead of warning, and GPU pairs without an NVLink path fail, whatever the model.",
+            effect: "On a machine of several GPUs, a bridge card without an NVLink bridge warns instead of informing, and GPU pairs without an NVLink path fail where the model has NVLink on its board and warn otherwise (all-reduce runs over PCIe); links down on SXM modules fail in every profile.",
         },
     ],
     run: status,
@@ -60,12 +66,48 @@ fn status(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     out
 }
 
-/// NVLink links this GPU should have, if the model has NVLink at all and NVIDIA states the
-/// count. Bridged PCIe cards are left out: without a bridge, no links is normal.
-fn spec_links(g: &GpuFacts) -> Option<(u32, String)> {
-    let s = spec_of(g)?;
-    let n = s.nvlink.as_ref().filter(|n| !n.bridge)?;
-    Some((n.links?, s.form_factor.clone()))
+/// What the spec database says about a GPU's NVLink.
+#[derive(Clone, Debug)]
+struct ModelNvlink {
+    kind: NvlinkKind,
+    /// Links per GPU, where NVIDIA states it.
+    links: Option<u32>,
+    /// The model is in the spec database (an unknown kind of a known model is the datasheet's
+    /// silence; of an unknown model, the database's).
+    known: bool,
+    pcie_card: bool,
+}
+
+impl ModelNvlink {
+    fn of(g: &GpuFacts) -> ModelNvlink {
+        match spec_of(g) {
+            Some(s) => ModelNvlink {
+                kind: s.nvlink_kind(),
+                links: s.nvlink.as_ref().and_then(|n| n.links),
+                known: true,
+                pcie_card: s.form_factor == "pcie",
+            },
+            None => ModelNvlink {
+                kind: NvlinkKind::Unknown,
+                links: None,
+                known: false,
+                pcie_card: true,
+            },
+        }
+    }
+
+    /// What is known when the database does not say.
+    fn unknown_phrase(&self) -> &'static str {
+        match (self.known, self.pcie_card) {
+            (true, true) => {
+                "the datasheet entry does not say whether this model takes an NVLink bridge"
+            }
+            (true, false) => "the datasheet entry does not say whether this model has NVLink",
+            (false, _) => {
+                "the spec database does not know this model, so whether it has NVLink is not known"
+            }
+        }
+    }
 }
 
 /// NVLink links of this GPU that are up: from the link states where they were read, else the
@@ -89,22 +131,37 @@ fn fabric_problem(g: &GpuFacts) -> Option<&Fabric> {
     (!state_ok || !status_ok).then_some(f)
 }
 
-/// The NV# count between this GPU and any other, from the topology matrix.
+/// The NV# count between this GPU and any other, from the topology matrix: 0 where its row
+/// shows other GPUs and none of them over NVLink, `None` where the matrix has no such row.
 fn topo_links(facts: &Facts, g: &GpuFacts) -> Option<u32> {
     let t = facts.topology.value()?;
     let row = t.links.get(g.index as usize)?;
-    row.iter()
-        .filter_map(|l| match l {
-            TopoLink::NvLink(n) => Some(*n),
-            _ => None,
-        })
-        .max()
+    let others: Vec<&TopoLink> = row
+        .iter()
+        .filter(|l| !matches!(l, TopoLink::Itself))
+        .collect();
+    if others.is_empty() {
+        return None;
+    }
+    Some(
+        others
+            .iter()
+            .filter_map(|l| match l {
+                TopoLink::NvLink(n) => Some(*n),
+                _ => None,
+            })
+            .max()
+            .unwrap_or(0),
+    )
 }
 
+const FIX_LINKS_DOWN: &str = "A hardware fault or the fabric: reseat, check `nvidia-smi nvlink -s`; on a cloud instance, report it.";
+const FIX_BRIDGE: &str = "For multi-GPU work, fit the NVLink bridge (two cards of this model in slots the bridge spans) or ask the provider for a bridged pair; `nvidia-smi nvlink -s` shows the links.";
+
 fn per_gpu(facts: &Facts, policy: &Policy, g: &GpuFacts, multi: bool) -> Finding {
-    let expected = spec_links(g);
-    let mut ev = Evidence::new();
-    if let Some((n, _)) = &expected {
+    let model = ModelNvlink::of(g);
+    let mut ev = Evidence::new().with("nvlink_kind", model.kind.as_str());
+    if let Some(n) = model.links {
         ev.insert("spec_links", n);
     }
     let (active, total) = match &g.nvlinks {
@@ -149,101 +206,167 @@ fn per_gpu(facts: &Facts, policy: &Policy, g: &GpuFacts, multi: bool) -> Finding
         .fix("Start the fabric manager, with the same version as the driver: `sudo systemctl enable --now nvidia-fabricmanager`; then check `nvidia-smi -q | grep -A3 Fabric`.");
     }
 
-    let severity_missing = if policy.profile == Profile::Train && multi {
-        Status::Fail
-    } else {
-        Status::Warn
-    };
-    match (expected, active) {
-        (None, Some(a)) if a > 0 => {
-            Finding::pass(ID, format!("{}: {a} NVLink links active", g.label())).evidence(ev)
-        }
-        (None, _) => {
-            let msg = if multi {
-                format!(
-                    "{}: this model has no NVLink; GPU-to-GPU traffic goes over PCIe",
-                    g.label()
-                )
-            } else {
-                format!(
-                    "{}: no NVLink on this model (one GPU: nothing to link)",
-                    g.label()
-                )
-            };
-            Finding::info(ID, msg).evidence(ev)
-        }
-        (Some((want, form)), Some(a)) => {
-            if a >= want {
-                Finding::pass(
-                    ID,
-                    format!("{}: {a} of {want} NVLink links active", g.label()),
-                )
-                .evidence(ev)
-            } else if a == 0 {
-                if !multi {
-                    return Finding::info(
-                        ID,
-                        format!(
-                            "{}: no NVLink link active (one GPU: nothing to link)",
-                            g.label()
-                        ),
-                    )
-                    .evidence(ev);
-                }
-                // On a board where the other GPUs have their links, one GPU without any is
-                // cut off from them: a fault, not the way the machine was sold.
-                let alone = form != "pcie"
-                    && facts
-                        .gpu_list()
-                        .iter()
-                        .any(|o| o.index != g.index && links_up(facts, o).is_some_and(|n| n > 0));
-                let why = if form == "pcie" {
-                    "no NVLink bridge is installed or it is not detected"
-                } else if alone {
-                    "all links are down, while the other GPUs have theirs"
-                } else {
-                    "all links are down"
-                };
-                Finding::new(
-                    ID,
-                    if alone { Status::Fail } else { severity_missing },
-                    format!(
-                        "{}: 0 of {want} NVLink links active ({why}): its traffic with the other GPUs falls back to PCIe",
-                        g.label()
-                    ),
-                )
-                .evidence(ev)
-                .fix(if form == "pcie" {
-                    "Install the NVLink bridge (PCIe cards) or ask the provider for a bridged pair."
-                } else {
-                    "A hardware fault or the fabric: reseat, check `nvidia-smi nvlink -s`; on a cloud instance, report it."
-                })
-            } else {
+    let who = g.label();
+    let bridge = model.kind == NvlinkKind::Bridge;
+    match active {
+        Some(a) if a > 0 => match model.links.filter(|want| a < *want) {
+            Some(want) => {
                 let of = total
                     .map(|t| format!(" ({t} reported)"))
                     .unwrap_or_default();
-                Finding::new(
+                let cut = format!(
+                    "GPU-to-GPU bandwidth is cut to {}",
+                    crate::checks::common::pct(a as f64, want as f64)
+                );
+                if bridge {
+                    Finding::warn(
+                        ID,
+                        format!("{who}: only {a} of {want} NVLink links active{of}: a bridge of the set is missing or loose; {cut}"),
+                    )
+                    .evidence(ev)
+                    .fix("Reseat the NVLink bridges (a full set spans every link); `nvidia-smi nvlink -s` shows which are down.")
+                } else {
+                    Finding::new(
+                        ID,
+                        if multi { Status::Fail } else { Status::Warn },
+                        format!("{who}: only {a} of {want} NVLink links active{of}: {cut}"),
+                    )
+                    .evidence(ev)
+                    .fix("Links that are down are a hardware fault: reseat or replace; on a cloud instance, report it with `nvidia-smi nvlink -s`.")
+                }
+            }
+            None => {
+                let of = model
+                    .links
+                    .map(|want| format!(" of {want}"))
+                    .unwrap_or_default();
+                let what = if bridge {
+                    format!("{who}: an NVLink bridge is fitted: {a}{of} NVLink links active")
+                } else {
+                    format!("{who}: {a}{of} NVLink links active")
+                };
+                Finding::pass(ID, what).evidence(ev)
+            }
+        },
+        // No link up (read, or seen in the topology matrix).
+        Some(_) => {
+            if !multi {
+                let msg = match model.kind {
+                    NvlinkKind::Direct | NvlinkKind::Switch => {
+                        format!("{who}: no NVLink link active (one GPU: nothing to link)")
+                    }
+                    NvlinkKind::Bridge => format!(
+                        "{who}: this card takes an NVLink bridge; none is fitted (one GPU: nothing to link)"
+                    ),
+                    NvlinkKind::None => {
+                        format!("{who}: no NVLink on this model (one GPU: nothing to link)")
+                    }
+                    NvlinkKind::Unknown => format!(
+                        "{who}: {}; no NVLink link is up (one GPU: nothing to link)",
+                        model.unknown_phrase()
+                    ),
+                };
+                return Finding::info(ID, msg).evidence(ev);
+            }
+            match model.kind {
+                NvlinkKind::Direct | NvlinkKind::Switch => {
+                    // On a board where the other GPUs have their links, one GPU without any
+                    // is cut off from them.
+                    let others_up = facts
+                        .gpu_list()
+                        .iter()
+                        .any(|o| o.index != g.index && links_up(facts, o).is_some_and(|n| n > 0));
+                    let why = if others_up {
+                        "all links are down, while the other GPUs have theirs"
+                    } else {
+                        "all links are down"
+                    };
+                    let of = model
+                        .links
+                        .map(|want| format!("0 of {want} NVLink links active"))
+                        .unwrap_or_else(|| {
+                            "no NVLink link active, though this model's NVLink is on its board".into()
+                        });
+                    Finding::fail(
+                        ID,
+                        format!("{who}: {of} ({why}): its traffic with the other GPUs falls back to PCIe"),
+                    )
+                    .evidence(ev)
+                    .fix(FIX_LINKS_DOWN)
+                }
+                NvlinkKind::Bridge => Finding::new(
                     ID,
-                    if multi { Status::Fail } else { Status::Warn },
+                    if policy.profile == Profile::Train { Status::Warn } else { Status::Info },
                     format!(
-                        "{}: only {a} of {want} NVLink links active{of}: GPU-to-GPU bandwidth is cut to {:.0}%",
-                        g.label(),
-                        100.0 * a as f64 / want as f64
+                        "{who}: no NVLink bridge fitted (this card takes one): GPU-to-GPU traffic goes over PCIe; no fault for work on one GPU, it matters for multi-GPU training"
                     ),
                 )
                 .evidence(ev)
-                .fix("Links that are down are a hardware fault: reseat or replace; on a cloud instance, report it with `nvidia-smi nvlink -s`.")
+                .fix(FIX_BRIDGE),
+                NvlinkKind::None => Finding::info(
+                    ID,
+                    format!("{who}: this model has no NVLink; GPU-to-GPU traffic goes over PCIe"),
+                )
+                .evidence(ev),
+                NvlinkKind::Unknown => Finding::info(
+                    ID,
+                    format!(
+                        "{who}: {}; no NVLink link is up: GPU-to-GPU traffic goes over PCIe",
+                        model.unknown_phrase()
+                    ),
+                )
+                .evidence(ev),
             }
         }
-        (Some((want, _)), None) => Finding::skip(
-            ID,
-            format!(
-                "{}: NVLink state not read ({}); the model has {want} links",
-                g.label(),
-                g.nvlinks.reason().unwrap_or("?")
-            ),
-        )
-        .evidence(ev),
+        // Not read.
+        None => {
+            let why = g.nvlinks.reason().unwrap_or("not reported");
+            match model.kind {
+                NvlinkKind::Direct | NvlinkKind::Switch => Finding::skip(
+                    ID,
+                    match model.links {
+                        Some(want) => format!(
+                            "{who}: NVLink state not read ({why}); the model has {want} links"
+                        ),
+                        None => format!(
+                            "{who}: NVLink state not read ({why}); the model has NVLink on its board"
+                        ),
+                    },
+                )
+                .evidence(ev),
+                NvlinkKind::None => Finding::info(
+                    ID,
+                    if multi {
+                        format!("{who}: this model has no NVLink; GPU-to-GPU traffic goes over PCIe")
+                    } else {
+                        format!("{who}: no NVLink on this model (one GPU: nothing to link)")
+                    },
+                )
+                .evidence(ev),
+                NvlinkKind::Bridge if !multi => Finding::info(
+                    ID,
+                    format!("{who}: this card takes an NVLink bridge (one GPU: nothing to link)"),
+                )
+                .evidence(ev),
+                NvlinkKind::Bridge => Finding::skip(
+                    ID,
+                    format!(
+                        "{who}: NVLink state not read ({why}): whether an NVLink bridge is fitted is not known (this card takes one)"
+                    ),
+                )
+                .evidence(ev),
+                NvlinkKind::Unknown if !multi => Finding::info(
+                    ID,
+                    format!("{who}: {} (one GPU: nothing to link)", model.unknown_phrase()),
+                )
+                .evidence(ev),
+                NvlinkKind::Unknown => Finding::skip(
+                    ID,
+                    format!("{who}: NVLink state not read ({why}); {}", model.unknown_phrase()),
+                )
+                .evidence(ev),
+            }
+        }
     }
 }
 
@@ -318,12 +441,16 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
     let through_cpu = slow_pairs
         .iter()
         .any(|p| p.ends_with("SYS") || p.ends_with("NODE") || p.ends_with("PHB"));
-    let any_nvlink_model = facts.gpu_list().iter().any(|g| spec_links(g).is_some());
-    let status = match (policy.profile, any_nvlink_model, through_cpu) {
-        (Profile::Train, _, _) => Status::Fail,
-        (_, true, _) => Status::Warn,
-        (_, false, true) => Status::Info,
-        (_, false, false) => Status::Info,
+    // NVLink on the board (SXM) missing between GPUs is a fault; between PCIe cards it is how
+    // the machine is built, which matters for multi-GPU training.
+    let nvlink_on_board = facts
+        .gpu_list()
+        .iter()
+        .any(|g| ModelNvlink::of(g).kind.is_on_board());
+    let status = match (policy.profile, nvlink_on_board) {
+        (Profile::Train, true) => Status::Fail,
+        (_, true) | (Profile::Train, false) => Status::Warn,
+        (_, false) => Status::Info,
     };
     // On a board where the others are linked, a GPU without NVLink to any of them is the
     // finding; its pairs are the detail.
@@ -363,4 +490,469 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
             .with("gpus_without_nvlink", &cut_off),
     )
     .fix("For multi-GPU training choose an NVLink/NVSwitch (SXM) instance; otherwise keep communicating GPUs under the same PCIe switch (`CUDA_VISIBLE_DEVICES`).")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::NvLink;
+    use crate::testing::Machine;
+
+    fn run(f: &Facts, profile: Profile) -> Vec<Finding> {
+        let policy = Policy {
+            profile,
+            ..Policy::default()
+        };
+        (CHECK.run)(f, &policy)
+    }
+
+    fn general(f: &Facts) -> Vec<Finding> {
+        run(f, Profile::General)
+    }
+
+    fn of(out: &[Finding], gpu: u32) -> &Finding {
+        out.iter()
+            .find(|f| f.gpu == Some(gpu))
+            .unwrap_or_else(|| panic!("no finding for GPU {gpu}: {out:#?}"))
+    }
+
+    fn machine_level(out: &[Finding]) -> &Finding {
+        out.iter()
+            .find(|f| f.gpu.is_none())
+            .unwrap_or_else(|| panic!("no machine-level finding: {out:#?}"))
+    }
+
+    /// `active` of `n` links up.
+    fn links(n: u32, active: u32) -> Reading<Vec<NvLink>> {
+        Reading::Value(
+            (0..n)
+                .map(|link| NvLink {
+                    link,
+                    active: link < active,
+                    version: Some(4),
+                    speed_gbps: None,
+                    remote_bus_id: None,
+                })
+                .collect(),
+        )
+    }
+
+    fn unread() -> Reading<Vec<NvLink>> {
+        Reading::unavailable("nvidia-smi -q does not list NVLink links")
+    }
+
+    /// Every pair of `n` GPUs through the host bridge.
+    fn phb(n: usize) -> impl FnOnce(&mut Facts) {
+        move |f| {
+            if let Reading::Value(t) = &mut f.topology {
+                for (i, row) in t.links.iter_mut().enumerate() {
+                    for (j, l) in row.iter_mut().enumerate() {
+                        if i != j && i < n && j < n {
+                            *l = TopoLink::Phb;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_sxm_board_with_every_link_up_passes() {
+        let out = general(&Machine::healthy("h200-sxm-141gb", 2).build());
+        assert!(out.iter().all(|f| f.status == Status::Pass), "{out:#?}");
+        assert!(of(&out, 0).message.contains("18 of 18 NVLink links active"));
+        assert!(machine_level(&out).message.contains("All 1 GPU pair(s)"));
+    }
+
+    #[test]
+    fn sxm_links_down_fail_on_a_machine_of_several_gpus_in_every_profile() {
+        for p in Profile::ALL {
+            let f = Machine::healthy("h200-sxm-141gb", 2)
+                .gpu(1, |g| g.nvlinks = links(18, 0))
+                .build();
+            let out = run(&f, p);
+            let x = of(&out, 1);
+            assert_eq!(x.status, Status::Fail, "{p}: {}", x.message);
+            assert!(x.message.contains("0 of 18 NVLink links active (all links are down, while the other GPUs have theirs)"), "{}", x.message);
+            assert_eq!(of(&out, 0).status, Status::Pass);
+        }
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .gpus(|g| g.nvlinks = links(18, 0))
+            .build();
+        let x = &general(&f)[0];
+        assert_eq!(x.status, Status::Fail);
+        assert!(x.message.contains("(all links are down)"), "{}", x.message);
+    }
+
+    #[test]
+    fn some_sxm_links_down_fail_with_several_gpus_and_warn_with_one() {
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .gpu(0, |g| g.nvlinks = links(18, 12))
+            .build();
+        let x = of(&general(&f), 0).clone();
+        assert_eq!(x.status, Status::Fail);
+        assert!(x.message.contains("only 12 of 18 NVLink links active (18 reported): GPU-to-GPU bandwidth is cut to 67%"), "{}", x.message);
+        // At the count: pass; one below: the finding.
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .gpu(0, |g| g.nvlinks = links(18, 17))
+            .build();
+        assert_eq!(of(&general(&f), 0).status, Status::Fail);
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| g.nvlinks = links(18, 12))
+            .build();
+        assert_eq!(general(&f)[0].status, Status::Warn);
+        // One GPU with no link up: nothing to link.
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| g.nvlinks = links(18, 0))
+            .build();
+        let x = &general(&f)[0];
+        assert_eq!(x.status, Status::Info);
+        assert!(x.message.contains("one GPU: nothing to link"));
+    }
+
+    #[test]
+    fn v100_sxm3_has_nvlink_to_nvswitch_whatever_the_link_count() {
+        let key = "v100-sxm3-32gb";
+        assert_eq!(
+            crate::spec::SpecDb::embedded()
+                .by_key(key)
+                .unwrap()
+                .nvlink_kind(),
+            NvlinkKind::Switch
+        );
+        let f = Machine::healthy(key, 2)
+            .gpus(|g| g.nvlinks = links(6, 0))
+            .build();
+        let x = &general(&f)[0];
+        assert_eq!(x.status, Status::Fail, "{}", x.message);
+        assert!(
+            x.message
+                .contains("though this model's NVLink is on its board"),
+            "{}",
+            x.message
+        );
+        assert!(!x.message.contains("has no NVLink"));
+        let f = Machine::healthy(key, 2)
+            .gpus(|g| g.nvlinks = links(6, 6))
+            .build();
+        let x = &general(&f)[0];
+        assert_eq!(x.status, Status::Pass);
+        assert!(
+            x.message.ends_with(": 6 NVLink links active"),
+            "{}",
+            x.message
+        );
+        let f = Machine::healthy(key, 2)
+            .gpus(|g| g.nvlinks = unread())
+            .with(|f| f.topology = Reading::unavailable("no file"))
+            .build();
+        let x = &general(&f)[0];
+        assert_eq!(x.status, Status::Skip);
+        assert!(
+            x.message.contains("the model has NVLink on its board"),
+            "{}",
+            x.message
+        );
+    }
+
+    #[test]
+    fn an_unread_sxm_link_state_skips_with_the_count() {
+        let f = Machine::healthy("a100-sxm4-80gb", 1)
+            .gpu(0, |g| g.nvlinks = unread())
+            .build();
+        let x = &general(&f)[0];
+        assert_eq!(x.status, Status::Skip);
+        assert!(
+            x.message.contains("the model has 12 links"),
+            "{}",
+            x.message
+        );
+    }
+
+    #[test]
+    fn the_topology_matrix_stands_in_for_unread_links() {
+        // NV18 to the other GPU: up.
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .gpus(|g| g.nvlinks = unread())
+            .build();
+        let out = general(&f);
+        assert_eq!(of(&out, 0).status, Status::Pass, "{}", of(&out, 0).message);
+        assert_eq!(of(&out, 0).evidence.get("links_from_topology").unwrap(), 18);
+        // Only PHB to the others: no link up, on a board that has them.
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .gpus(|g| g.nvlinks = unread())
+            .with(phb(2))
+            .build();
+        assert_eq!(of(&general(&f), 0).status, Status::Fail);
+    }
+
+    #[test]
+    fn a_bridge_card_without_a_bridge_is_information_and_warns_for_training() {
+        let key = "rtx-a6000";
+        assert_eq!(
+            crate::spec::SpecDb::embedded()
+                .by_key(key)
+                .unwrap()
+                .nvlink_kind(),
+            NvlinkKind::Bridge
+        );
+        let f = Machine::healthy(key, 2).build();
+        let out = general(&f);
+        let x = of(&out, 0);
+        assert_eq!(x.status, Status::Info, "{}", x.message);
+        assert!(
+            x.message
+                .contains("no NVLink bridge fitted (this card takes one)"),
+            "{}",
+            x.message
+        );
+        assert!(!x.message.contains("has no NVLink"));
+        assert_eq!(of(&run(&f, Profile::Train), 0).status, Status::Warn);
+        assert_eq!(of(&run(&f, Profile::Inference), 0).status, Status::Info);
+        // One card: nothing to link.
+        let x = &general(&Machine::healthy(key, 1).build())[0];
+        assert_eq!(x.status, Status::Info);
+        assert!(
+            x.message
+                .contains("takes an NVLink bridge; none is fitted (one GPU"),
+            "{}",
+            x.message
+        );
+        assert_eq!(
+            run(&Machine::healthy(key, 1).build(), Profile::Train)[0].status,
+            Status::Info
+        );
+        // Bridged: pass.
+        let f = Machine::healthy(key, 2)
+            .gpus(|g| g.nvlinks = links(4, 4))
+            .build();
+        let x = of(&general(&f), 0).clone();
+        assert_eq!(x.status, Status::Pass);
+        assert!(
+            x.message
+                .contains("an NVLink bridge is fitted: 4 NVLink links active"),
+            "{}",
+            x.message
+        );
+        // Not read: with two cards the answer is not known; with one it does not matter.
+        let f = Machine::healthy(key, 2)
+            .gpus(|g| g.nvlinks = unread())
+            .with(|f| f.topology = Reading::unavailable("no file"))
+            .build();
+        let x = of(&general(&f), 0).clone();
+        assert_eq!(x.status, Status::Skip);
+        assert!(
+            x.message
+                .contains("whether an NVLink bridge is fitted is not known"),
+            "{}",
+            x.message
+        );
+        let f = Machine::healthy(key, 1)
+            .gpu(0, |g| g.nvlinks = unread())
+            .build();
+        assert_eq!(general(&f)[0].status, Status::Info);
+    }
+
+    #[test]
+    fn a_partial_bridge_set_warns() {
+        let key = "a100-pcie-40gb";
+        let f = Machine::healthy(key, 2)
+            .gpus(|g| g.nvlinks = links(12, 4))
+            .build();
+        let x = of(&general(&f), 0).clone();
+        assert_eq!(x.status, Status::Warn, "{}", x.message);
+        assert!(
+            x.message
+                .contains("a bridge of the set is missing or loose"),
+            "{}",
+            x.message
+        );
+        let f = Machine::healthy(key, 2)
+            .gpus(|g| g.nvlinks = links(12, 12))
+            .build();
+        assert!(of(&general(&f), 0).message.contains("fitted: 12 of 12"));
+    }
+
+    #[test]
+    fn a_model_without_nvlink_says_so_only_where_the_database_does() {
+        let f = Machine::healthy("l4", 2).build();
+        let out = general(&f);
+        assert_eq!(of(&out, 0).status, Status::Info);
+        assert!(of(&out, 0).message.contains("this model has no NVLink"));
+        let f = Machine::healthy("l4", 2)
+            .gpus(|g| g.nvlinks = unread())
+            .build();
+        assert!(of(&general(&f), 1)
+            .message
+            .contains("this model has no NVLink"));
+        let f = Machine::healthy("l4", 1)
+            .gpus(|g| g.nvlinks = unread())
+            .build();
+        assert!(general(&f)[0]
+            .message
+            .contains("no NVLink on this model (one GPU"));
+        let x = &general(&Machine::healthy("l4", 1).build())[0];
+        assert!(
+            x.message.contains("no NVLink on this model (one GPU"),
+            "{}",
+            x.message
+        );
+    }
+
+    #[test]
+    fn an_rtx_2080_pair_is_never_said_to_have_no_nvlink() {
+        // The datasheet entry does not say: two cards, links not read.
+        let f = Machine::healthy("rtx-2080", 2)
+            .gpus(|g| g.nvlinks = unread())
+            .with(|f| f.topology = Reading::unavailable("no file"))
+            .build();
+        for x in general(&f) {
+            assert!(!x.message.contains("has no NVLink"), "{}", x.message);
+        }
+        let x = of(&general(&f), 0).clone();
+        assert_eq!(x.status, Status::Skip);
+        assert!(
+            x.message.contains(
+                "the datasheet entry does not say whether this model takes an NVLink bridge"
+            ),
+            "{}",
+            x.message
+        );
+        // Links read, none up: information, the same words.
+        let f = Machine::healthy("rtx-2080", 2)
+            .gpus(|g| g.nvlinks = links(1, 0))
+            .build();
+        let x = of(&general(&f), 0).clone();
+        assert_eq!(x.status, Status::Info);
+        assert!(
+            x.message.contains(
+                "does not say whether this model takes an NVLink bridge; no NVLink link is up"
+            ),
+            "{}",
+            x.message
+        );
+        // One card: information.
+        let f = Machine::healthy("rtx-2080", 1)
+            .gpus(|g| g.nvlinks = unread())
+            .build();
+        assert_eq!(general(&f)[0].status, Status::Info);
+        let f = Machine::healthy("rtx-2080", 1)
+            .gpus(|g| g.nvlinks = links(1, 0))
+            .build();
+        assert!(general(&f)[0]
+            .message
+            .contains("no NVLink link is up (one GPU"));
+    }
+
+    #[test]
+    fn unknown_models_and_unstated_sxm_parts_have_their_own_words() {
+        let f = Machine::healthy("p100-sxm2-16gb", 2)
+            .gpus(|g| g.nvlinks = links(4, 0))
+            .build();
+        assert!(of(&general(&f), 0)
+            .message
+            .contains("does not say whether this model has NVLink"));
+        let f = Machine::healthy("l4", 2)
+            .gpus(|g| {
+                g.name = Reading::Value("NVIDIA Mystery GPU".into());
+                g.pci_device_id = Reading::unavailable("redacted");
+            })
+            .with(|f| f.pci_gpus = Reading::unavailable("no sysfs"))
+            .build();
+        let x = of(&general(&f), 0).clone();
+        assert!(
+            x.message
+                .contains("the spec database does not know this model"),
+            "{}",
+            x.message
+        );
+        assert_eq!(x.evidence.get("nvlink_kind").unwrap(), "unknown");
+    }
+
+    #[test]
+    fn a_fabric_that_did_not_register_fails() {
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .gpus(|g| {
+                g.fabric = Reading::Value(Fabric {
+                    state: "In Progress".into(),
+                    status: Some("N/A".into()),
+                })
+            })
+            .build();
+        let out = general(&f);
+        assert_eq!(of(&out, 0).status, Status::Fail);
+        assert!(of(&out, 0).message.contains("'In Progress'"));
+        assert_eq!(machine_level(&out).status, Status::Fail);
+        let ok = Machine::healthy("h200-sxm-141gb", 2)
+            .gpus(|g| {
+                g.fabric = Reading::Value(Fabric {
+                    state: "Completed".into(),
+                    status: Some("Success".into()),
+                })
+            })
+            .build();
+        assert!(general(&ok).iter().all(|f| f.status == Status::Pass));
+    }
+
+    #[test]
+    fn pairs_without_nvlink_by_model_and_profile() {
+        // SXM: a fault; warn, and fail for training.
+        let f = Machine::healthy("h200-sxm-141gb", 2).with(phb(2)).build();
+        assert_eq!(machine_level(&general(&f)).status, Status::Warn);
+        assert_eq!(machine_level(&run(&f, Profile::Train)).status, Status::Fail);
+        // PCIe cards (none or bridge): how the machine is built; warn for training.
+        for key in ["l4", "rtx-a6000", "rtx-2080"] {
+            let f = Machine::healthy(key, 2).with(phb(2)).build();
+            let x = machine_level(&general(&f)).clone();
+            assert_eq!(x.status, Status::Info, "{key}: {}", x.message);
+            assert!(x.message.contains("crosses the CPU"), "{}", x.message);
+            assert_eq!(
+                machine_level(&run(&f, Profile::Train)).status,
+                Status::Warn,
+                "{key}"
+            );
+        }
+    }
+
+    #[test]
+    fn one_gpu_cut_off_and_long_pair_lists_are_named() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 8).build();
+        if let Reading::Value(t) = &mut f.topology {
+            for j in 0..8 {
+                if j != 5 {
+                    t.links[5][j] = TopoLink::Phb;
+                    t.links[j][5] = TopoLink::Phb;
+                }
+            }
+        }
+        let x = machine_level(&general(&f)).clone();
+        assert!(
+            x.message.contains(
+                "7 of 28 GPU pair(s) have no NVLink path (GPU5 has no NVLink to any other GPU;"
+            ),
+            "{}",
+            x.message
+        );
+        assert!(
+            x.message.contains(&format!("+{} more", 7 - PAIRS_LISTED)),
+            "{}",
+            x.message
+        );
+        // Under a PCIe switch: said so.
+        let f = Machine::healthy("l4", 2)
+            .with(|f| {
+                if let Reading::Value(t) = &mut f.topology {
+                    t.links[0][1] = TopoLink::Pix;
+                    t.links[1][0] = TopoLink::Pix;
+                }
+            })
+            .build();
+        assert!(machine_level(&general(&f))
+            .message
+            .contains("goes over a PCIe switch"));
+        let f = Machine::healthy("l4", 2)
+            .with(|f| f.topology = Reading::unavailable("no file"))
+            .build();
+        assert_eq!(machine_level(&general(&f)).status, Status::Skip);
+    }
 }
