@@ -123,3 +123,66 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
     }
     out
 }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Status;
+    use crate::reading::Reading;
+    use crate::testing::{statuses, Machine};
+
+    #[test]
+    fn driver_versions() {
+        let f = Machine::healthy("h200-sxm-141gb", 1).build();
+        let r = driver(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Pass]);
+        assert!(
+            r[0].message
+                .contains("supports CUDA up to 13.0; Hopper GPUs need"),
+            "{}",
+            r[0].message
+        );
+        // Module and library of different versions (an update without reboot).
+        let mut g = f.clone();
+        g.driver.version = Reading::Value("580.159.05".into());
+        let r = driver(&g, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail]);
+        assert!(r[0].message.contains("Driver/library version mismatch"));
+        // ... unless the library did not answer (nothing to compare).
+        g.driver.query = Reading::unavailable("NVML failed");
+        assert_eq!(
+            statuses(&driver(&g, &Policy::default())),
+            vec![Status::Pass]
+        );
+        // A driver older than the architecture's first.
+        let mut h = f.clone();
+        h.driver.version = Reading::Value("515.105.01".into());
+        h.driver.proc_version = Reading::unavailable("x");
+        h.driver.cuda_version = Reading::Value(CudaVersion::new(11, 7));
+        let r = driver(&h, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail, Status::Warn], "{r:#?}");
+        assert!(r[0]
+            .message
+            .contains("older than the first driver for Hopper"));
+        // CUDA 12.0 is the line for current frameworks: at it, pass; below, warn.
+        let mut c = f.clone();
+        c.driver.cuda_version = Reading::Value(CURRENT_FRAMEWORKS_CUDA);
+        assert_eq!(
+            statuses(&driver(&c, &Policy::default())),
+            vec![Status::Pass]
+        );
+        c.driver.cuda_version = Reading::Value(CudaVersion::new(11, 8));
+        assert_eq!(
+            statuses(&driver(&c, &Policy::default())),
+            vec![Status::Warn]
+        );
+        let mut u = f.clone();
+        u.driver.version = Reading::unavailable("no driver");
+        assert_eq!(
+            statuses(&driver(&u, &Policy::default())),
+            vec![Status::Skip]
+        );
+        u.driver.version = Reading::Value("banana".into());
+        let r = driver(&u, &Policy::default());
+        assert!(r[0].message.contains("not understood"));
+    }
+}
