@@ -396,13 +396,15 @@ fn judge_ib_hca(facts: &Facts, v: &str) -> Finding {
     let list = parse_hca_list(v);
     let ports = match facts.host.fabric.rdma.get() {
         Ok(p) => p,
-        Err(r) => return Finding::info(
-            ID,
-            format!(
+        Err(r) => {
+            return Finding::info(
+                ID,
+                format!(
                 "NCCL_IB_HCA='{v}' is set; it could not be compared with the RDMA devices ({r})"
             ),
-        )
-        .with("NCCL_IB_HCA", v),
+            )
+            .with("NCCL_IB_HCA", v)
+        }
     };
     let names = |ps: &[&crate::facts::RdmaPort]| {
         ps.iter()
