@@ -163,7 +163,10 @@ mod tests {
         let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
         let r = modules(&f, &Policy::default());
         assert_eq!(statuses(&r), vec![Status::Pass]);
-        assert_eq!(r[0].message, "nvidia and nvidia_uvm are loaded, nouveau is not (open kernel module)");
+        assert_eq!(
+            r[0].message,
+            "nvidia and nvidia_uvm are loaded, nouveau is not (open kernel module)"
+        );
         // Only the GPU modules are evidence.
         f.modules = loaded(&["nvidia", "nvidia_uvm", "ext4", "nouveau_helper_x"]);
         let r = modules(&f, &Policy::default());
@@ -172,9 +175,13 @@ mod tests {
             Some(r#"["nvidia","nvidia_uvm"]"#.to_string())
         );
         f.driver.module_flavor = Reading::Value(ModuleFlavor::Proprietary);
-        assert!(modules(&f, &Policy::default())[0].message.ends_with("(proprietary kernel module)"));
+        assert!(modules(&f, &Policy::default())[0]
+            .message
+            .ends_with("(proprietary kernel module)"));
         f.driver.module_flavor = Reading::unavailable("x");
-        assert!(modules(&f, &Policy::default())[0].message.ends_with("nouveau is not"));
+        assert!(modules(&f, &Policy::default())[0]
+            .message
+            .ends_with("nouveau is not"));
         f.modules = loaded(&["nvidia", "nouveau"]);
         let r = modules(&f, &Policy::default());
         assert_eq!(statuses(&r), vec![Status::Fail, Status::Warn], "{r:#?}");
@@ -185,7 +192,10 @@ mod tests {
         assert_eq!(statuses(&r), vec![Status::Fail, Status::Fail]);
         assert!(r[1].message.contains("nvidia kernel module is not loaded"));
         f.modules = Reading::unavailable("no /proc/modules");
-        assert_eq!(statuses(&modules(&f, &Policy::default())), vec![Status::Skip]);
+        assert_eq!(
+            statuses(&modules(&f, &Policy::default())),
+            vec![Status::Skip]
+        );
     }
 
     #[test]
@@ -210,7 +220,10 @@ mod tests {
     #[test]
     fn blackwell_needs_the_open_module() {
         let mut f = Machine::healthy("b200", 1).build();
-        assert_eq!(statuses(&modules(&f, &Policy::default())), vec![Status::Pass]);
+        assert_eq!(
+            statuses(&modules(&f, &Policy::default())),
+            vec![Status::Pass]
+        );
         f.driver.module_flavor = Reading::Value(ModuleFlavor::Proprietary);
         let r = modules(&f, &Policy::default());
         assert_eq!(statuses(&r), vec![Status::Fail]);
@@ -218,6 +231,9 @@ mod tests {
         // Hopper is fine with either.
         let mut h = Machine::healthy("h200-sxm-141gb", 1).build();
         h.driver.module_flavor = Reading::Value(ModuleFlavor::Proprietary);
-        assert_eq!(statuses(&modules(&h, &Policy::default())), vec![Status::Pass]);
+        assert_eq!(
+            statuses(&modules(&h, &Policy::default())),
+            vec![Status::Pass]
+        );
     }
 }

@@ -103,8 +103,16 @@ mod tests {
             .build();
         let r = numa(&f, &Policy::default());
         assert_eq!(statuses(&r), vec![Status::Pass, Status::Pass]);
-        assert_eq!(r[1].message, "GPU 1 (00:07.0): NUMA node 1, local CPUs 0-31");
-        assert_eq!(r[1].evidence.get("topo_cpu_affinity").map(|v| v.to_string()), Some("\"0-31\"".into()));
+        assert_eq!(
+            r[1].message,
+            "GPU 1 (00:07.0): NUMA node 1, local CPUs 0-31"
+        );
+        assert_eq!(
+            r[1].evidence
+                .get("topo_cpu_affinity")
+                .map(|v| v.to_string()),
+            Some("\"0-31\"".into())
+        );
         let mut u = Machine::healthy("h200-sxm-141gb", 1)
             .pci(0, |p| p.numa_node = Reading::Value(-1))
             .build();
@@ -121,13 +129,17 @@ mod tests {
         sockets(&mut u, None);
         assert_eq!(statuses(&numa(&u, &Policy::default())), vec![Status::Pass]);
         let n = Machine::healthy("h200-sxm-141gb", 1)
-            .pci(0, |p| p.numa_node = Reading::unavailable("no numa_node file"))
+            .pci(0, |p| {
+                p.numa_node = Reading::unavailable("no numa_node file")
+            })
             .build();
         let r = numa(&n, &Policy::default());
         assert_eq!(statuses(&r), vec![Status::Skip]);
         assert!(r[0].message.contains("no numa_node file"));
         let mut none = Machine::healthy("h200-sxm-141gb", 1).build();
         none.pci_gpus = Reading::Value(vec![]);
-        assert!(numa(&none, &Policy::default())[0].message.contains("no sysfs entry"));
+        assert!(numa(&none, &Policy::default())[0]
+            .message
+            .contains("no sysfs entry"));
     }
 }
