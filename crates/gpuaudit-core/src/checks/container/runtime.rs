@@ -419,6 +419,30 @@ mod tests {
             r.iter().any(|x| x.message.contains("no /dev/nvidia*")),
             "{r:#?}"
         );
+        assert!(r.iter().all(|x| x.status < Status::Warn), "{r:#?}");
+    }
+
+    #[test]
+    fn control_and_uvm_nodes_on_a_host() {
+        // On a host nvidia-modprobe creates /dev/nvidia-uvm at the first CUDA call; the
+        // control node must be there.
+        let mut f = base(None);
+        f.host.container.devices = Reading::Value(vec![
+            node("/dev/nvidia0", 0o666),
+            node("/dev/nvidia1", 0o666),
+            node("/dev/nvidiactl", 0o666),
+        ]);
+        let r = run_container(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Info, Status::Info], "{r:#?}");
+        assert!(r[0].message.contains("/dev/nvidia-uvm does not exist yet"));
+        f.host.container.devices = Reading::Value(vec![
+            node("/dev/nvidia0", 0o666),
+            node("/dev/nvidia1", 0o666),
+            node("/dev/nvidia-uvm", 0o666),
+        ]);
+        let r = run_container(&f, &Policy::default());
+        assert_eq!(r[0].status, Status::Fail, "{r:#?}");
+        assert!(r[0].message.contains("/dev/nvidiactl is missing"));
     }
 
     #[test]
@@ -630,5 +654,122 @@ mod tests {
             statuses(&run_container(&f, &Policy::default())),
             vec![Status::Info]
         );
+    }
+
+    #[test]
+    fn who_may_open_a_device_node() {
+        let n = |mode: u32, uid: u32, gid: u32| DeviceNode {
+            path: "/dev/nvidia0".into(),
+            mode,
+            uid,
+            gid,
+            char_device: true,
+        };
+        // Owner bits for the owner, group bits for a member, the rest for others.
+        assert!(can_open(&n(0o600, 1000, 0), 1000, &[]));
+        assert!(!can_open(&n(0o400, 1000, 0), 1000, &[]));
+        assert!(
+            !can_open(&n(0o066, 1000, 0), 1000, &[44]),
+            "the owner gets the owner's bits only"
+        );
+        assert!(can_open(&n(0o060, 0, 44), 1000, &[44]));
+        assert!(!can_open(&n(0o040, 0, 44), 1000, &[44]));
+        assert!(
+            !can_open(&n(0o606, 0, 44), 1000, &[44]),
+            "a member gets the group's bits only"
+        );
+        assert!(can_open(&n(0o006, 0, 44), 1000, &[1000]));
+        assert!(!can_open(&n(0o660, 0, 44), 1000, &[1000]));
+        assert!(!can_open(&n(0o004, 0, 44), 1000, &[1000]));
+        assert!(can_open(&n(0o000, 5, 5), 0, &[]), "root opens anything");
+    }
+
+    #[test]
+    fn host_engines_runtimes_and_cdi() {
+        use crate::facts::ContainerdConfig;
+        let mut f = base(None);
+        f.host.container.toolkit = Reading::Value(ContainerToolkit {
+            found: vec!["/usr/bin/nvidia-ctk".into()],
+            engines: vec!["/usr/bin/dockerd".into(), "/usr/bin/containerd".into()],
+        });
+        // dockerd without daemon.json: --gpus still works.
+        let r = run_container(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Info], "{r:#?}");
+        assert!(r[0].message.contains("without /etc/docker/daemon.json"));
+        // containerd: no nvidia runtime and CDI off warns; either one is enough.
+        let cd = |runtimes: &[&str], cdi: Option<bool>| {
+            Reading::Value(Some(ContainerdConfig {
+                runtimes: runtimes.iter().map(|r| r.to_string()).collect(),
+                default_runtime: None,
+                cdi_enabled: cdi,
+            }))
+        };
+        f.host.container.containerd = cd(&["runc"], Some(false));
+        let r = run_container(&f, &Policy::default());
+        assert!(
+            r.iter()
+                .any(|x| x.status == Status::Warn && x.message.contains("containerd")),
+            "{r:#?}"
+        );
+        for (rt, cdi) in [(&["runc", "nvidia"][..], None), (&["runc"][..], Some(true))] {
+            f.host.container.containerd = cd(rt, cdi);
+            let r = run_container(&f, &Policy::default());
+            assert!(
+                !r.iter().any(|x| x.message.contains("containerd")),
+                "{rt:?} {cdi:?}: {r:#?}"
+            );
+        }
+        f.host.container.containerd = Reading::unavailable("not TOML");
+        let r = run_container(&f, &Policy::default());
+        assert!(r
+            .iter()
+            .any(|x| x.status == Status::Skip && x.message.contains("not TOML")));
+        f.host.container.containerd = Reading::Value(None);
+        // docker with CDI enabled and a spec: info instead of warn.
+        f.host.container.docker = Reading::Value(Some(DockerDaemon {
+            cdi_enabled: Some(true),
+            ..DockerDaemon::default()
+        }));
+        let spec = |devices: &[&str], libcuda: &[&str]| CdiSpec {
+            path: "/etc/cdi/nvidia.yaml".into(),
+            kind: Some("nvidia.com/gpu".into()),
+            devices: devices.iter().map(|d| d.to_string()).collect(),
+            libcuda_versions: libcuda.iter().map(|d| d.to_string()).collect(),
+            error: None,
+        };
+        f.host.container.cdi = Reading::Value(vec![spec(&["0", "1", "all"], &["580.159.04"])]);
+        let r = run_container(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Info], "{r:#?}");
+        assert!(r[0].message.contains("CDI is enabled"));
+        // A spec of the right driver and every GPU: nothing to say; one of UUIDs only: no count.
+        f.host.container.cdi = Reading::Value(vec![spec(&["GPU-0aaa"], &[])]);
+        let r = run_container(&f, &Policy::default());
+        assert!(!r.iter().any(|x| x.message.contains("lists")), "{r:#?}");
+        // A spec that could not be read: skip with its reason.
+        let mut broken = spec(&[], &[]);
+        broken.error = Some("binary content".into());
+        f.host.container.cdi = Reading::Value(vec![broken]);
+        let r = run_container(&f, &Policy::default());
+        assert!(r
+            .iter()
+            .any(|x| x.status == Status::Skip && x.message.contains("binary content")));
+        // The toolkit's pieces unreadable: skip.
+        f.host.container.toolkit = Reading::unavailable("permission denied");
+        let r = run_container(&f, &Policy::default());
+        assert!(r
+            .iter()
+            .any(|x| x.status == Status::Skip && x.message.contains("permission denied")));
+        // Without GPUs, none of the runtime warnings.
+        let mut g = base(None);
+        g.gpus = Reading::Value(vec![]);
+        g.pci_gpus = Reading::Value(vec![]);
+        g.host.container.devices = Reading::Value(vec![]);
+        g.host.container.toolkit = Reading::Value(ContainerToolkit {
+            found: vec![],
+            engines: vec!["/usr/bin/dockerd".into()],
+        });
+        g.host.container.docker = Reading::Value(Some(DockerDaemon::default()));
+        let r = run_container(&g, &Policy::default());
+        assert!(r.iter().all(|x| x.status < Status::Warn), "{r:#?}");
     }
 }

@@ -476,6 +476,17 @@ mod tests {
         let r = run_libraries(&f, &Policy::default());
         assert_eq!(r[0].status, Status::Fail, "{r:#?}");
         assert!(r[0].message.contains("550.54.15"));
+        // Not a compat copy: the driver mismatch, not forward compatibility.
+        assert!(r[0].message.starts_with(
+            "libcuda 550.54.15 is on the loader's path but the kernel module is 580.159.04"
+        ));
+        assert!(!r
+            .iter()
+            .any(|x| x.message.contains("forward-compatibility")));
+        assert_eq!(
+            r[0].evidence.get("copies").map(|v| v.to_string()),
+            Some(r#"["/opt/old/libcuda.so.1 -> libcuda.so.550.54.15 [LD_LIBRARY_PATH] version 550.54.15"]"#.to_string())
+        );
         f.host.libraries = Reading::Value(vec![copy(
             "libcuda",
             "/usr/lib/x86_64-linux-gnu/libcuda.so.1",

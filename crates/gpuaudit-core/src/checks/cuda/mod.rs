@@ -303,6 +303,27 @@ mod tests {
     }
 
     #[test]
+    fn a_copy_in_one_line() {
+        let mut c = libcuda(
+            "/usr/local/cuda/compat/libcuda.so.1",
+            "580.95.05",
+            S::Toolkit,
+        );
+        assert_eq!(
+            describe(&c),
+            "/usr/local/cuda/compat/libcuda.so.1 -> libcuda.so.580.95.05 [toolkit] version 580.95.05"
+        );
+        assert!(is_compat(&c));
+        c.version = None;
+        c.path = "/usr/lib/libcuda.so.1".into();
+        assert_eq!(
+            describe(&c),
+            "/usr/lib/libcuda.so.1 -> libcuda.so.580.95.05 [toolkit]"
+        );
+        assert!(!is_compat(&c));
+    }
+
+    #[test]
     fn loader_order_and_default_dirs() {
         let ldp = libcuda("/opt/a/libcuda.so.1", "1.0", S::LdLibraryPath);
         let cache = libcuda("/usr/lib/x86_64-linux-gnu/libcuda.so.1", "2.0", S::LdCache);
