@@ -772,4 +772,95 @@ mod tests {
         let r = run_container(&g, &Policy::default());
         assert!(r.iter().all(|x| x.status < Status::Warn), "{r:#?}");
     }
+
+    #[test]
+    fn what_counts_as_docker_and_its_nvidia_runtime() {
+        // A config file without the program still means the engine is there.
+        let mut f = base(None);
+        f.host.container.docker = Reading::Value(Some(DockerDaemon::default()));
+        let r = run_container(&f, &Policy::default());
+        assert!(
+            !r.iter()
+                .any(|x| x.message.contains("no container engine installed")),
+            "{r:#?}"
+        );
+        assert!(
+            r.iter().any(|x| x.status == Status::Warn
+                && x.message.contains("not the NVIDIA container toolkit")),
+            "{r:#?}"
+        );
+        let mut g = base(None);
+        g.host.container.containerd =
+            Reading::Value(Some(crate::facts::ContainerdConfig::default()));
+        let r = run_container(&g, &Policy::default());
+        assert!(
+            !r.iter()
+                .any(|x| x.message.contains("no container engine installed")),
+            "{r:#?}"
+        );
+        // The nvidia runtime by name, or by the program it runs.
+        for (name, path) in [("nvidia", ""), ("nv", "/usr/bin/nvidia-container-runtime")] {
+            f.host.container.docker = Reading::Value(Some(DockerDaemon {
+                runtimes: vec![(name.into(), path.into())],
+                ..DockerDaemon::default()
+            }));
+            let r = run_container(&f, &Policy::default());
+            assert!(
+                r.iter().any(|x| x.status == Status::Pass
+                    && x.message.starts_with("docker has the nvidia runtime")),
+                "{name}: {r:#?}"
+            );
+        }
+        f.host.container.docker = Reading::Value(Some(DockerDaemon {
+            runtimes: vec![("runc".into(), "runc".into())],
+            default_runtime: Some("runc".into()),
+            ..DockerDaemon::default()
+        }));
+        assert!(
+            run_container(&f, &Policy::default())
+                .iter()
+                .any(|x| x.status == Status::Warn
+                    && x.message.contains("registers no nvidia runtime"))
+        );
+        // CDI makes it info only when enabled in docker and a spec is there.
+        let spec = CdiSpec {
+            path: "/etc/cdi/nvidia.yaml".into(),
+            kind: Some("nvidia.com/gpu".into()),
+            devices: vec!["all".into()],
+            libcuda_versions: vec![],
+            error: None,
+        };
+        for (cdi, specs, want) in [
+            (Some(true), vec![], Status::Warn),
+            (None, vec![spec.clone()], Status::Warn),
+            (Some(true), vec![spec.clone()], Status::Info),
+        ] {
+            f.host.container.docker = Reading::Value(Some(DockerDaemon {
+                cdi_enabled: cdi,
+                ..DockerDaemon::default()
+            }));
+            f.host.container.cdi = Reading::Value(specs);
+            let r = run_container(&f, &Policy::default());
+            let st = r
+                .iter()
+                .find(|x| x.message.contains("registers no nvidia runtime"))
+                .map(|x| x.status);
+            assert_eq!(st, Some(want), "{cdi:?}: {r:#?}");
+        }
+    }
+
+    #[test]
+    fn no_device_node_is_said_only_without_gpus() {
+        let mut f = base(Some("docker"));
+        f.host.container.devices = Reading::Value(vec![]);
+        let r = run_container(&f, &Policy::default());
+        assert!(
+            !r.iter().any(|x| x.message == "no /dev/nvidia* device node"),
+            "{r:#?}"
+        );
+        assert!(
+            r.iter().any(|x| x.message.contains("0 of the 2 GPUs")),
+            "{r:#?}"
+        );
+    }
 }
