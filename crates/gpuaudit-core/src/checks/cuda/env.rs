@@ -684,4 +684,155 @@ mod tests {
             .as_deref()
             .is_some_and(|x| x.contains("NCCL_IB_HCA==mlx5_0:1,mlx5_0:2")));
     }
+
+    fn one(vars: &[(&str, &str)], gpus: u32, policy: &Policy) -> Vec<Finding> {
+        let mut f = Machine::healthy("h200-sxm-141gb", gpus).build();
+        f.host.env = env(vars);
+        run_env(&f, policy)
+    }
+
+    fn train() -> Policy {
+        Policy {
+            profile: Profile::Train,
+            ..Policy::default()
+        }
+    }
+
+    #[test]
+    fn switches_by_gpu_count_and_profile() {
+        let d = Policy::default();
+        let st = |v: &[(&str, &str)], gpus: u32, p: &Policy| statuses(&one(v, gpus, p));
+        assert_eq!(
+            st(&[("CUDA_CACHE_DISABLE", "1")], 1, &d),
+            vec![Status::Warn]
+        );
+        assert_eq!(
+            st(&[("CUDA_CACHE_DISABLE", "0")], 1, &d),
+            vec![Status::Pass]
+        );
+        assert_eq!(
+            st(&[("CUDA_MODULE_LOADING", "eager")], 1, &d),
+            vec![Status::Info, Status::Pass]
+        );
+        assert_eq!(
+            st(&[("CUDA_MODULE_LOADING", "LAZY")], 1, &d),
+            vec![Status::Pass]
+        );
+        // P2P off: info on one GPU, warn on several, fail on several under train.
+        let p2p = [("NCCL_P2P_DISABLE", "1")];
+        assert_eq!(st(&p2p, 1, &train()), vec![Status::Info, Status::Pass]);
+        assert_eq!(st(&p2p, 2, &d), vec![Status::Warn]);
+        assert_eq!(st(&p2p, 2, &train()), vec![Status::Fail]);
+        let shm = [("NCCL_SHM_DISABLE", "1")];
+        assert_eq!(st(&shm, 1, &d), vec![Status::Info, Status::Pass]);
+        assert_eq!(st(&shm, 2, &d), vec![Status::Warn]);
+        assert_eq!(st(&[("NCCL_DEBUG", "TRACE")], 1, &d), vec![Status::Warn]);
+        assert_eq!(
+            st(&[("NCCL_DEBUG", "INFO")], 1, &d),
+            vec![Status::Info, Status::Pass]
+        );
+        let r = one(&[("NCCL_ALGO", "Ring"), ("NCCL_PROTO", "Simple")], 1, &d);
+        assert_eq!(statuses(&r), vec![Status::Info, Status::Pass]);
+        assert!(r[0].message.contains("NCCL_ALGO=Ring NCCL_PROTO=Simple"));
+        assert!(r[1]
+            .message
+            .contains("nothing harmful among NCCL_ALGO=Ring NCCL_PROTO=Simple"));
+        let r = one(
+            &[("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")],
+            1,
+            &d,
+        );
+        assert_eq!(statuses(&r), vec![Status::Info, Status::Pass]);
+    }
+
+    #[test]
+    fn ib_disable_against_the_rdma_devices() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 8).build();
+        f.host.env = env(&[("NCCL_IB_DISABLE", "1")]);
+        f.host.fabric.rdma = Reading::Value(vec![port("mlx5_0", 1)]);
+        assert_eq!(run_env(&f, &Policy::default())[0].status, Status::Warn);
+        assert_eq!(run_env(&f, &train())[0].status, Status::Fail);
+        assert!(run_env(&f, &train())[0]
+            .message
+            .contains("although this machine has RDMA devices"));
+        for none in [Reading::Value(vec![]), Reading::unavailable("x")] {
+            f.host.fabric.rdma = none;
+            let r = run_env(&f, &train());
+            assert_eq!(r[0].status, Status::Info);
+            assert!(!r[0].message.contains("although"));
+        }
+    }
+
+    #[test]
+    fn paths_preload_and_arch_lists() {
+        let d = Policy::default();
+        let r = one(&[("LD_LIBRARY_PATH", "lib:/usr/lib")], 1, &d);
+        assert_eq!(statuses(&r), vec![Status::Warn]);
+        assert!(r[0].message.contains("relative entry 'lib'"));
+        assert_eq!(
+            statuses(&one(&[("LD_LIBRARY_PATH", "/a:/b")], 1, &d)),
+            vec![Status::Pass]
+        );
+        let r = one(
+            &[("LD_PRELOAD", "/opt/x/libnccl.so.2 /usr/lib/libjemalloc.so")],
+            1,
+            &d,
+        );
+        assert_eq!(statuses(&r), vec![Status::Warn]);
+        assert!(r[0].message.contains("(/opt/x/libnccl.so.2)"));
+        let r = one(&[("LD_PRELOAD", "/usr/lib/libjemalloc.so")], 1, &d);
+        assert_eq!(statuses(&r), vec![Status::Info, Status::Pass]);
+        let r = one(&[("TORCH_CUDA_ARCH_LIST", "9.0;sm_90")], 1, &d);
+        assert_eq!(statuses(&r), vec![Status::Warn], "{r:#?}");
+        assert!(r[0].message.contains("does not understand: sm_90"));
+        // --gpus 1 judges GPU 1 only.
+        let p = Policy {
+            gpus: Some(vec![1]),
+            ..Policy::default()
+        };
+        let r = one(&[("TORCH_CUDA_ARCH_LIST", "8.0")], 2, &p);
+        assert_eq!(
+            r.iter()
+                .filter(|x| x.message.contains("leaves out"))
+                .count(),
+            1
+        );
+        assert_eq!(r[0].gpu, Some(1));
+    }
+
+    #[test]
+    fn visible_devices_and_device_order() {
+        let d = Policy::default();
+        // Every GPU named: nothing to say (indices on identical GPUs need no order).
+        assert_eq!(
+            statuses(&one(&[("CUDA_VISIBLE_DEVICES", "0,1")], 2, &d)),
+            vec![Status::Pass]
+        );
+        // Different models and indices without PCI_BUS_ID order: said.
+        let mut f = Machine::healthy("h200-sxm-141gb", 2)
+            .gpu(1, |g| g.name = Reading::Value("NVIDIA H100".into()))
+            .build();
+        f.host.env = env(&[("CUDA_VISIBLE_DEVICES", "0,1")]);
+        let r = run_env(&f, &d);
+        assert_eq!(statuses(&r), vec![Status::Info, Status::Pass], "{r:#?}");
+        assert!(r[0].message.contains("CUDA_DEVICE_ORDER"));
+        f.host.env = env(&[
+            ("CUDA_VISIBLE_DEVICES", "0,1"),
+            ("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),
+        ]);
+        assert_eq!(statuses(&run_env(&f, &d)), vec![Status::Pass]);
+        // A UUID prefix of a GPU counts; one of no GPU hides that entry.
+        let r = one(&[("CUDA_VISIBLE_DEVICES", "GPU-0aaa,GPU-dead")], 2, &d);
+        assert_eq!(statuses(&r), vec![Status::Warn], "{r:#?}");
+        assert!(
+            r[0].message.contains("(GPU-dead)") && r[0].message.contains("only 1 GPU is visible")
+        );
+        // No GPU list read: UUIDs cannot be judged, and nothing is hidden that is known.
+        let mut u = Machine::healthy("h200-sxm-141gb", 2).build();
+        u.gpus = Reading::unavailable("no driver");
+        u.host.env = env(&[("CUDA_VISIBLE_DEVICES", "GPU-zzz")]);
+        let r = run_env(&u, &d);
+        assert_eq!(statuses(&r), vec![Status::Warn], "{r:#?}");
+        assert!(r[0].message.contains("shows 1 of the 2 GPUs"));
+    }
 }
