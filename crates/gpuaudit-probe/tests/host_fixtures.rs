@@ -9,6 +9,7 @@ use gpuaudit_probe::gather::{self, GatherOptions};
 use std::path::PathBuf;
 
 const HOST_CHECKS: &[&str] = &[
+    "cuda.toolkit-compat",
     "cuda.libraries",
     "cuda.framework",
     "cuda.env",
@@ -21,6 +22,7 @@ const HOST_CHECKS: &[&str] = &[
     "container.runtime",
     "env.jupyter",
     "env.ssh",
+    "os.graphics",
 ];
 
 fn dir(name: &str) -> PathBuf {
@@ -99,12 +101,32 @@ fn h200_base_snapshot_skips_what_it_lacks() {
         "snapshot audit: nothing is measured"
     ));
     assert!(has(&r, "net.loopback", Status::Skip, "snapshot audit"));
-    assert_eq!(worst(&r, "net.fabric"), Status::Info);
-    assert_eq!(worst(&r, "env.ssh"), Status::Pass);
-    assert_eq!(worst(&r, "env.jupyter"), Status::Pass);
-    // --profile train with two GPUs and no RDMA fabric.
+    // The snapshot predates the host checks (no cmd/env.json): a missing sshd_config, Jupyter
+    // file, RDMA class or container sign was never looked for, so nothing passes on it.
+    for id in [
+        "net.fabric",
+        "env.ssh",
+        "env.jupyter",
+        "container.runtime",
+        "cuda.framework",
+    ] {
+        assert_eq!(worst(&r, id), Status::Skip, "{id}: {:#?}", of(&r, id));
+        assert!(
+            has(&r, id, Status::Skip, "no host part"),
+            "{id}: {:#?}",
+            of(&r, id)
+        );
+    }
+    // The toolkit is read from nvcc's output, which the snapshot has.
+    assert!(has(&r, "cuda.toolkit-compat", Status::Pass, "CUDA 13.0"));
+}
+
+#[test]
+fn no_rdma_on_a_training_machine() {
+    // --profile train with two GPUs and no RDMA fabric (host-clean has no
+    // /sys/class/infiniband, and a host part that says so).
     let t = run(
-        &f,
+        &facts("host-clean"),
         &Policy {
             profile: Profile::Train,
             ..Policy::default()
@@ -119,7 +141,10 @@ fn clean_host_passes() {
     let r = run(&f, &Policy::default());
     for id in HOST_CHECKS {
         let w = worst(&r, id);
-        let expected_not_pass = matches!(*id, "storage.throughput" | "net.loopback" | "net.fabric");
+        let expected_not_pass = matches!(
+            *id,
+            "storage.throughput" | "net.loopback" | "net.fabric" | "os.graphics"
+        );
         if !expected_not_pass {
             assert!(
                 w <= Status::Info && w != Status::Skip,
@@ -362,10 +387,11 @@ fn damaged_files_skip_with_reasons() {
             Status::Skip,
             "/etc/ssh/sshd_config: malformed: binary content"
         ));
+        // A daemon.json that does not parse is no unreadable file: dockerd refuses it.
         assert!(has(
             &r,
             "container.runtime",
-            Status::Skip,
+            Status::Fail,
             "/etc/docker/daemon.json: malformed: not JSON"
         ));
         assert!(has(
@@ -391,4 +417,173 @@ fn damaged_files_skip_with_reasons() {
         let snap = dir("host-garbage").display().to_string();
         assert!(r.iter().all(|x| !x.message.contains(&snap)), "{r:#?}");
     }
+}
+
+fn train() -> Policy {
+    Policy {
+        profile: Profile::Train,
+        ..Policy::default()
+    }
+}
+
+#[test]
+fn an_older_compat_libcuda_on_ld_library_path_is_found() {
+    let r = run(&facts("host-compat-older"), &Policy::default());
+    assert!(
+        has(&r, "cuda.env", Status::Fail, "error 803"),
+        "{:#?}",
+        of(&r, "cuda.env")
+    );
+    assert!(!has(&r, "cuda.env", Status::Pass, "nothing harmful"));
+    assert!(has(
+        &r,
+        "cuda.libraries",
+        Status::Fail,
+        "forward-compatibility libcuda 580.95.05 (/usr/local/cuda/compat/libcuda.so.1), older than the kernel module 580.159.04"
+    ));
+    assert!(has(&r, "cuda.toolkit-compat", Status::Pass, "CUDA 13.0.2"));
+}
+
+#[test]
+fn a_container_without_compute_has_no_libcuda() {
+    let r = run(&facts("host-container-utility"), &Policy::default());
+    assert!(
+        has(&r, "cuda.libraries", Status::Fail, "no libcuda"),
+        "{:#?}",
+        of(&r, "cuda.libraries")
+    );
+    assert!(!has(
+        &r,
+        "cuda.libraries",
+        Status::Info,
+        "libcuda 580.95.05"
+    ));
+    assert!(has(
+        &r,
+        "container.runtime",
+        Status::Fail,
+        "NVIDIA_DRIVER_CAPABILITIES=utility, without 'compute'"
+    ));
+}
+
+#[test]
+fn a_compat_package_off_the_loader_path_is_no_bridge() {
+    let r = run(
+        &facts("host-old-driver-compat-off-path"),
+        &Policy::default(),
+    );
+    let fw: Vec<&Finding> = of(&r, "cuda.framework")
+        .into_iter()
+        .filter(|x| x.status == Status::Fail)
+        .collect();
+    assert!(
+        fw.iter().any(|x| x.message.contains("torch 2.9.1+cu130")
+            && x.message.contains("on no loader path")
+            && x.fix
+                .as_deref()
+                .is_some_and(|f| f.contains("LD_LIBRARY_PATH=/usr/local/cuda-13.0/compat"))),
+        "{:#?}",
+        of(&r, "cuda.framework")
+    );
+    assert!(has(
+        &r,
+        "cuda.toolkit-compat",
+        Status::Fail,
+        "/usr/local/cuda-13.0/compat) is on no loader path"
+    ));
+}
+
+#[test]
+fn a_daemon_json_dockerd_refuses_is_found() {
+    let r = run(&facts("host-bad-daemon-json"), &Policy::default());
+    assert!(
+        has(&r, "container.runtime", Status::Fail, "line 9 column 1"),
+        "{:#?}",
+        of(&r, "container.runtime")
+    );
+    assert!(has(
+        &r,
+        "container.runtime",
+        Status::Fail,
+        "dockerd refuses to start"
+    ));
+}
+
+#[test]
+fn an_infiniband_port_slower_than_its_siblings_is_found() {
+    let f = facts("host-ib-port-slow");
+    let r = run(&f, &Policy::default());
+    assert!(has(
+        &r,
+        "net.fabric",
+        Status::Warn,
+        "mlx5_3 port 1 runs at 200 Gb/sec (2X NDR), below the 400 Gb/sec (4X NDR) of 7 sibling ports (MT4129, InfiniBand)"
+    ), "{:#?}", of(&r, "net.fabric"));
+    assert!(has(&r, "net.fabric", Status::Pass, "mlx5_7 port 1"));
+    assert!(!has(&r, "net.fabric", Status::Pass, "mlx5_3"));
+    assert!(has(
+        &run(&f, &train()),
+        "net.fabric",
+        Status::Fail,
+        "mlx5_3 port 1 runs at 200"
+    ));
+}
+
+#[test]
+fn nccl_ib_hca_of_another_cluster_is_found() {
+    let r = run(&facts("host-nccl-ib-hca-foreign"), &Policy::default());
+    assert!(
+        has(
+            &r,
+            "cuda.env",
+            Status::Fail,
+            "selects none of this machine's RDMA ports"
+        ),
+        "{:#?}",
+        of(&r, "cuda.env")
+    );
+    assert!(has(&r, "net.fabric", Status::Pass, "RDMA ports up"));
+}
+
+#[test]
+fn graphics_readiness_under_render() {
+    let render = Policy {
+        profile: Profile::Render,
+        ..Policy::default()
+    };
+    let r = run(&facts("host-graphics-files"), &render);
+    assert!(
+        has(
+            &r,
+            "os.graphics",
+            Status::Fail,
+            "compute-only data-center GPU"
+        ),
+        "{:#?}",
+        of(&r, "os.graphics")
+    );
+    assert!(has(
+        &r,
+        "os.graphics",
+        Status::Pass,
+        "nvidia_icd.json -> libGLX_nvidia.so.0"
+    ));
+    assert!(has(
+        &r,
+        "os.graphics",
+        Status::Pass,
+        "10_nvidia.json -> libEGL_nvidia.so.0"
+    ));
+    let r = run(&facts("host-clean"), &render);
+    assert!(has(&r, "os.graphics", Status::Fail, "no NVIDIA Vulkan ICD"));
+    assert!(has(
+        &r,
+        "os.graphics",
+        Status::Fail,
+        "no NVIDIA EGL vendor file"
+    ));
+    let r = run(&facts("host-container-utility"), &render);
+    assert!(has(&r, "os.graphics", Status::Fail, "without 'graphics'"));
+    let r = run(&facts("host-graphics-files"), &Policy::default());
+    assert_eq!(worst(&r, "os.graphics"), Status::Skip);
 }

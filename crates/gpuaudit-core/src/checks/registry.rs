@@ -34,6 +34,7 @@ pub const ALL: &[&Check] = &[
     &os::platform::CHECK,
     &os::persistence::CHECK,
     &os::numa::CHECK,
+    &os::graphics::CHECK,
     &memory::ecc::CHECK,
     &memory::errors::CHECK,
     &memory::bandwidth::CHECK,

@@ -29,6 +29,9 @@ pub struct HostFacts {
     /// Jupyter configuration files found (an empty list: none).
     pub jupyter: Reading<Vec<JupyterConfig>>,
     pub ssh: SshFacts,
+    /// The graphics driver's loader files (Vulkan ICD manifests, glvnd EGL vendor files).
+    #[serde(default)]
+    pub graphics: Reading<GraphicsFiles>,
 }
 
 impl HostFacts {
@@ -51,6 +54,7 @@ impl HostFacts {
                 sshd: Reading::unavailable(reason),
                 authorized_keys: Reading::unavailable(reason),
             },
+            graphics: Reading::unavailable(reason),
         }
     }
 }
@@ -223,6 +227,11 @@ pub struct DockerDaemon {
     pub default_runtime: Option<String>,
     /// `features.cdi` (Docker 25+).
     pub cdi_enabled: Option<bool>,
+    /// Why dockerd refuses this file (not JSON, with the parser's line and column; not a JSON
+    /// object; ...), starting with the file's path; `None` when it parses. A file that is there
+    /// but does not parse is a finding, not a reading that failed: dockerd does not start.
+    #[serde(default)]
+    pub invalid: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -361,6 +370,10 @@ pub struct RdmaPort {
     pub rate_text: Option<String>,
     /// "InfiniBand" or "Ethernet" (RoCE).
     pub link_layer: Option<String>,
+    /// The HCA's model as the driver names it (/sys/class/infiniband/<hca>/hca_type: "MT4129"
+    /// for a ConnectX-7), where read: ports are compared with their siblings of one model.
+    #[serde(default)]
+    pub hca_type: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -436,5 +449,35 @@ impl AuthorizedKey {
         self.options
             .iter()
             .any(|o| matches!(o.as_str(), "restrict" | "command" | "from"))
+    }
+}
+
+/// What tells the graphics loaders where the NVIDIA driver is: without its Vulkan ICD
+/// manifest the Vulkan loader does not find the driver, without its EGL vendor file glvnd's
+/// EGL does not (headless OpenGL then falls back to Mesa's software renderer).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GraphicsFiles {
+    /// /usr/share/vulkan/icd.d, /usr/local/share/vulkan/icd.d, /etc/vulkan/icd.d.
+    pub vulkan_icds: Vec<IcdManifest>,
+    /// /usr/share/glvnd/egl_vendor.d, /etc/glvnd/egl_vendor.d.
+    pub egl_vendors: Vec<IcdManifest>,
+}
+
+/// One loader manifest: the driver library it names.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IcdManifest {
+    pub path: String,
+    /// `ICD.library_path` ("libGLX_nvidia.so.0", "libEGL_nvidia.so.0").
+    pub library: Option<String>,
+    /// Why the file could not be read or understood.
+    pub error: Option<String>,
+}
+
+impl IcdManifest {
+    /// Whether it points the loader at the NVIDIA driver.
+    pub fn is_nvidia(&self) -> bool {
+        self.library
+            .as_deref()
+            .is_some_and(|l| l.rsplit('/').next().unwrap_or(l).contains("nvidia"))
     }
 }

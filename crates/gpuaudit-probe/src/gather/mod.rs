@@ -170,6 +170,10 @@ pub fn snapshot(dir: &Path, opts: &GatherOptions) -> Result<Facts, SnapshotError
         Err(_) => Reading::unavailable("snapshot has no kernel log extract (cmd/dmesg-xid.txt)"),
     };
     facts.host = host::gather(&root, &opts.host);
+    // No toolkit directory in a snapshot without a host part: nobody looked for one.
+    if !host::has_host_part(&root) && facts.toolkit.value().is_some_and(Vec::is_empty) {
+        facts.toolkit = Reading::unavailable(host::NO_HOST_PART);
+    }
     facts.measured = MeasuredFacts::not_run(host::SNAPSHOT_NOT_MEASURED);
     finish(&mut facts);
     Ok(facts)

@@ -3,7 +3,9 @@
 //! (sshd_config, Jupyter configs, containerd's config.toml); what is not a plain file goes
 //! under `cmd/`; a reading that failed is written as the unreadable marker with its reason.
 
-use super::{container, env, fabric, jupyter, libraries, python, ssh, storage, HostOptions};
+use super::{
+    container, env, fabric, graphics, jupyter, libraries, python, ssh, storage, HostOptions,
+};
 use crate::collect::Collector;
 use crate::root::join;
 use gpuaudit_core::facts::ContainerdConfig;
@@ -60,7 +62,11 @@ pub fn collect_into(w: &mut Collector, opts: &HostOptions) {
 
     // The environment and what derives from it.
     let envr = env::read_env(root);
-    w.reading(env::SNAPSHOT_FILE, &envr, format_env);
+    // cmd/env.json marks a snapshot that has a host part; one collected from a snapshot
+    // without it must not claim one.
+    if super::has_host_part(root) {
+        w.reading(env::SNAPSHOT_FILE, &envr, format_env);
+    }
     let env_value = envr.value().cloned().unwrap_or_default();
     w.reading(
         storage::DATA_DIRS_FILE,
@@ -132,6 +138,9 @@ pub fn collect_into(w: &mut Collector, opts: &HostOptions) {
 
     // Fabric.
     for dev in root.children(fabric::IB) {
+        for f in fabric::DEVICE_FILES {
+            w.copy(&join(&join(fabric::IB, &dev), f));
+        }
         let pdir = join(&join(fabric::IB, &dev), "ports");
         for p in root.children(&pdir) {
             for f in fabric::PORT_FILES {
@@ -154,6 +163,14 @@ pub fn collect_into(w: &mut Collector, opts: &HostOptions) {
             .flatten()
             .unwrap_or_default();
         w.write(&join(&base, "device/driver"), driver);
+    }
+
+    // The graphics loaders' manifests (small JSON files naming a library), copied.
+    for f in graphics::files(root, graphics::VULKAN_DIRS)
+        .into_iter()
+        .chain(graphics::files(root, graphics::EGL_DIRS))
+    {
+        w.copy(&f);
     }
 
     // Jupyter, reduced.

@@ -59,8 +59,20 @@ fn config<T>(
     }
 }
 
+/// /etc/docker/daemon.json. One that does not parse is kept as a [`DockerDaemon`] with the
+/// parse error in `invalid` (dockerd refuses to start with it: that is the finding); only a
+/// file that could not be read at all is `Unavailable`.
 pub fn read_docker(root: &RootFs) -> Reading<Option<DockerDaemon>> {
-    config(root, DOCKER, parse_daemon_json)
+    match root.read_text(DOCKER) {
+        Ok(None) => Reading::Value(None),
+        Ok(Some(t)) => Reading::Value(Some(parse_daemon_json(&t).unwrap_or_else(|e| {
+            DockerDaemon {
+                invalid: Some(format!("{}: {e}", abs(DOCKER))),
+                ..DockerDaemon::default()
+            }
+        }))),
+        Err(e) => Reading::unavailable(e),
+    }
 }
 
 pub fn read_containerd(root: &RootFs) -> Reading<Option<ContainerdConfig>> {
@@ -295,12 +307,19 @@ mod tests {
         fs::write(d.path().join(DOCKER), "{ not json").unwrap();
         let root = RootFs::new(d.path());
         let r = read_docker(&root);
+        let invalid = r.value().cloned().flatten().and_then(|d| d.invalid);
         assert!(
-            r.reason()
-                .unwrap()
-                .starts_with("/etc/docker/daemon.json: malformed: not JSON"),
+            invalid.as_deref().is_some_and(|e| e
+                .starts_with("/etc/docker/daemon.json: malformed: not JSON")
+                && e.contains("line 1 column")),
             "{r:?}"
         );
+        fs::write(
+            d.path().join(DOCKER),
+            "# gpuaudit-unreadable: permission denied\n",
+        )
+        .unwrap();
+        assert!(read_docker(&root).reason().is_some());
         assert_eq!(read_containerd(&root), Reading::Value(None));
     }
 

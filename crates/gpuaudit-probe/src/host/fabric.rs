@@ -10,6 +10,8 @@ pub const IB: &str = "sys/class/infiniband";
 pub const NET: &str = "sys/class/net";
 /// The files of each port that are read (and that a snapshot keeps).
 pub const PORT_FILES: &[&str] = &["state", "phys_state", "rate", "link_layer"];
+/// The files of each RDMA device (HCA) that are read.
+pub const DEVICE_FILES: &[&str] = &["hca_type"];
 /// The files of each interface that are read.
 pub const NIC_FILES: &[&str] = &["speed", "operstate"];
 
@@ -31,6 +33,7 @@ pub fn read_rdma(root: &RootFs) -> Reading<Vec<RdmaPort>> {
     };
     let mut ports = Vec::new();
     for dev in devices {
+        let hca_type = text(root, &join(&join(IB, &dev), "hca_type")).filter(|t| !t.is_empty());
         let pdir = join(&join(IB, &dev), "ports");
         for p in root.children(&pdir) {
             let Ok(port) = p.parse::<u32>() else { continue };
@@ -45,6 +48,7 @@ pub fn read_rdma(root: &RootFs) -> Reading<Vec<RdmaPort>> {
                 rate_gbps: rate_text.as_deref().and_then(parse_rate_gbps),
                 rate_text,
                 link_layer: text(root, &join(&base, "link_layer")),
+                hca_type: hca_type.clone(),
             });
         }
     }
@@ -101,6 +105,11 @@ mod tests {
         fs::write(p.join("phys_state"), "5: LinkUp\n").unwrap();
         fs::write(p.join("rate"), "400 Gb/sec (4X NDR)\n").unwrap();
         fs::write(p.join("link_layer"), "InfiniBand\n").unwrap();
+        fs::write(
+            d.path().join("sys/class/infiniband/mlx5_0/hca_type"),
+            "MT4129\n",
+        )
+        .unwrap();
         let n = d.path().join("sys/class/net/eth0/device");
         fs::create_dir_all(&n).unwrap();
         fs::write(n.join("driver"), "mlx5_core\n").unwrap();
@@ -111,6 +120,7 @@ mod tests {
         let ports = f.rdma.into_value().unwrap();
         assert_eq!(ports[0].rate_gbps, Some(400.0));
         assert_eq!(ports[0].state.as_deref(), Some("ACTIVE"));
+        assert_eq!(ports[0].hca_type.as_deref(), Some("MT4129"));
         let nics = f.nics.into_value().unwrap();
         assert_eq!(nics.len(), 1);
         assert_eq!(nics[0].driver.as_deref(), Some("mlx5_core"));

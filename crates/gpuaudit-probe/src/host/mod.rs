@@ -15,6 +15,7 @@ mod collect;
 mod container;
 mod env;
 mod fabric;
+mod graphics;
 mod iobench;
 mod jupyter;
 mod libraries;
@@ -92,7 +93,7 @@ pub fn gather(root: &RootFs, opts: &HostOptions) -> HostFacts {
     } else {
         loopback::measure()
     };
-    HostFacts {
+    let mut host = HostFacts {
         env,
         libraries,
         python: python_envs,
@@ -104,7 +105,51 @@ pub fn gather(root: &RootFs, opts: &HostOptions) -> HostFacts {
         fabric: fabric::read(root),
         jupyter: jupyter::read(root, &env_value, &sites),
         ssh: ssh::read(root),
+        graphics: graphics::read(root),
+    };
+    if !has_host_part(root) {
+        absence_proves_nothing(&mut host);
     }
+    host
+}
+
+/// Why "nothing found" is no answer in a snapshot without a host part.
+pub const NO_HOST_PART: &str =
+    "not in the snapshot (it has no host part: no cmd/env.json, which gpuaudit collect writes)";
+
+/// Whether the host around the GPU was collected into this root: always on the live machine;
+/// in a snapshot, `collect` writes cmd/env.json (the environment, or the reason it could not)
+/// every time, so a snapshot without it was made by hand or before the host checks, and its
+/// missing files were never looked for.
+pub fn has_host_part(root: &RootFs) -> bool {
+    root.is_live() || root.exists(env::SNAPSHOT_FILE)
+}
+
+/// In a snapshot without a host part, the readings that rest on a file being absent ("no
+/// sshd configuration", "no RDMA device", "not in a container") become unavailable: nobody
+/// looked. Readings of files that are there stay as read.
+fn absence_proves_nothing(h: &mut HostFacts) {
+    fn unless<T>(r: &mut Reading<T>, nothing: impl Fn(&T) -> bool) {
+        if r.value().is_some_and(nothing) {
+            *r = Reading::unavailable(NO_HOST_PART);
+        }
+    }
+    unless(&mut h.python, Vec::is_empty);
+    unless(&mut h.jupyter, Vec::is_empty);
+    unless(&mut h.ssh.sshd, Option::is_none);
+    unless(&mut h.fabric.rdma, Vec::is_empty);
+    unless(&mut h.fabric.nics, Vec::is_empty);
+    unless(&mut h.graphics, |g| {
+        g.vulkan_icds.is_empty() && g.egl_vendors.is_empty()
+    });
+    let c = &mut h.container;
+    unless(&mut c.inside, Option::is_none);
+    unless(&mut c.docker, Option::is_none);
+    unless(&mut c.containerd, Option::is_none);
+    unless(&mut c.cdi, Vec::is_empty);
+    unless(&mut c.toolkit, |t| {
+        t.found.is_empty() && t.engines.is_empty()
+    });
 }
 
 pub use libraries::Inventory as LibraryInventory;

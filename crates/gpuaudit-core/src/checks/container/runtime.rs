@@ -2,13 +2,19 @@
 //! configuration, device nodes.
 
 use crate::checks::common::{gpu_count, plural};
+use crate::checks::cuda::loaded;
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{DeviceNode, Facts};
 use crate::finding::{Finding, Status};
+use crate::parse::host::cudaenv::parse_driver_capabilities;
 use crate::policy::Policy;
 use crate::reading::Reading;
 
 const ID: &str = "container.runtime";
+
+/// The NVIDIA container toolkit's driver capabilities (what each mounts; the default when
+/// unset).
+pub const CAPABILITIES_DOC: &str = "https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html";
 
 pub const CHECK: Check = Check {
     id: ID,
@@ -21,8 +27,10 @@ pub const CHECK: Check = Check {
                cgroup of PID 1, an overlay root, Kubernetes service-account mounts) and which; \
                the /dev/nvidia* device nodes and their permissions against the GPUs and the \
                user; on a host, the container engines installed, the NVIDIA container toolkit, \
-               docker's /etc/docker/daemon.json and containerd's config.toml runtimes, and the \
-               CDI specifications in /etc/cdi and /var/run/cdi.",
+               docker's /etc/docker/daemon.json (one that does not parse: dockerd refuses to \
+               start) and containerd's config.toml runtimes, and the CDI specifications in \
+               /etc/cdi and /var/run/cdi. Inside a container, NVIDIA_DRIVER_CAPABILITIES: \
+               without 'compute' the toolkit mounts no libcuda (unset means utility,compute).",
         why: "A container sees only the GPUs whose device nodes were passed in: a missing \
               /dev/nvidiaN is a GPU you pay for and cannot use, a missing /dev/nvidia-uvm makes \
               every CUDA call fail ('CUDA unknown error' / error 999). On a host, an engine \
@@ -162,6 +170,9 @@ fn run_container(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
         )),
     }
 
+    if inside.is_some() {
+        out.extend(judge_capabilities(facts, gpus));
+    }
     if inside.is_none() && c.inside.is_value() {
         judge_host(facts, &mut out);
     }
@@ -179,6 +190,40 @@ fn run_container(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
         out.push(Finding::pass(ID, msg));
     }
     out
+}
+
+/// Inside a container: NVIDIA_DRIVER_CAPABILITIES decides which driver libraries the NVIDIA
+/// container toolkit mounted; without `compute` there is no libcuda, so CUDA cannot run.
+fn judge_capabilities(facts: &Facts, gpus: Option<usize>) -> Option<Finding> {
+    if gpus.is_none_or(|n| n == 0) {
+        return None;
+    }
+    let value = facts
+        .host
+        .env
+        .value()
+        .and_then(|e| e.get("NVIDIA_DRIVER_CAPABILITIES"));
+    let caps = parse_driver_capabilities(value);
+    if caps.has("compute") {
+        return None;
+    }
+    let shown = value.unwrap_or("");
+    let libcuda = facts
+        .host
+        .libraries
+        .value()
+        .map(|l| loaded(l, "libcuda").is_some());
+    let fix = "restart the container with the compute capability: docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ... (or =all; Kubernetes: the same variable in the pod spec)";
+    let f = match libcuda {
+        Some(true) => Finding::info(ID, format!("the container was started with NVIDIA_DRIVER_CAPABILITIES={shown}, without 'compute', yet a libcuda is on the loader's path (mounted another way, e.g. through CDI)")),
+        Some(false) => Finding::fail(ID, format!("the container was started with NVIDIA_DRIVER_CAPABILITIES={shown}, without 'compute': the NVIDIA container toolkit mounted no CUDA library (no libcuda on the loader's path), so CUDA cannot run in this container")).fix(fix),
+        None => Finding::warn(ID, format!("the container was started with NVIDIA_DRIVER_CAPABILITIES={shown}, without 'compute': the NVIDIA container toolkit mounts no CUDA library then, so CUDA cannot run unless libcuda came another way")).fix(fix),
+    };
+    Some(
+        f.with("NVIDIA_DRIVER_CAPABILITIES", shown)
+            .with("granted", &caps.granted)
+            .with("source", CAPABILITIES_DOC),
+    )
 }
 
 fn judge_host(facts: &Facts, out: &mut Vec<Finding>) {
@@ -231,6 +276,14 @@ fn judge_host(facts: &Facts, out: &mut Vec<Finding>) {
             Finding::skip(ID, format!("cannot judge docker's configuration: {r} (dockerd itself refuses to start with an invalid daemon.json)"))
                 .fix("fix the JSON: python3 -m json.tool /etc/docker/daemon.json"),
         ),
+        Reading::Value(Some(d)) if d.invalid.is_some() => {
+            let why = d.invalid.as_deref().unwrap_or_default();
+            out.push(
+                Finding::fail(ID, format!("{why}: dockerd refuses to start with a daemon.json it cannot parse ('unable to configure the Docker daemon with file /etc/docker/daemon.json'), so no container starts on this machine after the next docker restart or reboot"))
+                    .with("file", "/etc/docker/daemon.json")
+                    .fix("fix the file (python3 -m json.tool /etc/docker/daemon.json points at the error), then `sudo systemctl restart docker`; `sudo nvidia-ctk runtime configure --runtime=docker` rewrites it with the nvidia runtime registered"),
+            );
+        }
         Reading::Value(Some(d)) => {
             let nvidia = d.runtimes.iter().any(|(n, p)| n == "nvidia" || p.contains("nvidia-container-runtime"));
             if !nvidia && has_gpus {
@@ -366,6 +419,30 @@ mod tests {
             r.iter().any(|x| x.message.contains("no /dev/nvidia*")),
             "{r:#?}"
         );
+        assert!(r.iter().all(|x| x.status < Status::Warn), "{r:#?}");
+    }
+
+    #[test]
+    fn control_and_uvm_nodes_on_a_host() {
+        // On a host nvidia-modprobe creates /dev/nvidia-uvm at the first CUDA call; the
+        // control node must be there.
+        let mut f = base(None);
+        f.host.container.devices = Reading::Value(vec![
+            node("/dev/nvidia0", 0o666),
+            node("/dev/nvidia1", 0o666),
+            node("/dev/nvidiactl", 0o666),
+        ]);
+        let r = run_container(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Info, Status::Info], "{r:#?}");
+        assert!(r[0].message.contains("/dev/nvidia-uvm does not exist yet"));
+        f.host.container.devices = Reading::Value(vec![
+            node("/dev/nvidia0", 0o666),
+            node("/dev/nvidia1", 0o666),
+            node("/dev/nvidia-uvm", 0o666),
+        ]);
+        let r = run_container(&f, &Policy::default());
+        assert_eq!(r[0].status, Status::Fail, "{r:#?}");
+        assert!(r[0].message.contains("/dev/nvidiactl is missing"));
     }
 
     #[test]
@@ -419,6 +496,7 @@ mod tests {
             runtimes: vec![],
             default_runtime: None,
             cdi_enabled: None,
+            invalid: None,
         }));
         let r = run_container(&f, &Policy::default());
         assert!(
@@ -439,6 +517,7 @@ mod tests {
             runtimes: vec![("nvidia".into(), "nvidia-container-runtime".into())],
             default_runtime: Some("nvidia".into()),
             cdi_enabled: None,
+            invalid: None,
         }));
         let r = run_container(&f, &Policy::default());
         assert!(r.iter().all(|x| x.status < Status::Warn), "{r:#?}");
@@ -482,5 +561,306 @@ mod tests {
         let r = run_container(&f, &Policy::default());
         assert!(!r.is_empty());
         assert!(r.iter().all(|x| x.status == Status::Skip));
+    }
+
+    #[test]
+    fn a_daemon_json_that_does_not_parse_fails() {
+        // Seen: skip "cannot judge docker's configuration", though dockerd refuses to start.
+        let mut f = base(None);
+        f.host.container.toolkit = Reading::Value(ContainerToolkit {
+            found: vec!["/usr/bin/nvidia-ctk".into()],
+            engines: vec!["/usr/bin/dockerd".into()],
+        });
+        f.host.container.docker = Reading::Value(Some(DockerDaemon {
+            invalid: Some(
+                "/etc/docker/daemon.json: malformed: not JSON: trailing comma at line 7 column 3"
+                    .into(),
+            ),
+            ..DockerDaemon::default()
+        }));
+        let r = run_container(&f, &Policy::default());
+        let bad: Vec<&Finding> = r.iter().filter(|x| x.status == Status::Fail).collect();
+        assert_eq!(bad.len(), 1, "{r:#?}");
+        assert!(bad[0].message.contains("line 7 column 3"));
+        assert!(bad[0].message.contains("dockerd refuses to start"));
+        assert!(bad[0]
+            .fix
+            .as_deref()
+            .is_some_and(|x| x.contains("json.tool")));
+        assert!(!r
+            .iter()
+            .any(|x| x.message.contains("registers no nvidia runtime")));
+        // Unreadable is still a skip.
+        f.host.container.docker =
+            Reading::unavailable("/etc/docker/daemon.json: permission denied");
+        let r = run_container(&f, &Policy::default());
+        assert!(r
+            .iter()
+            .any(|x| x.status == Status::Skip && x.message.contains("permission denied")));
+        assert!(!r.iter().any(|x| x.status == Status::Fail));
+    }
+
+    fn caps(value: Option<&str>, libcuda: Option<bool>) -> Vec<Finding> {
+        let mut f = base(Some("docker"));
+        f.host.env = Reading::Value(crate::facts::EnvFacts {
+            vars: value
+                .map(|v| vec![("NVIDIA_DRIVER_CAPABILITIES".to_string(), v.to_string())])
+                .unwrap_or_default(),
+        });
+        f.host.libraries = match libcuda {
+            Some(true) => Reading::Value(vec![crate::checks::cuda::copy(
+                "libcuda",
+                "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+                "libcuda.so.580.159.04",
+                Some("580.159.04"),
+                crate::facts::LibrarySource::LdCache,
+            )]),
+            Some(false) => Reading::Value(vec![]),
+            None => Reading::unavailable("not listed"),
+        };
+        run_container(&f, &Policy::default())
+    }
+
+    #[test]
+    fn container_driver_capabilities() {
+        let r = caps(Some("utility"), Some(false));
+        assert_eq!(statuses(&r), vec![Status::Info, Status::Fail], "{r:#?}");
+        assert!(r[1]
+            .message
+            .contains("NVIDIA_DRIVER_CAPABILITIES=utility, without 'compute'"));
+        assert!(r[1].message.contains("CUDA cannot run in this container"));
+        assert!(r[1].fix.as_deref().is_some_and(
+            |x| x.contains("--gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility")
+        ));
+        let r = caps(Some("utility"), Some(true));
+        assert_eq!(
+            statuses(&r),
+            vec![Status::Info, Status::Info, Status::Pass],
+            "{r:#?}"
+        );
+        let r = caps(Some("video,utility"), None);
+        assert_eq!(statuses(&r), vec![Status::Info, Status::Warn]);
+        // The default (unset) and "all" grant compute.
+        for v in [None, Some("all"), Some("compute,utility")] {
+            let r = caps(v, Some(false));
+            assert_eq!(statuses(&r), vec![Status::Info, Status::Pass], "{v:?}");
+        }
+        // On a host the variable means nothing.
+        let mut f = base(None);
+        f.host.env = Reading::Value(crate::facts::EnvFacts {
+            vars: vec![("NVIDIA_DRIVER_CAPABILITIES".into(), "utility".into())],
+        });
+        assert_eq!(
+            statuses(&run_container(&f, &Policy::default())),
+            vec![Status::Info]
+        );
+    }
+
+    #[test]
+    fn who_may_open_a_device_node() {
+        let n = |mode: u32, uid: u32, gid: u32| DeviceNode {
+            path: "/dev/nvidia0".into(),
+            mode,
+            uid,
+            gid,
+            char_device: true,
+        };
+        // Owner bits for the owner, group bits for a member, the rest for others.
+        assert!(can_open(&n(0o600, 1000, 0), 1000, &[]));
+        assert!(!can_open(&n(0o400, 1000, 0), 1000, &[]));
+        assert!(
+            !can_open(&n(0o066, 1000, 0), 1000, &[44]),
+            "the owner gets the owner's bits only"
+        );
+        assert!(can_open(&n(0o060, 0, 44), 1000, &[44]));
+        assert!(!can_open(&n(0o040, 0, 44), 1000, &[44]));
+        assert!(
+            !can_open(&n(0o606, 0, 44), 1000, &[44]),
+            "a member gets the group's bits only"
+        );
+        assert!(can_open(&n(0o006, 0, 44), 1000, &[1000]));
+        assert!(!can_open(&n(0o660, 0, 44), 1000, &[1000]));
+        assert!(!can_open(&n(0o004, 0, 44), 1000, &[1000]));
+        assert!(can_open(&n(0o000, 5, 5), 0, &[]), "root opens anything");
+    }
+
+    #[test]
+    fn host_engines_runtimes_and_cdi() {
+        use crate::facts::ContainerdConfig;
+        let mut f = base(None);
+        f.host.container.toolkit = Reading::Value(ContainerToolkit {
+            found: vec!["/usr/bin/nvidia-ctk".into()],
+            engines: vec!["/usr/bin/dockerd".into(), "/usr/bin/containerd".into()],
+        });
+        // dockerd without daemon.json: --gpus still works.
+        let r = run_container(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Info], "{r:#?}");
+        assert!(r[0].message.contains("without /etc/docker/daemon.json"));
+        // containerd: no nvidia runtime and CDI off warns; either one is enough.
+        let cd = |runtimes: &[&str], cdi: Option<bool>| {
+            Reading::Value(Some(ContainerdConfig {
+                runtimes: runtimes.iter().map(|r| r.to_string()).collect(),
+                default_runtime: None,
+                cdi_enabled: cdi,
+            }))
+        };
+        f.host.container.containerd = cd(&["runc"], Some(false));
+        let r = run_container(&f, &Policy::default());
+        assert!(
+            r.iter()
+                .any(|x| x.status == Status::Warn && x.message.contains("containerd")),
+            "{r:#?}"
+        );
+        for (rt, cdi) in [(&["runc", "nvidia"][..], None), (&["runc"][..], Some(true))] {
+            f.host.container.containerd = cd(rt, cdi);
+            let r = run_container(&f, &Policy::default());
+            assert!(
+                !r.iter().any(|x| x.message.contains("containerd")),
+                "{rt:?} {cdi:?}: {r:#?}"
+            );
+        }
+        f.host.container.containerd = Reading::unavailable("not TOML");
+        let r = run_container(&f, &Policy::default());
+        assert!(r
+            .iter()
+            .any(|x| x.status == Status::Skip && x.message.contains("not TOML")));
+        f.host.container.containerd = Reading::Value(None);
+        // docker with CDI enabled and a spec: info instead of warn.
+        f.host.container.docker = Reading::Value(Some(DockerDaemon {
+            cdi_enabled: Some(true),
+            ..DockerDaemon::default()
+        }));
+        let spec = |devices: &[&str], libcuda: &[&str]| CdiSpec {
+            path: "/etc/cdi/nvidia.yaml".into(),
+            kind: Some("nvidia.com/gpu".into()),
+            devices: devices.iter().map(|d| d.to_string()).collect(),
+            libcuda_versions: libcuda.iter().map(|d| d.to_string()).collect(),
+            error: None,
+        };
+        f.host.container.cdi = Reading::Value(vec![spec(&["0", "1", "all"], &["580.159.04"])]);
+        let r = run_container(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Info], "{r:#?}");
+        assert!(r[0].message.contains("CDI is enabled"));
+        // A spec of the right driver and every GPU: nothing to say; one of UUIDs only: no count.
+        f.host.container.cdi = Reading::Value(vec![spec(&["GPU-0aaa"], &[])]);
+        let r = run_container(&f, &Policy::default());
+        assert!(!r.iter().any(|x| x.message.contains("lists")), "{r:#?}");
+        // A spec that could not be read: skip with its reason.
+        let mut broken = spec(&[], &[]);
+        broken.error = Some("binary content".into());
+        f.host.container.cdi = Reading::Value(vec![broken]);
+        let r = run_container(&f, &Policy::default());
+        assert!(r
+            .iter()
+            .any(|x| x.status == Status::Skip && x.message.contains("binary content")));
+        // The toolkit's pieces unreadable: skip.
+        f.host.container.toolkit = Reading::unavailable("permission denied");
+        let r = run_container(&f, &Policy::default());
+        assert!(r
+            .iter()
+            .any(|x| x.status == Status::Skip && x.message.contains("permission denied")));
+        // Without GPUs, none of the runtime warnings.
+        let mut g = base(None);
+        g.gpus = Reading::Value(vec![]);
+        g.pci_gpus = Reading::Value(vec![]);
+        g.host.container.devices = Reading::Value(vec![]);
+        g.host.container.toolkit = Reading::Value(ContainerToolkit {
+            found: vec![],
+            engines: vec!["/usr/bin/dockerd".into()],
+        });
+        g.host.container.docker = Reading::Value(Some(DockerDaemon::default()));
+        let r = run_container(&g, &Policy::default());
+        assert!(r.iter().all(|x| x.status < Status::Warn), "{r:#?}");
+    }
+
+    #[test]
+    fn what_counts_as_docker_and_its_nvidia_runtime() {
+        // A config file without the program still means the engine is there.
+        let mut f = base(None);
+        f.host.container.docker = Reading::Value(Some(DockerDaemon::default()));
+        let r = run_container(&f, &Policy::default());
+        assert!(
+            !r.iter()
+                .any(|x| x.message.contains("no container engine installed")),
+            "{r:#?}"
+        );
+        assert!(
+            r.iter().any(|x| x.status == Status::Warn
+                && x.message.contains("not the NVIDIA container toolkit")),
+            "{r:#?}"
+        );
+        let mut g = base(None);
+        g.host.container.containerd =
+            Reading::Value(Some(crate::facts::ContainerdConfig::default()));
+        let r = run_container(&g, &Policy::default());
+        assert!(
+            !r.iter()
+                .any(|x| x.message.contains("no container engine installed")),
+            "{r:#?}"
+        );
+        // The nvidia runtime by name, or by the program it runs.
+        for (name, path) in [("nvidia", ""), ("nv", "/usr/bin/nvidia-container-runtime")] {
+            f.host.container.docker = Reading::Value(Some(DockerDaemon {
+                runtimes: vec![(name.into(), path.into())],
+                ..DockerDaemon::default()
+            }));
+            let r = run_container(&f, &Policy::default());
+            assert!(
+                r.iter().any(|x| x.status == Status::Pass
+                    && x.message.starts_with("docker has the nvidia runtime")),
+                "{name}: {r:#?}"
+            );
+        }
+        f.host.container.docker = Reading::Value(Some(DockerDaemon {
+            runtimes: vec![("runc".into(), "runc".into())],
+            default_runtime: Some("runc".into()),
+            ..DockerDaemon::default()
+        }));
+        assert!(
+            run_container(&f, &Policy::default())
+                .iter()
+                .any(|x| x.status == Status::Warn
+                    && x.message.contains("registers no nvidia runtime"))
+        );
+        // CDI makes it info only when enabled in docker and a spec is there.
+        let spec = CdiSpec {
+            path: "/etc/cdi/nvidia.yaml".into(),
+            kind: Some("nvidia.com/gpu".into()),
+            devices: vec!["all".into()],
+            libcuda_versions: vec![],
+            error: None,
+        };
+        for (cdi, specs, want) in [
+            (Some(true), vec![], Status::Warn),
+            (None, vec![spec.clone()], Status::Warn),
+            (Some(true), vec![spec.clone()], Status::Info),
+        ] {
+            f.host.container.docker = Reading::Value(Some(DockerDaemon {
+                cdi_enabled: cdi,
+                ..DockerDaemon::default()
+            }));
+            f.host.container.cdi = Reading::Value(specs);
+            let r = run_container(&f, &Policy::default());
+            let st = r
+                .iter()
+                .find(|x| x.message.contains("registers no nvidia runtime"))
+                .map(|x| x.status);
+            assert_eq!(st, Some(want), "{cdi:?}: {r:#?}");
+        }
+    }
+
+    #[test]
+    fn no_device_node_is_said_only_without_gpus() {
+        let mut f = base(Some("docker"));
+        f.host.container.devices = Reading::Value(vec![]);
+        let r = run_container(&f, &Policy::default());
+        assert!(
+            !r.iter().any(|x| x.message == "no /dev/nvidia* device node"),
+            "{r:#?}"
+        );
+        assert!(
+            r.iter().any(|x| x.message.contains("0 of the 2 GPUs")),
+            "{r:#?}"
+        );
     }
 }

@@ -7,7 +7,7 @@ use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{CudaVersion, Facts};
 use crate::finding::{Evidence, Finding};
 use crate::policy::Policy;
-use crate::spec::DriverVersion;
+use crate::spec::{cuda_table, DriverVersion};
 
 const ID: &str = "cuda.driver";
 
@@ -99,22 +99,49 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
             .fix(format!("Install a current production driver (at least {min}; for new work the newest production branch)")),
         );
     }
-    if let Some(c) = cuda {
-        if c < CURRENT_FRAMEWORKS_CUDA {
-            out.push(
-                Finding::warn(
-                    ID,
-                    format!("Driver {text} supports CUDA up to {c}: current framework builds (CUDA 12 and 13) need 525.60.13 or newer"),
+    // The CUDA version the driver supports: as it reports it, or where it does not (drivers
+    // before R410 have no such field), from the release notes' table.
+    let table = cuda_table();
+    let supports = match cuda {
+        Some(c) => Some(format!("supports CUDA up to {c}")),
+        None => match table.max_cuda_for_driver(&dv) {
+            Some(c) => Some(format!("supports CUDA up to {c} (by the release notes' table; the driver did not say)")),
+            None => table.toolkits.first().map(|t| {
+                format!(
+                    "is older than the first driver of CUDA {} ({}), so it supports an older CUDA (the driver did not say which)",
+                    t.version, t.ga_min_driver
                 )
-                .evidence(ev.clone())
-                .fix("Upgrade the driver to a current production branch."),
-            );
-        }
+            }),
+        },
+    };
+    let below_current = match cuda {
+        Some(c) => c < CURRENT_FRAMEWORKS_CUDA,
+        None => table
+            .max_cuda_for_driver(&dv)
+            .is_none_or(|c| c < CURRENT_FRAMEWORKS_CUDA),
+    };
+    let current_driver = table
+        .toolkit(CURRENT_FRAMEWORKS_CUDA)
+        .map(|t| t.ga_min_driver.to_string())
+        .unwrap_or_else(|| "a newer one".into());
+    if below_current {
+        out.push(
+            Finding::warn(
+                ID,
+                format!(
+                    "Driver {text} {}: current framework builds (CUDA {} and newer) need {current_driver} or newer",
+                    supports.as_deref().unwrap_or("supports an old CUDA"),
+                    CURRENT_FRAMEWORKS_CUDA.major
+                ),
+            )
+            .evidence(ev.clone())
+            .fix("Upgrade the driver to a current production branch."),
+        );
     }
     if out.is_empty() {
         let mut msg = format!("Driver {text}");
-        if let Some(c) = cuda {
-            msg.push_str(&format!(" supports CUDA up to {c}"));
+        if let Some(s) = &supports {
+            msg.push_str(&format!(" {s}"));
         }
         if let Some((arch, min)) = needs {
             msg.push_str(&format!("; {arch} GPUs need {min} or newer"));
@@ -122,4 +149,100 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
         out.push(Finding::pass(ID, msg).evidence(ev));
     }
     out
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Status;
+    use crate::reading::Reading;
+    use crate::testing::{statuses, Machine};
+
+    #[test]
+    fn driver_versions() {
+        let f = Machine::healthy("h200-sxm-141gb", 1).build();
+        let r = driver(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Pass]);
+        assert!(
+            r[0].message
+                .contains("supports CUDA up to 13.0; Hopper GPUs need"),
+            "{}",
+            r[0].message
+        );
+        // Module and library of different versions (an update without reboot).
+        let mut g = f.clone();
+        g.driver.version = Reading::Value("580.159.05".into());
+        let r = driver(&g, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail]);
+        assert!(r[0].message.contains("Driver/library version mismatch"));
+        // ... unless the library did not answer (nothing to compare).
+        g.driver.query = Reading::unavailable("NVML failed");
+        assert_eq!(
+            statuses(&driver(&g, &Policy::default())),
+            vec![Status::Pass]
+        );
+        // A driver older than the architecture's first.
+        // No CUDA version reported (drivers before R410): from the table, or older than it.
+        let mut n = f.clone();
+        n.driver.cuda_version = Reading::unavailable("not in the XML");
+        let r = driver(&n, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Pass]);
+        assert!(
+            r[0].message
+                .contains("supports CUDA up to 13.0 (by the release notes' table"),
+            "{}",
+            r[0].message
+        );
+        n.driver.version = Reading::Value("520.61.05".into());
+        n.driver.proc_version = Reading::unavailable("x");
+        let r = driver(&n, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Warn], "{r:#?}");
+        assert!(r[0].message.contains("up to 11.8 (by the release notes"));
+        assert!(r[0]
+            .message
+            .contains("(CUDA 12 and newer) need 525.60.13 or newer"));
+        n.driver.version = Reading::Value("525.60.13".into());
+        assert_eq!(
+            statuses(&driver(&n, &Policy::default())),
+            vec![Status::Pass]
+        );
+        // R375 (CUDA 8.0): seen passing as "Driver 375.66" with no judgment.
+        let mut old = n.clone();
+        old.gpus = Reading::Value(vec![]);
+        old.driver.version = Reading::Value("375.66".into());
+        let r = driver(&old, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Warn], "{r:#?}");
+        assert!(r[0]
+            .message
+            .contains("older than the first driver of CUDA 11.0 (450.51.05)"));
+        let mut h = f.clone();
+        h.driver.version = Reading::Value("515.105.01".into());
+        h.driver.proc_version = Reading::unavailable("x");
+        h.driver.cuda_version = Reading::Value(CudaVersion::new(11, 7));
+        let r = driver(&h, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail, Status::Warn], "{r:#?}");
+        assert!(r[0]
+            .message
+            .contains("older than the first driver for Hopper"));
+        // CUDA 12.0 is the line for current frameworks: at it, pass; below, warn.
+        let mut c = f.clone();
+        c.driver.cuda_version = Reading::Value(CURRENT_FRAMEWORKS_CUDA);
+        assert_eq!(
+            statuses(&driver(&c, &Policy::default())),
+            vec![Status::Pass]
+        );
+        c.driver.cuda_version = Reading::Value(CudaVersion::new(11, 8));
+        assert_eq!(
+            statuses(&driver(&c, &Policy::default())),
+            vec![Status::Warn]
+        );
+        let mut u = f.clone();
+        u.driver.version = Reading::unavailable("no driver");
+        assert_eq!(
+            statuses(&driver(&u, &Policy::default())),
+            vec![Status::Skip]
+        );
+        u.driver.version = Reading::Value("banana".into());
+        let r = driver(&u, &Policy::default());
+        assert!(r[0].message.contains("not understood"));
+    }
 }

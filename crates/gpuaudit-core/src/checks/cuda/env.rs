@@ -1,13 +1,13 @@
 //! cuda.env: the environment variables that change CUDA, NCCL and the loader.
 
 use crate::checks::common::{gpu_count, plural};
-use crate::checks::cuda::{describe, is_compat};
+use crate::checks::cuda::{compat_state, describe, is_compat, CompatState, FORWARD_COMPAT_DOC};
 use crate::checks::{Check, CheckDoc, CheckKind, ProfileEffect};
 use crate::facts::{Facts, LibraryCopy, LibrarySource};
 use crate::finding::{Finding, Status};
 use crate::parse::host::cudaenv::{
-    coverage, is_set, parse_torch_arch_list, parse_visible_devices, specs_as_arch_list, Coverage,
-    DeviceRef, VisibleDevices,
+    coverage, is_set, parse_hca_list, parse_torch_arch_list, parse_visible_devices,
+    specs_as_arch_list, Coverage, DeviceRef, VisibleDevices,
 };
 use crate::policy::{Policy, Profile};
 
@@ -23,15 +23,19 @@ pub const CHECK: Check = Check {
         what: "The environment gpuaudit runs in: CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER, \
                CUDA_MODULE_LOADING, CUDA_LAUNCH_BLOCKING, CUDA_CACHE_DISABLE, NCCL_P2P_DISABLE, \
                NCCL_IB_DISABLE, NCCL_SHM_DISABLE, NCCL_DEBUG, TORCH_CUDA_ARCH_LIST against the \
-               GPUs, and LD_LIBRARY_PATH / LD_PRELOAD entries that shadow the driver's \
-               libraries or make the loader search the current directory.",
+               GPUs, NCCL_IB_HCA against the RDMA ports present, and LD_LIBRARY_PATH / \
+               LD_PRELOAD entries that shadow the driver's libraries (a forward-compatibility \
+               libcuda older than the kernel module included) or make the loader search the \
+               current directory.",
         why: "These variables are inherited by every job started from the same shell, \
               profile or container image, and they are invisible in the code: \
               CUDA_VISIBLE_DEVICES hides GPUs you pay for, CUDA_LAUNCH_BLOCKING=1 \
               serialises every kernel launch, NCCL_P2P_DISABLE=1 sends GPU-to-GPU traffic \
               through host memory instead of NVLink, NCCL_IB_DISABLE=1 sends multi-node \
-              traffic over TCP, and a libcuda on LD_LIBRARY_PATH that does not match the \
-              kernel module breaks CUDA initialisation.",
+              traffic over TCP, an NCCL_IB_HCA naming devices this machine does not have \
+              does the same, and a libcuda on LD_LIBRARY_PATH that does not match the \
+              kernel module breaks CUDA initialisation (error 803 for a compat copy older \
+              than the module).",
         verify: "env | grep -E '^(CUDA_|NCCL_|LD_LIBRARY_PATH|LD_PRELOAD|TORCH_CUDA_ARCH_LIST)'\n\
                  grep -rE 'CUDA_|NCCL_|LD_LIBRARY_PATH' ~/.bashrc ~/.profile /etc/environment /etc/profile.d 2>/dev/null",
         fix: "Unset the variable (or remove it from ~/.bashrc, /etc/environment, the image's \
@@ -208,7 +212,6 @@ fn run_env(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         "NCCL_P2P_LEVEL",
         "NCCL_NET_GDR_LEVEL",
         "NCCL_SOCKET_IFNAME",
-        "NCCL_IB_HCA",
     ]
     .iter()
     .filter_map(|k| env.get(k).map(|v| (k.to_string(), v.to_string())))
@@ -228,6 +231,10 @@ fn run_env(facts: &Facts, policy: &Policy) -> Vec<Finding> {
             )
             .with("variables", &forced),
         );
+    }
+
+    if let Some(v) = env.get("NCCL_IB_HCA") {
+        out.push(judge_ib_hca(facts, v));
     }
 
     if let Some(v) = env.get("TORCH_CUDA_ARCH_LIST") {
@@ -296,6 +303,37 @@ fn run_env(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 );
             }
         }
+        if let CompatState::Older {
+            copy,
+            version,
+            module,
+        } = compat_state(facts)
+        {
+            if copy.source == LibrarySource::LdLibraryPath {
+                let dir = copy
+                    .path
+                    .rsplit_once('/')
+                    .map(|(d, _)| d)
+                    .unwrap_or(&copy.path);
+                let rest: Vec<&str> = entries
+                    .iter()
+                    .copied()
+                    .filter(|e| !e.is_empty() && e.trim_end_matches('/') != dir)
+                    .collect();
+                out.push(
+                    Finding::fail(ID, format!("LD_LIBRARY_PATH puts the forward-compatibility libcuda {version} of {dir} ahead of the driver's, and it is older than the kernel module {module}: every CUDA program started from this environment fails with error 803 (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH); a compat package serves only a driver older than it"))
+                        .with("LD_LIBRARY_PATH", v)
+                        .with("copy", describe(copy))
+                        .with("kernel_module", &module)
+                        .with("source", FORWARD_COMPAT_DOC)
+                        .fix(if rest.is_empty() {
+                            format!("remove {dir} from LD_LIBRARY_PATH: unset LD_LIBRARY_PATH (and where it is set: ~/.bashrc, the image's ENV)")
+                        } else {
+                            format!("remove {dir} from LD_LIBRARY_PATH: export LD_LIBRARY_PATH={} (and where it is set: ~/.bashrc, the image's ENV)", rest.join(":"))
+                        }),
+                );
+            }
+        }
     }
     if let Some(v) = env.get("LD_PRELOAD") {
         let cuda = v
@@ -350,6 +388,84 @@ fn run_env(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         );
     }
     out
+}
+
+/// NCCL_IB_HCA against the RDMA ports read: a list that selects none of them sends NCCL's
+/// inter-node traffic over TCP sockets ("NET/IB : No device found").
+fn judge_ib_hca(facts: &Facts, v: &str) -> Finding {
+    let list = parse_hca_list(v);
+    let ports = match facts.host.fabric.rdma.get() {
+        Ok(p) => p,
+        Err(r) => {
+            return Finding::info(
+                ID,
+                format!(
+                "NCCL_IB_HCA='{v}' is set; it could not be compared with the RDMA devices ({r})"
+            ),
+            )
+            .with("NCCL_IB_HCA", v)
+        }
+    };
+    let names = |ps: &[&crate::facts::RdmaPort]| {
+        ps.iter()
+            .map(|p| format!("{}:{}", p.device, p.port))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let all: Vec<&crate::facts::RdmaPort> = ports.iter().collect();
+    if all.is_empty() {
+        return Finding::info(ID, format!("NCCL_IB_HCA='{v}' names RDMA devices and this machine has none: NCCL talks to other nodes over TCP sockets whatever it says (a setting copied from another cluster?)"))
+            .with("NCCL_IB_HCA", v)
+            .fix("unset NCCL_IB_HCA on machines without InfiniBand/RoCE");
+    }
+    let selected: Vec<&crate::facts::RdmaPort> = all
+        .iter()
+        .copied()
+        .filter(|p| list.selects(&p.device, p.port))
+        .collect();
+    let missing: Vec<String> = if list.exclude {
+        Vec::new()
+    } else {
+        (0..list.entries.len())
+            .filter(|i| {
+                !all.iter()
+                    .any(|p| list.entry_matches(*i, &p.device, p.port))
+            })
+            .map(|i| {
+                let (n, p) = &list.entries[i];
+                p.map(|p| format!("{n}:{p}")).unwrap_or_else(|| n.clone())
+            })
+            .collect()
+    };
+    let ev = |f: Finding| {
+        f.with("NCCL_IB_HCA", v)
+            .with("rdma_ports", names(&all))
+            .with("selected", names(&selected))
+    };
+    let fix = format!(
+        "set NCCL_IB_HCA to the ports this machine has (e.g. NCCL_IB_HCA={}) or unset it: NCCL then uses every RDMA device",
+        if all.iter().all(|p| p.port == 1) {
+            format!("={}", all.iter().map(|p| p.device.as_str()).collect::<Vec<_>>().join(","))
+        } else {
+            format!("={}", names(&all).replace(", ", ","))
+        }
+    );
+    if selected.is_empty() {
+        ev(Finding::fail(ID, format!("NCCL_IB_HCA='{v}' selects none of this machine's RDMA ports ({}): NCCL finds no InfiniBand device ('NET/IB : No device found') and sends all traffic between nodes over TCP sockets", names(&all))))
+            .fix(fix)
+    } else if !missing.is_empty() {
+        ev(Finding::warn(ID, format!("NCCL_IB_HCA='{v}' names {} that this machine does not have: NCCL uses only {} of its {} RDMA ports", missing.join(", "), names(&selected), all.len())))
+            .fix(fix)
+    } else {
+        ev(Finding::info(
+            ID,
+            format!(
+                "NCCL_IB_HCA='{v}' selects {} of the {} RDMA ports",
+                names(&selected),
+                all.len()
+            ),
+        ))
+    }
 }
 
 fn uniform_gpus(facts: &Facts) -> bool {
@@ -449,5 +565,274 @@ mod tests {
         )]);
         let r = run_env(&f, &Policy::default());
         assert_eq!(r[0].status, Status::Fail, "{r:#?}");
+    }
+
+    fn compat(v: &str) -> crate::facts::LibraryCopy {
+        copy(
+            "libcuda",
+            "/usr/local/cuda/compat/libcuda.so.1",
+            &format!("libcuda.so.{v}"),
+            Some(v),
+            LibrarySource::LdLibraryPath,
+        )
+    }
+
+    #[test]
+    fn an_older_compat_libcuda_on_ld_library_path_fails() {
+        // Seen: "nothing harmful among LD_LIBRARY_PATH=/usr/local/cuda/compat:..." while every
+        // CUDA program failed with error 803.
+        let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
+        f.host.env = env(&[(
+            "LD_LIBRARY_PATH",
+            "/usr/local/cuda/compat:/usr/local/cuda/lib64",
+        )]);
+        f.host.libraries = Reading::Value(vec![compat("580.95.05")]);
+        let r = run_env(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail], "{r:#?}");
+        assert!(r[0].message.contains("error 803"));
+        assert!(r[0].message.contains("580.95.05"));
+        assert_eq!(
+            r[0].fix.as_deref(),
+            Some("remove /usr/local/cuda/compat from LD_LIBRARY_PATH: export LD_LIBRARY_PATH=/usr/local/cuda/lib64 (and where it is set: ~/.bashrc, the image's ENV)")
+        );
+        f.host.env = env(&[("LD_LIBRARY_PATH", "/usr/local/cuda/compat/")]);
+        let r = run_env(&f, &Policy::default());
+        assert!(r[0]
+            .fix
+            .as_deref()
+            .is_some_and(|x| x.contains("unset LD_LIBRARY_PATH")));
+        // Newer than the module: forward compatibility, not the environment's fault.
+        f.host.libraries = Reading::Value(vec![compat("590.44.01")]);
+        assert_eq!(
+            statuses(&run_env(&f, &Policy::default())),
+            vec![Status::Pass]
+        );
+        // The same version: harmless.
+        f.host.libraries = Reading::Value(vec![compat("580.159.04")]);
+        assert_eq!(
+            statuses(&run_env(&f, &Policy::default())),
+            vec![Status::Pass]
+        );
+    }
+
+    fn port(dev: &str, n: u32) -> crate::facts::RdmaPort {
+        crate::facts::RdmaPort {
+            device: dev.into(),
+            port: n,
+            state: Some("ACTIVE".into()),
+            phys_state: Some("LinkUp".into()),
+            rate_gbps: Some(400.0),
+            rate_text: Some("400 Gb/sec (4X NDR)".into()),
+            link_layer: Some("InfiniBand".into()),
+            hca_type: None,
+        }
+    }
+
+    fn ib_hca(value: &str, ports: Reading<Vec<crate::facts::RdmaPort>>) -> Vec<Finding> {
+        let mut f = Machine::healthy("h200-sxm-141gb", 8).build();
+        f.host.env = env(&[("NCCL_IB_HCA", value)]);
+        f.host.fabric.rdma = ports;
+        run_env(&f, &Policy::default())
+    }
+
+    #[test]
+    fn nccl_ib_hca_against_the_rdma_devices() {
+        let two = || Reading::Value(vec![port("mlx5_0", 1), port("mlx5_1", 1)]);
+        // Seen: devices of another cluster: info, then pass; NCCL used sockets.
+        let r = ib_hca("=mlx5_8,mlx5_9", two());
+        assert_eq!(r[0].status, Status::Fail, "{r:#?}");
+        assert!(r[0]
+            .message
+            .contains("selects none of this machine's RDMA ports (mlx5_0:1, mlx5_1:1)"));
+        assert!(r[0].message.contains("TCP sockets"));
+        assert!(r[0]
+            .fix
+            .as_deref()
+            .is_some_and(|x| x.contains("NCCL_IB_HCA==mlx5_0,mlx5_1")));
+        assert!(!r.iter().any(|x| x.status == Status::Pass));
+        // A port the HCA does not have.
+        assert_eq!(ib_hca("mlx5_0:2", two())[0].status, Status::Fail);
+        // Excluding all of them.
+        assert_eq!(ib_hca("^mlx5", two())[0].status, Status::Fail);
+        // Some named, some missing.
+        let r = ib_hca("=mlx5_0,mlx5_7", two());
+        assert_eq!(r[0].status, Status::Warn, "{r:#?}");
+        assert!(r[0]
+            .message
+            .contains("names mlx5_7 that this machine does not have"));
+        assert!(r[0].message.contains("uses only mlx5_0:1 of its 2"));
+        // All named: said, not judged.
+        let r = ib_hca("mlx5", two());
+        assert_eq!(statuses(&r), vec![Status::Info, Status::Pass]);
+        assert!(r[0].message.contains("selects mlx5_0:1, mlx5_1:1 of the 2"));
+        // Excluding a device that does not exist changes nothing.
+        assert_eq!(ib_hca("^=mlx5_5", two())[0].status, Status::Info);
+        // No RDMA device at all.
+        let r = ib_hca("mlx5_0", Reading::Value(vec![]));
+        assert_eq!(r[0].status, Status::Info);
+        assert!(r[0].message.contains("this machine has none"));
+        let r = ib_hca("mlx5_0", Reading::unavailable("permission denied"));
+        assert_eq!(r[0].status, Status::Info);
+        assert!(r[0].message.contains("permission denied"));
+        // Two ports on one HCA: the suggestion names the ports.
+        let r = ib_hca(
+            "=mlx5_9",
+            Reading::Value(vec![port("mlx5_0", 1), port("mlx5_0", 2)]),
+        );
+        assert!(r[0]
+            .fix
+            .as_deref()
+            .is_some_and(|x| x.contains("NCCL_IB_HCA==mlx5_0:1,mlx5_0:2")));
+    }
+
+    fn one(vars: &[(&str, &str)], gpus: u32, policy: &Policy) -> Vec<Finding> {
+        let mut f = Machine::healthy("h200-sxm-141gb", gpus).build();
+        f.host.env = env(vars);
+        run_env(&f, policy)
+    }
+
+    fn train() -> Policy {
+        Policy {
+            profile: Profile::Train,
+            ..Policy::default()
+        }
+    }
+
+    #[test]
+    fn switches_by_gpu_count_and_profile() {
+        let d = Policy::default();
+        let st = |v: &[(&str, &str)], gpus: u32, p: &Policy| statuses(&one(v, gpus, p));
+        assert_eq!(
+            st(&[("CUDA_CACHE_DISABLE", "1")], 1, &d),
+            vec![Status::Warn]
+        );
+        assert_eq!(
+            st(&[("CUDA_CACHE_DISABLE", "0")], 1, &d),
+            vec![Status::Pass]
+        );
+        assert_eq!(
+            st(&[("CUDA_MODULE_LOADING", "eager")], 1, &d),
+            vec![Status::Info, Status::Pass]
+        );
+        assert_eq!(
+            st(&[("CUDA_MODULE_LOADING", "LAZY")], 1, &d),
+            vec![Status::Pass]
+        );
+        // P2P off: info on one GPU, warn on several, fail on several under train.
+        let p2p = [("NCCL_P2P_DISABLE", "1")];
+        assert_eq!(st(&p2p, 1, &train()), vec![Status::Info, Status::Pass]);
+        assert_eq!(st(&p2p, 2, &d), vec![Status::Warn]);
+        assert_eq!(st(&p2p, 2, &train()), vec![Status::Fail]);
+        let shm = [("NCCL_SHM_DISABLE", "1")];
+        assert_eq!(st(&shm, 1, &d), vec![Status::Info, Status::Pass]);
+        assert_eq!(st(&shm, 2, &d), vec![Status::Warn]);
+        assert_eq!(st(&[("NCCL_DEBUG", "TRACE")], 1, &d), vec![Status::Warn]);
+        assert_eq!(
+            st(&[("NCCL_DEBUG", "INFO")], 1, &d),
+            vec![Status::Info, Status::Pass]
+        );
+        let r = one(&[("NCCL_ALGO", "Ring"), ("NCCL_PROTO", "Simple")], 1, &d);
+        assert_eq!(statuses(&r), vec![Status::Info, Status::Pass]);
+        assert!(r[0].message.contains("NCCL_ALGO=Ring NCCL_PROTO=Simple"));
+        assert!(r[1]
+            .message
+            .contains("nothing harmful among NCCL_ALGO=Ring NCCL_PROTO=Simple"));
+        let r = one(
+            &[("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")],
+            1,
+            &d,
+        );
+        assert_eq!(statuses(&r), vec![Status::Info, Status::Pass]);
+    }
+
+    #[test]
+    fn ib_disable_against_the_rdma_devices() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 8).build();
+        f.host.env = env(&[("NCCL_IB_DISABLE", "1")]);
+        f.host.fabric.rdma = Reading::Value(vec![port("mlx5_0", 1)]);
+        assert_eq!(run_env(&f, &Policy::default())[0].status, Status::Warn);
+        assert_eq!(run_env(&f, &train())[0].status, Status::Fail);
+        assert!(run_env(&f, &train())[0]
+            .message
+            .contains("although this machine has RDMA devices"));
+        for none in [Reading::Value(vec![]), Reading::unavailable("x")] {
+            f.host.fabric.rdma = none;
+            let r = run_env(&f, &train());
+            assert_eq!(r[0].status, Status::Info);
+            assert!(!r[0].message.contains("although"));
+        }
+    }
+
+    #[test]
+    fn paths_preload_and_arch_lists() {
+        let d = Policy::default();
+        let r = one(&[("LD_LIBRARY_PATH", "lib:/usr/lib")], 1, &d);
+        assert_eq!(statuses(&r), vec![Status::Warn]);
+        assert!(r[0].message.contains("relative entry 'lib'"));
+        assert_eq!(
+            statuses(&one(&[("LD_LIBRARY_PATH", "/a:/b")], 1, &d)),
+            vec![Status::Pass]
+        );
+        let r = one(
+            &[("LD_PRELOAD", "/opt/x/libnccl.so.2 /usr/lib/libjemalloc.so")],
+            1,
+            &d,
+        );
+        assert_eq!(statuses(&r), vec![Status::Warn]);
+        assert!(r[0].message.contains("(/opt/x/libnccl.so.2)"));
+        let r = one(&[("LD_PRELOAD", "/usr/lib/libjemalloc.so")], 1, &d);
+        assert_eq!(statuses(&r), vec![Status::Info, Status::Pass]);
+        let r = one(&[("TORCH_CUDA_ARCH_LIST", "9.0;sm_90")], 1, &d);
+        assert_eq!(statuses(&r), vec![Status::Warn], "{r:#?}");
+        assert!(r[0].message.contains("does not understand: sm_90"));
+        // --gpus 1 judges GPU 1 only.
+        let p = Policy {
+            gpus: Some(vec![1]),
+            ..Policy::default()
+        };
+        let r = one(&[("TORCH_CUDA_ARCH_LIST", "8.0")], 2, &p);
+        assert_eq!(
+            r.iter()
+                .filter(|x| x.message.contains("leaves out"))
+                .count(),
+            1
+        );
+        assert_eq!(r[0].gpu, Some(1));
+    }
+
+    #[test]
+    fn visible_devices_and_device_order() {
+        let d = Policy::default();
+        // Every GPU named: nothing to say (indices on identical GPUs need no order).
+        assert_eq!(
+            statuses(&one(&[("CUDA_VISIBLE_DEVICES", "0,1")], 2, &d)),
+            vec![Status::Pass]
+        );
+        // Different models and indices without PCI_BUS_ID order: said.
+        let mut f = Machine::healthy("h200-sxm-141gb", 2)
+            .gpu(1, |g| g.name = Reading::Value("NVIDIA H100".into()))
+            .build();
+        f.host.env = env(&[("CUDA_VISIBLE_DEVICES", "0,1")]);
+        let r = run_env(&f, &d);
+        assert_eq!(statuses(&r), vec![Status::Info, Status::Pass], "{r:#?}");
+        assert!(r[0].message.contains("CUDA_DEVICE_ORDER"));
+        f.host.env = env(&[
+            ("CUDA_VISIBLE_DEVICES", "0,1"),
+            ("CUDA_DEVICE_ORDER", "PCI_BUS_ID"),
+        ]);
+        assert_eq!(statuses(&run_env(&f, &d)), vec![Status::Pass]);
+        // A UUID prefix of a GPU counts; one of no GPU hides that entry.
+        let r = one(&[("CUDA_VISIBLE_DEVICES", "GPU-0aaa,GPU-dead")], 2, &d);
+        assert_eq!(statuses(&r), vec![Status::Warn], "{r:#?}");
+        assert!(
+            r[0].message.contains("(GPU-dead)") && r[0].message.contains("only 1 GPU is visible")
+        );
+        // No GPU list read: UUIDs cannot be judged, and nothing is hidden that is known.
+        let mut u = Machine::healthy("h200-sxm-141gb", 2).build();
+        u.gpus = Reading::unavailable("no driver");
+        u.host.env = env(&[("CUDA_VISIBLE_DEVICES", "GPU-zzz")]);
+        let r = run_env(&u, &d);
+        assert_eq!(statuses(&r), vec![Status::Warn], "{r:#?}");
+        assert!(r[0].message.contains("shows 1 of the 2 GPUs"));
     }
 }

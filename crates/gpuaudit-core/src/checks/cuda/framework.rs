@@ -2,6 +2,7 @@
 //! the driver and the GPUs.
 
 use crate::checks::common::gpu_count;
+use crate::checks::cuda::{bridge, compat_fix, loaded, Bridge, FORWARD_COMPAT_DOC};
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{Facts, PythonEnv};
 use crate::finding::{Finding, Status};
@@ -22,7 +23,10 @@ pub const CHECK: Check = Check {
         what: "Each PyTorch installation found (system, user, virtualenvs, conda): its \
                version, the CUDA version it was built with against the newest CUDA the \
                driver supports, the GPU architectures it was compiled for against each \
-               GPU's compute capability, and the cuDNN and NCCL versions it carries. Asked \
+               GPU's compute capability, and the cuDNN and NCCL versions it carries; a build \
+               for a newer CUDA than the driver's counts as runnable only through a \
+               forward-compatibility libcuda that the loader reaches, and no build runs \
+               without a libcuda on the loader's path. Asked \
                from the environment's interpreter with a time limit where possible, read \
                from torch/version.py and the wheels otherwise.",
         why: "A PyTorch built for a newer CUDA major than the driver supports cannot use the \
@@ -99,6 +103,18 @@ fn judge_torch(facts: &Facts, policy: &Policy, env: &PythonEnv, gpus: usize) -> 
         out.push(base(f));
         return out;
     };
+    // Every CUDA build loads the driver's libcuda; without one the loader reaches, torch sees
+    // no GPU (torch.cuda.is_available() is False).
+    if gpus > 0
+        && facts
+            .host
+            .libraries
+            .value()
+            .is_some_and(|l| loaded(l, "libcuda").is_none())
+    {
+        out.push(base(Finding::fail(ID, format!("{name} cannot reach the GPUs: no libcuda is on the loader's path, so torch.cuda.is_available() is False (cuda.libraries says why)")))
+            .fix("see cuda.libraries: the driver's libcuda must be on the loader's path (in a container: started with the compute capability)"));
+    }
     if let Some(err) = &t.interpreter_error {
         let f = if err.contains("timed out") {
             Finding::info(ID, format!("asking the interpreter about {name} gave no answer ({err}); read the installed files instead"))
@@ -115,32 +131,39 @@ fn judge_torch(facts: &Facts, policy: &Policy, env: &PythonEnv, gpus: usize) -> 
         crate::facts::CudaVersion::parse(cuda),
         facts.driver.cuda_version.value(),
     ) {
-        (Some(tc), Some(dc)) => {
-            if tc.major > dc.major {
-                let compat = facts
-                    .toolkit
-                    .value()
-                    .is_some_and(|tks| tks.iter().any(|tk| tk.forward_compat && tk.cuda >= tc));
-                let f = if compat {
-                    Finding::warn(ID, format!("{name} needs CUDA {tc}; the driver supports up to {dc}; only the forward-compatibility package can bridge that (data-center GPUs only)"))
-                } else {
-                    Finding::fail(ID, format!("{name} is built for CUDA {tc} but the driver supports up to CUDA {dc}: torch.cuda.is_available() is False ('The NVIDIA driver on your system is too old')"))
-                };
-                out.push(base(f).with("driver_cuda", dc.to_string()).fix(format!(
-                    "install a PyTorch built for CUDA {}.x (e.g. --index-url https://download.pytorch.org/whl/cu{}{}) or upgrade the driver",
-                    dc.major, dc.major, if dc.major == 12 { "6" } else { "0" }
-                )));
-            } else if tc > *dc {
-                out.push(base(Finding::warn(
-                    ID,
-                    format!("{name} is built for CUDA {tc}, newer than the {dc} the driver supports: it runs through minor-version compatibility, but kernels that need JIT compilation (PTX) fail with 'the provided PTX was compiled with an unsupported toolchain'"),
-                ))
-                .with("driver_cuda", dc.to_string())
-                .fix(format!("upgrade the driver to one that supports CUDA {tc}, or install a PyTorch built for CUDA {dc} or older")));
-            } else {
-                cuda_note = format!("CUDA {tc} within the driver's {dc}");
+        (Some(tc), Some(dc)) if tc > *dc => {
+            let bridge = bridge(facts, tc, ID);
+            match bridge {
+                Bridge::InUse(note) => cuda_note = note,
+                Bridge::Refused(f) => out.push(base(f).with("driver_cuda", dc.to_string())),
+                Bridge::OnDisk { dir, gpus_ok } if tc.major > dc.major => {
+                    out.push(
+                        base(Finding::fail(ID, format!("{name} is built for CUDA {tc} but the driver supports up to CUDA {dc}, and the forward-compatibility package in {dir} is on no loader path: torch.cuda.is_available() is False as the machine stands ('The NVIDIA driver on your system is too old')")))
+                            .with("driver_cuda", dc.to_string())
+                            .with("compat_package", &dir)
+                            .with("source", FORWARD_COMPAT_DOC)
+                            .fix(compat_fix(&dir, gpus_ok, dc)),
+                    );
+                }
+                _ if tc.major > dc.major => {
+                    out.push(base(Finding::fail(ID, format!("{name} is built for CUDA {tc} but the driver supports up to CUDA {dc}: torch.cuda.is_available() is False ('The NVIDIA driver on your system is too old')")))
+                        .with("driver_cuda", dc.to_string())
+                        .fix(format!(
+                            "install a PyTorch built for CUDA {}.x (e.g. --index-url https://download.pytorch.org/whl/cu{}{}) or upgrade the driver",
+                            dc.major, dc.major, if dc.major == 12 { "6" } else { "0" }
+                        )));
+                }
+                _ => {
+                    out.push(base(Finding::warn(
+                        ID,
+                        format!("{name} is built for CUDA {tc}, newer than the {dc} the driver supports: it runs through minor-version compatibility, but kernels that need JIT compilation (PTX) fail with 'the provided PTX was compiled with an unsupported toolchain'"),
+                    ))
+                    .with("driver_cuda", dc.to_string())
+                    .fix(format!("upgrade the driver to one that supports CUDA {tc}, or install a PyTorch built for CUDA {dc} or older")));
+                }
             }
         }
+        (Some(tc), Some(dc)) => cuda_note = format!("CUDA {tc} within the driver's {dc}"),
         (None, _) => cuda_note = format!("CUDA '{cuda}' (not a version gpuaudit understands)"),
         (_, None) => {
             cuda_note = format!(
@@ -284,6 +307,202 @@ mod tests {
         assert_eq!(
             run_framework(&f, &Policy::default())[0].status,
             Status::Info
+        );
+    }
+
+    fn cu130_on_535() -> Facts {
+        let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
+        f.driver.version = Reading::Value("535.261.03".into());
+        f.driver.cuda_version = Reading::Value(CudaVersion::new(12, 2));
+        f.driver.proc_version = Reading::unavailable("x");
+        f.toolkit = Reading::Value(vec![crate::facts::Toolkit {
+            path: "/usr/local/cuda-13.0".into(),
+            version: "13.0.88".into(),
+            cuda: CudaVersion::new(13, 0),
+            source: "version.json".into(),
+            forward_compat: true,
+        }]);
+        f.host.libraries = Reading::Value(vec![driver_libcuda()]);
+        f.host.python = Reading::Value(vec![torch_env(
+            Some("13.0"),
+            Reading::Value(vec!["sm_90".to_string()]),
+        )]);
+        f
+    }
+
+    fn driver_libcuda() -> crate::facts::LibraryCopy {
+        crate::checks::cuda::copy(
+            "libcuda",
+            "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+            "libcuda.so.535.261.03",
+            Some("535.261.03"),
+            crate::facts::LibrarySource::LdCache,
+        )
+    }
+
+    fn compat_loaded(v: &str) -> crate::facts::LibraryCopy {
+        crate::checks::cuda::copy(
+            "libcuda",
+            "/usr/local/cuda-13.0/compat/libcuda.so.1",
+            &format!("libcuda.so.{v}"),
+            Some(v),
+            crate::facts::LibrarySource::LdLibraryPath,
+        )
+    }
+
+    #[test]
+    fn a_compat_package_off_the_loader_path_bridges_nothing() {
+        // Seen: warn "only the forward-compatibility package can bridge that" while
+        // torch.cuda.is_available() was False.
+        let f = cu130_on_535();
+        let r = run_framework(&f, &Policy::default());
+        assert_eq!(r[0].status, Status::Fail, "{r:#?}");
+        assert!(r[0].message.contains("on no loader path"));
+        assert!(r[0].message.contains("is_available() is False"));
+        let fix = r[0].fix.as_deref().unwrap_or_default();
+        assert!(
+            fix.contains("export LD_LIBRARY_PATH=/usr/local/cuda-13.0/compat:$LD_LIBRARY_PATH"),
+            "{fix}"
+        );
+        assert!(fix.contains("cuda-compat") && fix.contains("data-center GPUs"));
+        // On a GeForce card the package would not work: the fix says upgrade.
+        let mut g = cu130_on_535();
+        if let Reading::Value(gpus) = &mut g.gpus {
+            gpus[0].name = Reading::Value("NVIDIA GeForce RTX 4090".into());
+        }
+        let r = run_framework(&g, &Policy::default());
+        assert_eq!(r[0].status, Status::Fail);
+        assert!(r[0]
+            .fix
+            .as_deref()
+            .is_some_and(|x| x.starts_with("upgrade the driver")));
+        // A package for an older CUDA than torch needs does not count.
+        let mut h = cu130_on_535();
+        if let Reading::Value(k) = &mut h.toolkit {
+            k[0].cuda = CudaVersion::new(12, 8);
+        }
+        let r = run_framework(&h, &Policy::default());
+        assert!(r[0].message.contains("too old") && !r[0].message.contains("loader path"));
+    }
+
+    #[test]
+    fn a_compat_package_on_the_loader_path_bridges() {
+        let mut f = cu130_on_535();
+        f.host.libraries = Reading::Value(vec![compat_loaded("580.95.05")]);
+        let r = run_framework(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Pass], "{r:#?}");
+        assert!(r[0]
+            .message
+            .contains("CUDA 13.0 through the forward-compatibility libcuda 580.95.05"));
+        // ... but not for a newer CUDA than it brings.
+        f.host.python = Reading::Value(vec![torch_env(
+            Some("13.1"),
+            Reading::Value(vec!["sm_90".into()]),
+        )]);
+        if let Reading::Value(k) = &mut f.toolkit {
+            k.clear();
+        }
+        assert_eq!(
+            run_framework(&f, &Policy::default())[0].status,
+            Status::Fail
+        );
+        // On a GeForce card it cannot.
+        let mut g = cu130_on_535();
+        g.host.libraries = Reading::Value(vec![compat_loaded("580.95.05")]);
+        if let Reading::Value(gpus) = &mut g.gpus {
+            gpus[0].name = Reading::Value("NVIDIA GeForce RTX 4090".into());
+        }
+        let r = run_framework(&g, &Policy::default());
+        assert_eq!(r[0].status, Status::Fail);
+        assert!(r[0].message.contains("error 804"));
+        // A minor version ahead (12.4 on 12.2), bridged too.
+        let mut m = cu130_on_535();
+        m.host.libraries = Reading::Value(vec![compat_loaded("580.95.05")]);
+        m.host.python = Reading::Value(vec![torch_env(
+            Some("12.4"),
+            Reading::Value(vec!["sm_90".into()]),
+        )]);
+        assert_eq!(
+            statuses(&run_framework(&m, &Policy::default())),
+            vec![Status::Pass]
+        );
+        // Without it: minor version compatibility, a warning.
+        m.host.libraries = Reading::Value(vec![driver_libcuda()]);
+        assert_eq!(
+            run_framework(&m, &Policy::default())[0].status,
+            Status::Warn
+        );
+    }
+
+    #[test]
+    fn no_libcuda_means_no_gpu_for_torch() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
+        f.host.python = Reading::Value(vec![torch_env(
+            Some("13.0"),
+            Reading::Value(vec!["sm_90".into()]),
+        )]);
+        f.host.libraries = Reading::Value(vec![]);
+        let r = run_framework(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail], "{r:#?}");
+        assert!(r[0].message.contains("torch.cuda.is_available() is False"));
+        // Not read: not judged.
+        f.host.libraries = Reading::unavailable("x");
+        assert_eq!(
+            statuses(&run_framework(&f, &Policy::default())),
+            vec![Status::Pass]
+        );
+        // No GPU: nothing to reach.
+        f.host.libraries = Reading::Value(vec![]);
+        f.gpus = Reading::Value(vec![]);
+        f.pci_gpus = Reading::Value(vec![]);
+        assert_eq!(
+            statuses(&run_framework(&f, &Policy::default())),
+            vec![Status::Pass]
+        );
+    }
+
+    #[test]
+    fn rocm_builds_interpreter_errors_and_unknown_versions() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
+        let mut e = torch_env(Some("12.4"), Reading::Value(vec!["sm_90".into()]));
+        e.torch.hip = Some("6.2".into());
+        f.host.python = Reading::Value(vec![e.clone()]);
+        let r = run_framework(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail]);
+        assert!(r[0].message.contains("ROCm"));
+        let mut e = torch_env(Some("12.4"), Reading::Value(vec!["sm_90".into()]));
+        e.torch.interpreter_error = Some("timed out after 30 s".into());
+        f.host.python = Reading::Value(vec![e.clone()]);
+        let r = run_framework(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Info, Status::Pass]);
+        e.torch.interpreter_error = Some("ImportError: libcudnn.so.9".into());
+        f.host.python = Reading::Value(vec![e]);
+        let r = run_framework(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Warn]);
+        let e = torch_env(Some("twelve"), Reading::Value(vec!["sm_90".into()]));
+        f.host.python = Reading::Value(vec![e]);
+        let r = run_framework(&f, &Policy::default());
+        assert!(r[0].message.contains("not a version gpuaudit understands"));
+        let e = torch_env(
+            Some("12.4"),
+            Reading::Value(vec!["sm_80".into(), "compute_80".into()]),
+        );
+        f.host.python = Reading::Value(vec![e]);
+        let r = run_framework(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Warn]);
+        assert!(r[0].message.contains("only PTX"));
+        f.driver.cuda_version = Reading::unavailable("nvml");
+        let e = torch_env(Some("12.4"), Reading::Value(vec![]));
+        f.host.python = Reading::Value(vec![e]);
+        let r = run_framework(&f, &Policy::default());
+        assert!(r[0]
+            .message
+            .contains("driver's CUDA version is unknown (nvml)"));
+        assert!(r[0].message.contains("none reported"));
+        f.host.python = Reading::unavailable("x");
+        assert_eq!(
+            statuses(&run_framework(&f, &Policy::default())),
+            vec![Status::Skip]
         );
     }
 }

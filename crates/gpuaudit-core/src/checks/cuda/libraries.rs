@@ -2,10 +2,14 @@
 //! each other, and duplicates.
 
 use crate::checks::common::{gpu_count, plural};
-use crate::checks::cuda::{describe, is_compat};
+use crate::checks::cuda::{
+    compat_gpus, compat_state, describe, is_compat, loaded, loader_rank, CompatGpus, CompatState,
+    FORWARD_COMPAT_DOC,
+};
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{Facts, LibraryCopy, LibrarySource};
 use crate::finding::{Finding, Status};
+use crate::parse::host::cudaenv::parse_driver_capabilities;
 use crate::parse::host::libs::{cmp_versions, version_prefix, LIBRARIES};
 use crate::policy::Policy;
 
@@ -25,7 +29,13 @@ pub const CHECK: Check = Check {
                environments, and the NVIDIA wheels and framework directories of Python \
                environments (site-packages/nvidia/*, torch/lib). For each, the file it \
                resolves to and its version (from the file name, or from the wheel's \
-               metadata).",
+               metadata). Only the copies the loader reaches by itself count as the driver's \
+               (LD_LIBRARY_PATH, /etc/ld.so.cache, the default directories): a libcuda \
+               elsewhere (a toolkit's compat/ directory) serves no program. A \
+               forward-compatibility libcuda that programs load is held against the kernel \
+               module: older is error 803, newer is forward compatibility, which NVIDIA \
+               supports on data-center GPUs only. In a container, NVIDIA_DRIVER_CAPABILITIES \
+               without 'compute' explains a missing libcuda.",
         why: "A program loads the first copy the loader finds: LD_LIBRARY_PATH first, then the \
               RUNPATH of the library asking, then the cache. When two versions of NCCL or \
               cuBLAS live on one machine, which one a process gets depends on how it was \
@@ -49,16 +59,6 @@ pub const CHECK: Check = Check {
     run: run_libraries,
 };
 
-/// Loader order: LD_LIBRARY_PATH, the cache, then the rest (which a program reaches only
-/// through its RUNPATH or an explicit path).
-fn source_rank(s: &LibrarySource) -> u8 {
-    match s {
-        LibrarySource::LdLibraryPath => 0,
-        LibrarySource::LdCache => 1,
-        _ => 2,
-    }
-}
-
 fn run_libraries(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     let copies = match facts.host.libraries.get() {
         Ok(c) => c,
@@ -71,20 +71,59 @@ fn run_libraries(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     };
     let gpus = gpu_count(facts).unwrap_or(0);
     let mut out = Vec::new();
-    let has = |lib: &str| copies.iter().any(|c| c.library == lib);
-    if !has("libcuda") {
-        let f = if gpus > 0 {
+    if loaded(copies, "libcuda").is_none() {
+        out.push(no_libcuda(facts, copies, gpus));
+    }
+    match compat_state(facts) {
+        CompatState::Older {
+            copy,
+            version,
+            module,
+        } => out.push(
             Finding::fail(
                 ID,
                 format!(
-                    "libcuda (the driver's user-space library) was not found, so no CUDA program can run on the {}",
-                    plural(gpus, "GPU", "GPUs")),
+                    "programs load the forward-compatibility libcuda {version} ({}), older than the kernel module {module}: every CUDA program fails with error 803 (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, 'system has unsupported display driver / cuda driver combination'); a compat package is meant only for a driver older than it",
+                    copy.path
+                ),
             )
-            .fix("install the driver's user-space package of the same version as the kernel module (e.g. libnvidia-compute-<branch> on Ubuntu); in a container, start it with the NVIDIA container toolkit (--gpus all / --runtime=nvidia / a CDI device) so the host's libcuda is mounted")
-        } else {
-            Finding::info(ID, "libcuda was not found (no NVIDIA GPU here either)")
-        };
-        out.push(f.with("searched", copies.len()));
+            .with("copy", describe(copy))
+            .with("kernel_module", &module)
+            .with("source", FORWARD_COMPAT_DOC)
+            .fix(format!(
+                "take {} off the loader's path ({}); the driver's own libcuda then serves: forward compatibility is for running a newer CUDA on an older driver, never the other way round",
+                copy.path.rsplit_once('/').map(|(d, _)| d).unwrap_or(&copy.path),
+                if copy.source == LibrarySource::LdLibraryPath {
+                    "remove it from LD_LIBRARY_PATH"
+                } else {
+                    "remove its /etc/ld.so.conf.d entry and run ldconfig"
+                }
+            )),
+        ),
+        CompatState::InUse {
+            copy,
+            version,
+            cuda,
+            module,
+        } => {
+            let what = format!(
+                "programs load the forward-compatibility libcuda {version}{} over the kernel module {module}",
+                cuda.map(|c| format!(" (CUDA {c})")).unwrap_or_default()
+            );
+            let f = match compat_gpus(facts) {
+                CompatGpus::Supported => Finding::info(ID, format!("{what}: forward compatibility in use, as meant on data-center GPUs")),
+                CompatGpus::Select(names) => Finding::warn(ID, format!("{what}, on {}: forward compatibility works only on select NGC-Ready RTX cards; elsewhere cuInit fails with error 804 (CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE)", names.join(", ")))
+                    .fix("if CUDA fails with error 804, take the compat directory off the loader's path and upgrade the driver instead"),
+                CompatGpus::Unsupported(names) => Finding::fail(ID, format!("{what}, on {}: forward compatibility is not supported on GeForce cards; cuInit fails with error 804 (CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE)", names.join(", ")))
+                    .fix("take the compat directory off the loader's path and upgrade the driver to one that supports the CUDA version needed"),
+            };
+            out.push(
+                f.with("copy", describe(copy))
+                    .with("kernel_module", &module)
+                    .with("source", FORWARD_COMPAT_DOC),
+            );
+        }
+        CompatState::NotLoaded => {}
     }
 
     let driver = facts.driver.version.value();
@@ -92,13 +131,13 @@ fn run_libraries(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
         let Some(driver) = driver else { break };
         let mismatched: Vec<&LibraryCopy> = copies
             .iter()
-            .filter(|c| c.library == lib && source_rank(&c.source) <= 1 && !is_compat(c))
+            .filter(|c| c.library == lib && loader_rank(c).is_some() && !is_compat(c))
             .filter(|c| c.version.as_deref().is_some_and(|v| v != driver))
             .collect();
         if mismatched.is_empty() {
             continue;
         }
-        let first = first_resolved(copies, lib);
+        let first = loaded(copies, lib);
         let first_bad = first.is_some_and(|f| mismatched.contains(&f));
         let what = if lib == "libcuda" {
             "CUDA initialisation fails ('CUDA driver version is insufficient' or error 803, 'system has unsupported display driver / cuda driver combination')"
@@ -156,8 +195,8 @@ fn run_libraries(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
                 continue;
             }
             let severe = matches!(*lib, "libnccl" | "libcublas" | "libcublasLt" | "libcudnn");
-            let first = first_resolved(copies, lib)
-                .filter(|f| f.version.as_deref().map(major_of) == Some(major));
+            let first =
+                loaded(copies, lib).filter(|f| f.version.as_deref().map(major_of) == Some(major));
             let msg = format!(
                 "{} versions of {lib}.so.{major} on this machine ({}){}: which one a process loads depends on LD_LIBRARY_PATH and on the framework's RUNPATH{}",
                 versions.len(),
@@ -252,12 +291,23 @@ fn run_libraries(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     let summary: Vec<String> = LIBRARIES
         .iter()
         .filter_map(|lib| {
-            let f = first_resolved(copies, lib)
-                .or_else(|| copies.iter().find(|c| c.library == *lib))?;
-            Some(format!(
-                "{lib} {}",
-                f.version.as_deref().unwrap_or("(version unknown)")
-            ))
+            // The driver's libraries count only where the loader finds them; the others are
+            // also loaded through a framework's RUNPATH (wheels, torch/lib).
+            let f = loaded(copies, lib).or_else(|| {
+                copies
+                    .iter()
+                    .find(|c| c.library == *lib && !DRIVER_LIBRARIES.contains(lib))
+            });
+            Some(match f {
+                Some(f) => format!(
+                    "{lib} {}",
+                    f.version.as_deref().unwrap_or("(version unknown)")
+                ),
+                None if copies.iter().any(|c| c.library == *lib) => {
+                    format!("{lib} on no loader path")
+                }
+                None => return None,
+            })
         })
         .collect();
     let status = if out.iter().any(|f| f.status >= Status::Warn) {
@@ -284,13 +334,60 @@ fn major_of(v: &str) -> &str {
     v.split('.').next().unwrap_or(v)
 }
 
-/// The copy a program without RUNPATH loads: LD_LIBRARY_PATH, then the cache; `.so.N` names
-/// first (that is what programs link against).
-fn first_resolved<'a>(copies: &'a [LibraryCopy], lib: &str) -> Option<&'a LibraryCopy> {
-    copies
-        .iter()
-        .filter(|c| c.library == lib && source_rank(&c.source) <= 1)
-        .min_by_key(|c| source_rank(&c.source))
+/// The libraries the driver installs: only the loader's copies of these count.
+const DRIVER_LIBRARIES: &[&str] = &["libcuda", "libnvidia-ml"];
+
+/// No libcuda the loader can reach: why, and what to do (in a container, the capabilities it
+/// was started with decide whether the toolkit mounted the driver's libcuda).
+fn no_libcuda(facts: &Facts, copies: &[LibraryCopy], gpus: usize) -> Finding {
+    if gpus == 0 {
+        return Finding::info(ID, "libcuda was not found (no NVIDIA GPU here either)")
+            .with("searched", copies.len());
+    }
+    let stranded: Vec<&LibraryCopy> = copies.iter().filter(|c| c.library == "libcuda").collect();
+    let mut msg = format!(
+        "no libcuda (the driver's user-space library) on the loader's path (LD_LIBRARY_PATH, /etc/ld.so.cache, the default directories): no CUDA program can run on the {}",
+        plural(gpus, "GPU", "GPUs")
+    );
+    if !stranded.is_empty() {
+        msg.push_str(&format!(
+            "; on disk but reachable by no loader path: {}",
+            stranded
+                .iter()
+                .map(|c| format!(
+                    "{} ({}{})",
+                    c.path,
+                    c.version.as_deref().unwrap_or("version unknown"),
+                    if is_compat(c) { ", a forward-compatibility copy, which stands in for the driver only beside it" } else { "" }
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let inside = facts.host.container.inside.value().cloned().flatten();
+    let env = facts.host.env.value();
+    let caps_value = env.and_then(|e| e.get("NVIDIA_DRIVER_CAPABILITIES"));
+    let caps = parse_driver_capabilities(caps_value);
+    let fix = match (&inside, caps.has("compute")) {
+        (Some(_), false) => {
+            msg.push_str(&format!(
+                "; the container was started with NVIDIA_DRIVER_CAPABILITIES={}, without 'compute', so the container toolkit mounted no CUDA library",
+                caps_value.unwrap_or("")
+            ));
+            "restart the container with the compute capability: docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ... (or =all); in Kubernetes, set NVIDIA_DRIVER_CAPABILITIES=compute,utility in the pod spec"
+        }
+        (Some(_), true) => "start the container through the NVIDIA container toolkit (--gpus all, --runtime=nvidia or a CDI device such as --device nvidia.com/gpu=all) so the host's libcuda is mounted; never copy libcuda into an image",
+        (None, _) => "install the driver's user-space package of the same version as the kernel module (e.g. libnvidia-compute-<branch> on Ubuntu), or run ldconfig if the library is installed in a directory the cache does not list",
+    };
+    Finding::fail(ID, msg)
+        .with("searched", copies.len())
+        .with(
+            "libcuda_copies",
+            stranded.iter().map(|c| describe(c)).collect::<Vec<_>>(),
+        )
+        .with("NVIDIA_DRIVER_CAPABILITIES", caps_value)
+        .with("container", &inside)
+        .fix(fix)
 }
 #[cfg(test)]
 mod tests {
@@ -379,6 +476,17 @@ mod tests {
         let r = run_libraries(&f, &Policy::default());
         assert_eq!(r[0].status, Status::Fail, "{r:#?}");
         assert!(r[0].message.contains("550.54.15"));
+        // Not a compat copy: the driver mismatch, not forward compatibility.
+        assert!(r[0].message.starts_with(
+            "libcuda 550.54.15 is on the loader's path but the kernel module is 580.159.04"
+        ));
+        assert!(!r
+            .iter()
+            .any(|x| x.message.contains("forward-compatibility")));
+        assert_eq!(
+            r[0].evidence.get("copies").map(|v| v.to_string()),
+            Some(r#"["/opt/old/libcuda.so.1 -> libcuda.so.550.54.15 [LD_LIBRARY_PATH] version 550.54.15"]"#.to_string())
+        );
         f.host.libraries = Reading::Value(vec![copy(
             "libcuda",
             "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
@@ -423,5 +531,194 @@ mod tests {
                 .any(|x| x.status == Status::Warn && x.message.contains("different releases")),
             "{r:#?}"
         );
+    }
+
+    fn env(vars: &[(&str, &str)]) -> Reading<crate::facts::EnvFacts> {
+        Reading::Value(crate::facts::EnvFacts {
+            vars: vars
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+        })
+    }
+
+    fn compat_copy(v: &str, s: LibrarySource) -> LibraryCopy {
+        copy(
+            "libcuda",
+            "/usr/local/cuda/compat/libcuda.so.1",
+            &format!("libcuda.so.{v}"),
+            Some(v),
+            s,
+        )
+    }
+
+    fn driver_copy() -> LibraryCopy {
+        copy(
+            "libcuda",
+            "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
+            "libcuda.so.580.159.04",
+            Some("580.159.04"),
+            LibrarySource::LdCache,
+        )
+    }
+
+    #[test]
+    fn a_libcuda_no_loader_path_reaches_does_not_count() {
+        // Seen: a container started with NVIDIA_DRIVER_CAPABILITIES=utility, only the
+        // toolkit's compat copy on disk; reported as "libcuda 580.95.05", exit 0.
+        let mut f = Machine::healthy("h200-sxm-141gb", 2).build();
+        f.host.libraries = Reading::Value(vec![
+            compat_copy("580.95.05", LibrarySource::Toolkit),
+            copy(
+                "libnvidia-ml",
+                "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
+                "libnvidia-ml.so.580.159.04",
+                Some("580.159.04"),
+                LibrarySource::LdCache,
+            ),
+        ]);
+        f.host.container.inside = Reading::Value(Some("docker".into()));
+        f.host.env = env(&[("NVIDIA_DRIVER_CAPABILITIES", "utility")]);
+        let r = run_libraries(&f, &Policy::default());
+        assert_eq!(r[0].status, Status::Fail, "{r:#?}");
+        assert!(r[0].message.contains("no libcuda"), "{}", r[0].message);
+        assert!(r[0].message.contains(
+            "/usr/local/cuda/compat/libcuda.so.1 (580.95.05, a forward-compatibility copy"
+        ));
+        assert!(r[0].message.contains("NVIDIA_DRIVER_CAPABILITIES=utility"));
+        assert!(r[0].fix.as_deref().is_some_and(
+            |x| x.contains("--gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility")
+        ));
+        let last = r.last().unwrap();
+        assert!(
+            last.message.contains("libcuda on no loader path"),
+            "{}",
+            last.message
+        );
+        assert!(!last.message.contains("libcuda 580.95.05"));
+        // With compute granted, the container was not started through the toolkit.
+        f.host.env = env(&[("NVIDIA_DRIVER_CAPABILITIES", "compute,utility")]);
+        let r = run_libraries(&f, &Policy::default());
+        assert_eq!(r[0].status, Status::Fail);
+        assert!(!r[0].message.contains("NVIDIA_DRIVER_CAPABILITIES"));
+        assert!(r[0]
+            .fix
+            .as_deref()
+            .is_some_and(|x| x.contains("--runtime=nvidia")));
+        // On a host: the driver's user-space package.
+        f.host.container.inside = Reading::Value(None);
+        let r = run_libraries(&f, &Policy::default());
+        assert!(r[0]
+            .fix
+            .as_deref()
+            .is_some_and(|x| x.contains("libnvidia-compute")));
+        // In a default directory without a cache entry, the loader finds it.
+        f.host.libraries = Reading::Value(vec![copy(
+            "libcuda",
+            "/usr/lib64/libcuda.so.1",
+            "libcuda.so.580.159.04",
+            Some("580.159.04"),
+            LibrarySource::Other,
+        )]);
+        assert_eq!(
+            statuses(&run_libraries(&f, &Policy::default())),
+            vec![Status::Pass]
+        );
+        // Elsewhere, it does not.
+        f.host.libraries = Reading::Value(vec![copy(
+            "libcuda",
+            "/usr/local/nvidia/lib64/libcuda.so.1",
+            "libcuda.so.580.159.04",
+            Some("580.159.04"),
+            LibrarySource::Other,
+        )]);
+        assert_eq!(
+            run_libraries(&f, &Policy::default())[0].status,
+            Status::Fail
+        );
+    }
+
+    #[test]
+    fn an_older_compat_libcuda_that_programs_load_fails() {
+        // Seen: LD_LIBRARY_PATH=/usr/local/cuda/compat with 580.95.05 on a 580.159.04 module:
+        // every CUDA program fails with 803, and this check said nothing.
+        let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
+        f.host.libraries = Reading::Value(vec![
+            compat_copy("580.95.05", LibrarySource::LdLibraryPath),
+            driver_copy(),
+        ]);
+        let r = run_libraries(&f, &Policy::default());
+        assert_eq!(r[0].status, Status::Fail, "{r:#?}");
+        assert!(r[0].message.contains("error 803"));
+        assert!(r[0]
+            .message
+            .contains("older than the kernel module 580.159.04"));
+        assert!(r[0]
+            .fix
+            .as_deref()
+            .is_some_and(|x| x.contains("remove it from LD_LIBRARY_PATH")));
+        // Through the cache (an ld.so.conf.d entry).
+        f.host.libraries = Reading::Value(vec![compat_copy("580.95.05", LibrarySource::LdCache)]);
+        let r = run_libraries(&f, &Policy::default());
+        assert_eq!(r[0].status, Status::Fail);
+        assert!(r[0]
+            .fix
+            .as_deref()
+            .is_some_and(|x| x.contains("ld.so.conf.d")));
+        // The module's own version in a compat directory: fine.
+        f.host.libraries = Reading::Value(vec![compat_copy(
+            "580.159.04",
+            LibrarySource::LdLibraryPath,
+        )]);
+        assert_eq!(
+            statuses(&run_libraries(&f, &Policy::default())),
+            vec![Status::Pass]
+        );
+    }
+
+    #[test]
+    fn a_newer_compat_libcuda_is_forward_compatibility() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
+        f.host.libraries = Reading::Value(vec![
+            compat_copy("590.44.01", LibrarySource::LdLibraryPath),
+            driver_copy(),
+        ]);
+        let r = run_libraries(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Info, Status::Pass], "{r:#?}");
+        assert!(r[0].message.contains("forward compatibility in use"));
+        assert!(r[0].message.contains("(CUDA 13.1)"));
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| {
+                g.name = Reading::Value("NVIDIA GeForce RTX 4090".into())
+            })
+            .with(|f| {
+                f.host.libraries =
+                    Reading::Value(vec![compat_copy("590.44.01", LibrarySource::LdLibraryPath)])
+            })
+            .build();
+        let r = run_libraries(&f, &Policy::default());
+        assert_eq!(r[0].status, Status::Fail);
+        assert!(r[0].message.contains("error 804"));
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| g.name = Reading::Value("NVIDIA RTX A6000".into()))
+            .with(|f| {
+                f.host.libraries =
+                    Reading::Value(vec![compat_copy("590.44.01", LibrarySource::LdLibraryPath)])
+            })
+            .build();
+        let r = run_libraries(&f, &Policy::default());
+        assert_eq!(r[0].status, Status::Warn);
+        assert!(r[0].message.contains("select NGC-Ready RTX"));
+    }
+
+    #[test]
+    fn no_gpu_no_libcuda_is_info() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
+        f.gpus = Reading::Value(vec![]);
+        f.pci_gpus = Reading::Value(vec![]);
+        f.host.libraries = Reading::Value(vec![]);
+        let r = run_libraries(&f, &Policy::default());
+        assert_eq!(r[0].status, Status::Info);
+        assert_eq!(r[1].message, "no CUDA library found");
     }
 }

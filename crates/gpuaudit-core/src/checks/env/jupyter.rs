@@ -213,4 +213,115 @@ mod tests {
             vec![Status::Skip]
         );
     }
+
+    fn judged(settings: &[(&str, &str)]) -> Vec<Finding> {
+        let mut f = Machine::healthy("h200-sxm-141gb", 1)
+            .mounts("/dev/vda / ext4 rw 0 0\ns3fs /mnt/s3 fuse.s3fs rw 0 0\n")
+            .build();
+        f.host.jupyter = Reading::Value(vec![jcfg(settings)]);
+        run_jupyter(&f, &Policy::default())
+    }
+
+    #[test]
+    fn rate_limits_at_and_below_the_defaults() {
+        let st = |k: &str, v: String| statuses(&judged(&[(k, v.as_str())]));
+        let data = "ServerApp.iopub_data_rate_limit";
+        let msg = "NotebookApp.iopub_msg_rate_limit";
+        assert_eq!(
+            st(data, format!("{}", IOPUB_DATA_RATE_DEFAULT)),
+            vec![Status::Pass]
+        );
+        assert_eq!(
+            st(data, format!("{}", IOPUB_DATA_RATE_DEFAULT - 1.0)),
+            vec![Status::Warn]
+        );
+        assert_eq!(
+            st(msg, format!("{}", IOPUB_MSG_RATE_DEFAULT)),
+            vec![Status::Pass]
+        );
+        assert_eq!(
+            st(msg, format!("{}", IOPUB_MSG_RATE_DEFAULT - 1.0)),
+            vec![Status::Warn]
+        );
+        // 0 switches the limit off; text that is no number is not judged.
+        assert_eq!(st(data, "0".into()), vec![Status::Pass]);
+        assert_eq!(st(data, "'fast'".into()), vec![Status::Pass]);
+        // The last assignment wins; a bare key name counts too.
+        let r = judged(&[(data, "10"), (data, "1e10")]);
+        assert_eq!(statuses(&r), vec![Status::Pass]);
+        assert_eq!(
+            statuses(&judged(&[("iopub_data_rate_limit", "10")])),
+            vec![Status::Warn]
+        );
+        assert_eq!(
+            statuses(&judged(&[("ServerApp.iopub_data_rate_limitx", "10")])),
+            vec![Status::Pass]
+        );
+    }
+
+    #[test]
+    fn monitors_dirs_servers_and_xsrf() {
+        let r = judged(&[(
+            "ServerApp.jpserver_extensions.jupyterlab_nvdashboard",
+            "True",
+        )]);
+        assert_eq!(statuses(&r), vec![Status::Info], "{r:#?}");
+        assert!(r[0].message.contains("(jupyterlab_nvdashboard)"));
+        let r = judged(&[(
+            "ServerApp.jpserver_extensions.jupyterlab_nvdashboard",
+            "False",
+        )]);
+        assert_eq!(statuses(&r), vec![Status::Pass]);
+        let r = judged(&[("ServerApp.jpserver_extensions.other", "True")]);
+        assert_eq!(statuses(&r), vec![Status::Pass]);
+        assert_eq!(
+            statuses(&judged(&[(
+                "ResourceUseDisplay.track_cpu_percent",
+                "False"
+            )])),
+            vec![Status::Pass]
+        );
+        // Notebooks on FUSE: warned; on local disk: fine.
+        assert_eq!(
+            statuses(&judged(&[("ServerApp.root_dir", "'/mnt/s3/nb'")])),
+            vec![Status::Warn]
+        );
+        assert_eq!(
+            statuses(&judged(&[("NotebookApp.notebook_dir", "'/mnt/s3/nb'")])),
+            vec![Status::Warn]
+        );
+        assert_eq!(
+            statuses(&judged(&[("ServerApp.root_dir", "'/root/nb'")])),
+            vec![Status::Pass]
+        );
+        // An open server: every public address, an empty token, no password.
+        for ip in ["'0.0.0.0'", "'*'", "''", "'::'"] {
+            let r = judged(&[("ServerApp.ip", ip), ("ServerApp.token", "''")]);
+            assert_eq!(statuses(&r), vec![Status::Fail], "{ip}");
+        }
+        for pw in ["ServerApp.password", "ServerApp.hashed_password"] {
+            let r = judged(&[
+                ("ServerApp.ip", "'0.0.0.0'"),
+                ("ServerApp.token", "''"),
+                (pw, "'<set>'"),
+            ]);
+            assert_eq!(statuses(&r), vec![Status::Pass], "{pw}");
+        }
+        let r = judged(&[
+            ("ServerApp.ip", "'0.0.0.0'"),
+            ("ServerApp.token", "'<set>'"),
+        ]);
+        assert_eq!(statuses(&r), vec![Status::Pass]);
+        let r = judged(&[("ServerApp.ip", "'10.0.0.5'"), ("ServerApp.token", "''")]);
+        assert_eq!(statuses(&r), vec![Status::Pass]);
+        let r = judged(&[("ServerApp.disable_check_xsrf", "True")]);
+        assert_eq!(statuses(&r), vec![Status::Warn]);
+        assert!(r[0].message.contains("disable_check_xsrf"));
+        let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
+        f.host.jupyter = Reading::unavailable("x");
+        assert_eq!(
+            statuses(&run_jupyter(&f, &Policy::default())),
+            vec![Status::Skip]
+        );
+    }
 }

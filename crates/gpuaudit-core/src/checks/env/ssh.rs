@@ -167,10 +167,9 @@ fn run_ssh(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
                             "weak keys: {}",
                             weak.iter()
                                 .map(|k| format!(
-                                    "{} {}{} for {}",
+                                    "{}{} for {}",
                                     k.key_type,
-                                    k.bits.map(|b| b.to_string()).unwrap_or_default(),
-                                    if k.bits.is_some() { " bits" } else { "" },
+                                    k.bits.map(|b| format!(" {b} bits")).unwrap_or_default(),
                                     k.user
                                 ))
                                 .collect::<Vec<_>>()
@@ -296,5 +295,109 @@ mod tests {
             statuses(&run_ssh(&f, &Policy::default())),
             vec![Status::Skip]
         );
+    }
+
+    fn hardened() -> SshdConfig {
+        cfg(&[
+            ("passwordauthentication", "no"),
+            ("kbdinteractiveauthentication", "no"),
+        ])
+    }
+
+    fn judged(c: SshdConfig, keys: Vec<AuthorizedKey>) -> Vec<Finding> {
+        let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
+        f.host.ssh.sshd = Reading::Value(Some(c));
+        f.host.ssh.authorized_keys = Reading::Value(keys);
+        run_ssh(&f, &Policy::default())
+    }
+
+    #[test]
+    fn passwords_through_pam_empty_passwords_and_root() {
+        // Keyboard-interactive asks for passwords only with PAM.
+        let mut c = cfg(&[("passwordauthentication", "no"), ("usepam", "yes")]);
+        let r = judged(c.clone(), vec![]);
+        assert_eq!(statuses(&r), vec![Status::Warn], "{r:#?}");
+        assert!(r[0]
+            .message
+            .contains("KbdInteractiveAuthentication with UsePAM yes"));
+        c.global
+            .push(("challengeresponseauthentication".into(), "no".into()));
+        assert_eq!(statuses(&judged(c, vec![])), vec![Status::Pass]);
+        let c = cfg(&[("passwordauthentication", "no"), ("usepam", "no")]);
+        assert_eq!(statuses(&judged(c, vec![])), vec![Status::Pass]);
+        let mut c = hardened();
+        c.global.push(("permitemptypasswords".into(), "yes".into()));
+        assert_eq!(statuses(&judged(c, vec![])), vec![Status::Fail]);
+        let mut c = hardened();
+        c.global.push(("permitrootlogin".into(), "yes".into()));
+        let r = judged(c, vec![]);
+        assert_eq!(statuses(&r), vec![Status::Warn]);
+        assert!(r[0].message.starts_with("PermitRootLogin yes"));
+    }
+
+    #[test]
+    fn match_blocks_ignored_lines_and_keys() {
+        let mut c = hardened();
+        for (k, v) in [
+            ("permitemptypasswords", "yes"),
+            ("permitrootlogin", "yes"),
+            ("challengeresponseauthentication", "yes"),
+            ("x11forwarding", "yes"),
+            ("passwordauthentication", "no"),
+        ] {
+            c.matched
+                .push(("Address 10.0.0.0/8".into(), k.into(), v.into()));
+        }
+        let r = judged(c.clone(), vec![]);
+        // Keyboard-interactive without PAM asks for nothing.
+        assert_eq!(statuses(&r), vec![Status::Warn, Status::Warn], "{r:#?}");
+        c.global.push(("usepam".into(), "yes".into()));
+        c.global
+            .push(("kbdinteractiveauthentication".into(), "no".into()));
+        assert_eq!(judged(c, vec![]).len(), 3);
+        let mut c = hardened();
+        c.ignored.push("/etc/ssh/sshd_config:7".into());
+        let r = judged(c, vec![]);
+        assert_eq!(statuses(&r), vec![Status::Info, Status::Pass]);
+        assert!(r[0].message.contains("/etc/ssh/sshd_config:7"));
+        // Root keys do not matter when root may not log in with a key.
+        for root in ["no", "forced-commands-only"] {
+            let mut c = hardened();
+            c.global.push(("permitrootlogin".into(), root.into()));
+            let r = judged(c, vec![key("root", "ssh-ed25519", 256, &[])]);
+            assert_eq!(statuses(&r), vec![Status::Pass], "{root}");
+        }
+        // RSA: 2048 bits is enough, one less is weak; DSA always is.
+        let r = judged(hardened(), vec![key("ann", "ssh-rsa", RSA_MIN_BITS, &[])]);
+        assert_eq!(statuses(&r), vec![Status::Pass]);
+        let r = judged(
+            hardened(),
+            vec![key("ann", "ssh-rsa", RSA_MIN_BITS - 1, &[])],
+        );
+        assert_eq!(statuses(&r), vec![Status::Warn]);
+        assert_eq!(r[0].message, "weak keys: ssh-rsa 2047 bits for ann");
+        let mut dsa = key("bob", "ssh-dss", 1024, &[]);
+        dsa.bits = None;
+        let r = judged(hardened(), vec![dsa]);
+        assert_eq!(r[0].message, "weak keys: ssh-dss for bob");
+        // The pass counts keys and the unrestricted ones outside root.
+        let r = judged(
+            hardened(),
+            vec![
+                key("ann", "ssh-ed25519", 256, &[]),
+                key("ci", "ssh-ed25519", 256, &["from"]),
+                key("root", "ssh-ed25519", 256, &["restrict"]),
+            ],
+        );
+        assert_eq!(statuses(&r), vec![Status::Pass]);
+        assert_eq!(
+            r[0].message,
+            "sshd refuses passwords; PermitRootLogin prohibit-password; 3 keys in authorized_keys (1 unrestricted outside root)"
+        );
+        let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
+        f.host.ssh.sshd = Reading::Value(Some(hardened()));
+        f.host.ssh.authorized_keys = Reading::unavailable("not root");
+        let r = run_ssh(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Skip]);
     }
 }

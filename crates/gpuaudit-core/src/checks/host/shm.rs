@@ -150,4 +150,78 @@ mod tests {
         let f = facts("/dev/vda / ext4 rw 0 0\n");
         assert_eq!(run_shm(&f, &Policy::default())[0].status, Status::Warn);
     }
+
+    fn shm(size: &str) -> String {
+        format!("tmpfs /dev/shm tmpfs rw,size={size} 0 0\n")
+    }
+
+    fn status(mounts: &str, gpus: u32, profile: Profile) -> Status {
+        let f = Machine::healthy("h200-sxm-141gb", gpus)
+            .mounts(mounts)
+            .build();
+        run_shm(
+            &f,
+            &Policy {
+                profile,
+                ..Policy::default()
+            },
+        )[0]
+        .status
+    }
+
+    #[test]
+    fn shm_thresholds_on_both_sides() {
+        let k = |b: u64| format!("{}k", b / 1024);
+        // At the tiny line: fail with several GPUs or under train, warn with one.
+        let tiny = shm(&k(TINY_BYTES));
+        assert_eq!(status(&tiny, 2, Profile::General), Status::Fail);
+        assert_eq!(status(&tiny, 1, Profile::General), Status::Warn);
+        assert_eq!(status(&tiny, 1, Profile::Train), Status::Fail);
+        // Just above it: small.
+        let above = shm(&k(TINY_BYTES + 1024));
+        assert_eq!(status(&above, 2, Profile::General), Status::Warn);
+        // Just below 1 GiB: small; at it: enough outside train.
+        assert_eq!(
+            status(&shm(&k(SMALL_BYTES - 1024)), 2, Profile::General),
+            Status::Warn
+        );
+        assert_eq!(
+            status(&shm(&k(SMALL_BYTES)), 2, Profile::General),
+            Status::Pass
+        );
+        // Under train, 8 GiB is the line.
+        assert_eq!(
+            status(&shm(&k(TRAIN_MIN_BYTES - 1024)), 2, Profile::Train),
+            Status::Warn
+        );
+        assert_eq!(
+            status(&shm(&k(TRAIN_MIN_BYTES)), 2, Profile::Train),
+            Status::Pass
+        );
+        assert_eq!(
+            status(&shm(&k(TRAIN_MIN_BYTES - 1024)), 2, Profile::Inference),
+            Status::Pass
+        );
+    }
+
+    #[test]
+    fn shm_sizes_in_percent_and_unknown() {
+        // 256 GiB of RAM: 50% is 128 GiB.
+        let f = facts("tmpfs /dev/shm tmpfs rw,size=50% 0 0\n");
+        let r = run_shm(&f, &Policy::default());
+        assert!(r[0].message.contains("128.0 GiB"), "{r:#?}");
+        let mut g = facts("tmpfs /dev/shm tmpfs rw 0 0\n");
+        g.machine.memory_total_kib = crate::reading::Reading::unavailable("x");
+        let r = run_shm(&g, &Policy::default());
+        assert_eq!(r[0].status, Status::Info);
+        assert!(r[0].message.contains("unknown size"));
+        let h = facts("none /dev/shm devtmpfs rw 0 0\n");
+        assert_eq!(run_shm(&h, &Policy::default())[0].status, Status::Info);
+        assert_eq!(human_bytes(512 * 1024), "512 KiB");
+        assert_eq!(human_bytes(MIB), "1 MiB");
+        assert_eq!(human_bytes(GIB), "1.0 GiB");
+        let mut u = facts("/dev/vda / ext4 rw 0 0\n");
+        u.host.mounts = crate::reading::Reading::unavailable("no mounts");
+        assert_eq!(run_shm(&u, &Policy::default())[0].status, Status::Skip);
+    }
 }

@@ -118,3 +118,122 @@ fn modules(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     }
     out
 }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::{KernelModule, RdmaPort};
+    use crate::testing::{statuses, Machine};
+
+    fn module(name: &str) -> KernelModule {
+        KernelModule {
+            name: name.into(),
+            size: 1,
+            used_by: vec![],
+            state: "Live".into(),
+            taints: "OE".into(),
+        }
+    }
+
+    fn loaded(names: &[&str]) -> Reading<Vec<KernelModule>> {
+        Reading::Value(names.iter().map(|n| module(n)).collect())
+    }
+
+    fn ib_port() -> RdmaPort {
+        RdmaPort {
+            device: "mlx5_0".into(),
+            port: 1,
+            state: Some("ACTIVE".into()),
+            phys_state: Some("LinkUp".into()),
+            rate_gbps: Some(400.0),
+            rate_text: None,
+            link_layer: Some("InfiniBand".into()),
+            hca_type: None,
+        }
+    }
+
+    fn train() -> Policy {
+        Policy {
+            profile: Profile::Train,
+            ..Policy::default()
+        }
+    }
+
+    #[test]
+    fn nvidia_uvm_nouveau() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
+        let r = modules(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Pass]);
+        assert_eq!(
+            r[0].message,
+            "nvidia and nvidia_uvm are loaded, nouveau is not (open kernel module)"
+        );
+        // Only the GPU modules are evidence.
+        f.modules = loaded(&["nvidia", "nvidia_uvm", "ext4", "nouveau_helper_x"]);
+        let r = modules(&f, &Policy::default());
+        assert_eq!(
+            r[0].evidence.get("gpu_modules").map(|v| v.to_string()),
+            Some(r#"["nvidia","nvidia_uvm"]"#.to_string())
+        );
+        f.driver.module_flavor = Reading::Value(ModuleFlavor::Proprietary);
+        assert!(modules(&f, &Policy::default())[0]
+            .message
+            .ends_with("(proprietary kernel module)"));
+        f.driver.module_flavor = Reading::unavailable("x");
+        assert!(modules(&f, &Policy::default())[0]
+            .message
+            .ends_with("nouveau is not"));
+        f.modules = loaded(&["nvidia", "nouveau"]);
+        let r = modules(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail, Status::Warn], "{r:#?}");
+        assert!(r[0].message.contains("nouveau"));
+        assert!(r[1].message.contains("nvidia_uvm is not loaded"));
+        f.modules = loaded(&["nouveau"]);
+        let r = modules(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail, Status::Fail]);
+        assert!(r[1].message.contains("nvidia kernel module is not loaded"));
+        f.modules = Reading::unavailable("no /proc/modules");
+        assert_eq!(
+            statuses(&modules(&f, &Policy::default())),
+            vec![Status::Skip]
+        );
+    }
+
+    #[test]
+    fn peermem_with_infiniband_by_profile() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 8).build();
+        f.host.fabric.rdma = Reading::Value(vec![ib_port()]);
+        let r = modules(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Info], "{r:#?}");
+        assert!(r[0].message.contains("nvidia_peermem is not loaded"));
+        assert_eq!(statuses(&modules(&f, &train())), vec![Status::Warn]);
+        // Loaded: nothing to say.
+        f.modules = loaded(&["nvidia", "nvidia_uvm", "nvidia_peermem"]);
+        assert_eq!(statuses(&modules(&f, &train())), vec![Status::Pass]);
+        // No RDMA device, or none read: peermem does not matter.
+        f.modules = loaded(&["nvidia", "nvidia_uvm"]);
+        f.host.fabric.rdma = Reading::Value(vec![]);
+        assert_eq!(statuses(&modules(&f, &train())), vec![Status::Pass]);
+        f.host.fabric.rdma = Reading::unavailable("x");
+        assert_eq!(statuses(&modules(&f, &train())), vec![Status::Pass]);
+    }
+
+    #[test]
+    fn blackwell_needs_the_open_module() {
+        let mut f = Machine::healthy("b200", 1).build();
+        assert_eq!(
+            statuses(&modules(&f, &Policy::default())),
+            vec![Status::Pass]
+        );
+        f.driver.module_flavor = Reading::Value(ModuleFlavor::Proprietary);
+        let r = modules(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail]);
+        assert!(r[0].message.contains("Blackwell"));
+        // Hopper is fine with either.
+        let mut h = Machine::healthy("h200-sxm-141gb", 1).build();
+        h.driver.module_flavor = Reading::Value(ModuleFlavor::Proprietary);
+        assert_eq!(
+            statuses(&modules(&h, &Policy::default())),
+            vec![Status::Pass]
+        );
+    }
+}

@@ -122,4 +122,40 @@ mod tests {
         f.host.loopback = Reading::unavailable("snapshot audit: nothing is measured");
         assert_eq!(run_loopback(&f, &inf)[0].status, Status::Skip);
     }
+
+    #[test]
+    fn loopback_thresholds_on_both_sides() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
+        let inf = Policy {
+            profile: Profile::Inference,
+            ..Policy::default()
+        };
+        let at = |f: &mut Facts, m: f64| {
+            f.host.loopback = Reading::Value(LoopbackRtt {
+                round_trips: 1000,
+                median_us: m,
+                p99_us: m,
+                max_us: m,
+                method: "t".into(),
+            })
+        };
+        for (median, general, inference) in [
+            (SLOW_US, Status::Pass, Status::Pass),
+            (SLOW_US + 0.1, Status::Info, Status::Warn),
+            (VERY_SLOW_US, Status::Info, Status::Warn),
+            (VERY_SLOW_US + 0.1, Status::Warn, Status::Fail),
+        ] {
+            at(&mut f, median);
+            let g = run_loopback(&f, &Policy::default());
+            assert_eq!(g[0].status, general, "{median}");
+            assert_eq!(run_loopback(&f, &inf)[0].status, inference, "{median}");
+            assert_eq!(g[0].fix.is_some(), general != Status::Pass, "{median}");
+        }
+        at(&mut f, 20.0);
+        let r = run_loopback(&f, &Policy::default());
+        assert_eq!(
+            r[0].message,
+            "loopback TCP round trip: median 20.0 µs, p99 20.0 µs, max 20 µs over 1000 round trips"
+        );
+    }
 }

@@ -111,4 +111,53 @@ mod tests {
         f.net.somaxconn = Reading::unavailable("no file");
         assert_eq!(run_somaxconn(&f, &inf)[0].status, Status::Skip);
     }
+
+    #[test]
+    fn somaxconn_thresholds_on_both_sides() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
+        let inf = Policy {
+            profile: Profile::Inference,
+            ..Policy::default()
+        };
+        let st = |f: &Facts, p: &Policy| run_somaxconn(f, p)[0].status;
+        // Inference expects 1024: at it pass, one below warn, at the old default fail.
+        f.net.somaxconn = Reading::Value(INFERENCE_CONCURRENCY);
+        assert_eq!(st(&f, &inf), Status::Pass);
+        f.net.somaxconn = Reading::Value(INFERENCE_CONCURRENCY - 1);
+        assert_eq!(st(&f, &inf), Status::Warn);
+        f.net.somaxconn = Reading::Value(OLD_DEFAULT + 1);
+        assert_eq!(st(&f, &inf), Status::Warn);
+        f.net.somaxconn = Reading::Value(OLD_DEFAULT);
+        assert_eq!(st(&f, &inf), Status::Fail);
+        assert!(run_somaxconn(&f, &inf)[0]
+            .message
+            .contains("below the 1024 concurrent connections expected"));
+        // --concurrency of 100 under inference: 128 is enough.
+        let low = Policy {
+            profile: Profile::Inference,
+            expected_concurrency: Some(100),
+            ..Policy::default()
+        };
+        assert_eq!(st(&f, &low), Status::Pass);
+        // An expectation of 128 or less never fails, even under inference.
+        f.net.somaxconn = Reading::Value(64);
+        let at = Policy {
+            profile: Profile::Inference,
+            expected_concurrency: Some(OLD_DEFAULT),
+            ..Policy::default()
+        };
+        assert_eq!(st(&f, &at), Status::Warn);
+        // Without an expectation: the old default is said, above it passes.
+        f.net.somaxconn = Reading::Value(OLD_DEFAULT);
+        assert_eq!(st(&f, &Policy::default()), Status::Info);
+        f.net.somaxconn = Reading::Value(OLD_DEFAULT + 1);
+        assert_eq!(st(&f, &Policy::default()), Status::Pass);
+        // --concurrency outside inference warns, never fails.
+        let c = Policy {
+            expected_concurrency: Some(4096),
+            ..Policy::default()
+        };
+        f.net.somaxconn = Reading::Value(OLD_DEFAULT);
+        assert_eq!(st(&f, &c), Status::Warn);
+    }
 }

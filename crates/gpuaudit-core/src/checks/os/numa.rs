@@ -83,3 +83,63 @@ fn numa(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         }
     })
 }
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::Status;
+    use crate::reading::Reading;
+    use crate::testing::{statuses, Machine};
+
+    fn sockets(f: &mut Facts, n: Option<u32>) {
+        if let Reading::Value(c) = &mut f.machine.cpu {
+            c.sockets = n;
+        }
+    }
+
+    #[test]
+    fn numa_nodes_and_sockets() {
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .pci(1, |p| p.numa_node = Reading::Value(1))
+            .build();
+        let r = numa(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Pass, Status::Pass]);
+        assert_eq!(
+            r[1].message,
+            "GPU 1 (00:07.0): NUMA node 1, local CPUs 0-31"
+        );
+        assert_eq!(
+            r[1].evidence
+                .get("topo_cpu_affinity")
+                .map(|v| v.to_string()),
+            Some("\"0-31\"".into())
+        );
+        let mut u = Machine::healthy("h200-sxm-141gb", 1)
+            .pci(0, |p| p.numa_node = Reading::Value(-1))
+            .build();
+        // One socket: nothing to place wrong.
+        let r = numa(&u, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Pass]);
+        assert!(r[0].message.contains("one socket"));
+        // Two sockets: the far socket is a risk.
+        sockets(&mut u, Some(2));
+        let r = numa(&u, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Warn]);
+        assert!(r[0].message.contains("2-socket"));
+        // Sockets unknown: not judged a risk.
+        sockets(&mut u, None);
+        assert_eq!(statuses(&numa(&u, &Policy::default())), vec![Status::Pass]);
+        let n = Machine::healthy("h200-sxm-141gb", 1)
+            .pci(0, |p| {
+                p.numa_node = Reading::unavailable("no numa_node file")
+            })
+            .build();
+        let r = numa(&n, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Skip]);
+        assert!(r[0].message.contains("no numa_node file"));
+        let mut none = Machine::healthy("h200-sxm-141gb", 1).build();
+        none.pci_gpus = Reading::Value(vec![]);
+        assert!(numa(&none, &Policy::default())[0]
+            .message
+            .contains("no sysfs entry"));
+    }
+}

@@ -25,8 +25,8 @@ pub const CHECK: Check = Check {
               (or `sudo nvidia-smi -pm 1`; gpuaudit never changes it).",
     },
     profiles: &[ProfileEffect {
-        profile: Profile::Render,
-        effect: "Persistence mode off is info instead of a warning.",
+        profile: Profile::Inference,
+        effect: "Persistence mode off fails instead of warning: every server start, worker restart or autoscaled replica pays the driver's initialisation before its first request.",
     }],
     run: persistence,
 };
@@ -40,8 +40,8 @@ fn persistence_one(g: &GpuFacts, policy: &Policy) -> Finding {
         Reading::Value(true) => Finding::pass(ID, format!("{}: persistence mode on", g.label()))
             .with("persistence_mode", true),
         Reading::Value(false) => {
-            let st = if policy.profile == Profile::Render {
-                Status::Info
+            let st = if policy.profile == Profile::Inference {
+                Status::Fail
             } else {
                 Status::Warn
             };
@@ -56,5 +56,43 @@ fn persistence_one(g: &GpuFacts, policy: &Policy) -> Finding {
         Reading::Unavailable(ref r) => {
             Finding::skip(ID, format!("{}: persistence mode not read: {r}", g.label()))
         }
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::{statuses, Machine};
+
+    fn with_profile(p: Profile) -> Policy {
+        Policy {
+            profile: p,
+            ..Policy::default()
+        }
+    }
+
+    #[test]
+    fn persistence_on_off_unread_by_profile() {
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .gpu(1, |g| g.persistence_mode = Reading::Value(false))
+            .build();
+        let r = persistence(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Pass, Status::Warn]);
+        assert_eq!(r[1].gpu, Some(1));
+        assert!(r[1].fix.is_some());
+        let r = persistence(&f, &with_profile(Profile::Inference));
+        assert_eq!(statuses(&r), vec![Status::Pass, Status::Fail]);
+        for p in [Profile::Train, Profile::Hpc, Profile::Render] {
+            assert_eq!(
+                statuses(&persistence(&f, &with_profile(p))),
+                vec![Status::Pass, Status::Warn],
+                "{p}"
+            );
+        }
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| g.persistence_mode = Reading::unavailable("N/A"))
+            .build();
+        let r = persistence(&f, &with_profile(Profile::Inference));
+        assert_eq!(statuses(&r), vec![Status::Skip]);
+        assert!(r[0].message.contains("N/A"));
     }
 }

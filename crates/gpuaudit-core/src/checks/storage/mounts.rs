@@ -44,7 +44,7 @@ pub const CHECK: Check = Check {
     profiles: &[
         ProfileEffect {
             profile: Profile::Train,
-            effect: "Data on a FUSE mount or in the container's overlay layer warns instead of being info, and an NFS mount with 'soft' fails instead of warning.",
+            effect: "Data on a FUSE mount or in the container's overlay layer warns instead of being info; an NFS mount with 'soft', small rsize/wsize, UDP or 'sync', and a 9p host share, fail instead of warning: every epoch reads the data again.",
         },
     ],
     run: run_mounts,
@@ -138,7 +138,7 @@ fn run_mounts(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                     }
                 );
                 let f = if slow {
-                    Finding::warn(ID, msg)
+                    severe(train, msg)
                 } else {
                     Finding::info(ID, msg)
                 };
@@ -151,6 +151,16 @@ fn run_mounts(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         }
     }
     out
+}
+
+/// A fault of the storage under the data: a warning, and under `--profile train` (which reads
+/// the data every epoch) a failure.
+fn severe(train: bool, msg: String) -> Finding {
+    if train {
+        Finding::fail(ID, msg)
+    } else {
+        Finding::warn(ID, msg)
+    }
 }
 
 fn judge_network(m: &Mount, on: &str, train: bool) -> Vec<Finding> {
@@ -167,33 +177,28 @@ fn judge_network(m: &Mount, on: &str, train: bool) -> Vec<Finding> {
         }
         if !small.is_empty() {
             out.push(
-                Finding::warn(ID, format!("{on}: NFS with {} (1 MiB is the usual maximum): every large read is cut into small RPCs, several times slower on a fast network", small.join(" ")))
+                severe(train, format!("{on}: NFS with {} (1 MiB is the usual maximum): every large read is cut into small RPCs, several times slower on a fast network", small.join(" ")))
                     .fix(format!("remount with larger blocks: mount -o remount,rsize=1048576,wsize=1048576 {} (and in /etc/fstab; the server may cap them)", m.target)),
             );
         }
         if m.option("soft").is_some() {
             let msg = format!("{on}: NFS mounted 'soft': when the server is slow to answer, reads and writes fail with I/O errors instead of waiting, which corrupts checkpoints and kills data loaders");
-            let f = if train {
-                Finding::fail(ID, msg)
-            } else {
-                Finding::warn(ID, msg)
-            };
-            out.push(f.fix(format!(
+            out.push(severe(train, msg).fix(format!(
                 "mount with 'hard' (the default): mount -o remount,hard {}",
                 m.target
             )));
         }
         if m.option("proto").is_some_and(|p| p.starts_with("udp")) {
             out.push(
-                Finding::warn(
-                    ID,
+                severe(
+                    train,
                     format!("{on}: NFS over UDP: lost datagrams stall large transfers"),
                 )
                 .fix("mount with proto=tcp"),
             );
         }
         if m.option("sync").is_some() {
-            out.push(Finding::warn(ID, format!("{on}: mounted 'sync': every write waits for the server; checkpoint writes crawl")).fix("remove 'sync' from the mount options"));
+            out.push(severe(train, format!("{on}: mounted 'sync': every write waits for the server; checkpoint writes crawl")).fix("remove 'sync' from the mount options"));
         }
         if m.option("noac").is_some() || m.option("actimeo") == Some("0") {
             out.push(Finding::info(ID, format!("{on}: attribute caching is off (noac/actimeo=0): every stat and open asks the server; slow for many small files")));
@@ -240,7 +245,8 @@ mod tests {
         };
         let r = run_mounts(&f, &p);
         let s: Vec<Status> = r.iter().map(|x| x.status).collect();
-        assert_eq!(s, vec![Status::Warn, Status::Fail, Status::Pass], "{r:#?}");
+        // Under train both NFS faults fail (small blocks cut every epoch's reads).
+        assert_eq!(s, vec![Status::Fail, Status::Fail, Status::Pass], "{r:#?}");
         assert!(r[0].message.contains("rsize=65536"));
         assert!(r[1].message.contains("soft"));
     }
@@ -262,5 +268,78 @@ mod tests {
         assert_eq!(s, vec![Status::Warn, Status::Warn, Status::Info]);
         f.host.data_dirs = Reading::unavailable("snapshot has no cmd/data-dirs.json");
         assert_eq!(run_mounts(&f, &p)[0].status, Status::Skip);
+    }
+
+    fn judged(mounts: &str, profile: Profile) -> Vec<Status> {
+        let mut f = facts(mounts);
+        f.host.data_dirs = Reading::Value(vec![dir("/data/set")]);
+        run_mounts(
+            &f,
+            &Policy {
+                profile,
+                ..Policy::default()
+            },
+        )
+        .iter()
+        .map(|x| x.status)
+        .collect()
+    }
+
+    #[test]
+    fn nfs_faults_fail_under_train() {
+        let root = "/dev/vda / ext4 rw 0 0\n";
+        for (opts, what) in [
+            ("rw,rsize=65536,wsize=1048576,hard", "small rsize"),
+            ("rw,rsize=1048576,wsize=1048576,proto=udp", "udp"),
+            ("rw,rsize=1048576,wsize=1048576,sync", "sync"),
+            ("rw,rsize=1048576,wsize=1048576,soft", "soft"),
+        ] {
+            let t = format!("{root}nas:/x /data nfs4 {opts} 0 0\n");
+            assert_eq!(judged(&t, Profile::General), vec![Status::Warn], "{what}");
+            assert_eq!(judged(&t, Profile::Train), vec![Status::Fail], "{what}");
+            assert_eq!(judged(&t, Profile::Inference), vec![Status::Warn], "{what}");
+        }
+        // 1 MiB is enough; one byte less is not.
+        let at =
+            format!("{root}nas:/x /data nfs4 rw,rsize={NFS_BLOCK_MIN},wsize={NFS_BLOCK_MIN} 0 0\n");
+        assert_eq!(judged(&at, Profile::Train), vec![Status::Info]);
+        let below = format!(
+            "{root}nas:/x /data nfs4 rw,rsize={},wsize={NFS_BLOCK_MIN} 0 0\n",
+            NFS_BLOCK_MIN - 1
+        );
+        assert_eq!(judged(&below, Profile::Train), vec![Status::Fail]);
+        // Attribute caching off: said, not a fault.
+        let noac = format!("{root}nas:/x /data nfs4 rw,noac 0 0\n");
+        assert_eq!(judged(&noac, Profile::Train), vec![Status::Info]);
+        let actimeo = format!("{root}nas:/x /data nfs actimeo=0 0 0\n");
+        assert_eq!(judged(&actimeo, Profile::General), vec![Status::Info]);
+        // Other network file systems: said.
+        let lustre = format!("{root}10.0.0.1@tcp:/fs /data lustre rw 0 0\n");
+        assert_eq!(judged(&lustre, Profile::Train), vec![Status::Info]);
+        // A VM's 9p share is slow; virtiofs is not judged slow.
+        let p9 = format!("{root}share /data 9p rw,trans=virtio 0 0\n");
+        assert_eq!(judged(&p9, Profile::General), vec![Status::Warn]);
+        assert_eq!(judged(&p9, Profile::Train), vec![Status::Fail]);
+        let vfs = format!("{root}share /data virtiofs rw 0 0\n");
+        assert_eq!(judged(&vfs, Profile::Train), vec![Status::Info]);
+        let tmp = format!("{root}tmpfs /data tmpfs rw 0 0\n");
+        assert_eq!(judged(&tmp, Profile::Train), vec![Status::Info]);
+    }
+
+    #[test]
+    fn mounts_unread_and_uncovered() {
+        let mut f = facts("/dev/vda /boot ext4 rw 0 0\n");
+        f.host.data_dirs = Reading::Value(vec![dir("/data")]);
+        let r = run_mounts(&f, &Policy::default());
+        assert_eq!(r[0].status, Status::Skip);
+        assert!(r[0].message.contains("no mount in the table covers /data"));
+        f.host.data_dirs = Reading::Value(vec![]);
+        assert_eq!(run_mounts(&f, &Policy::default())[0].status, Status::Skip);
+        f.host.data_dirs = Reading::Value(vec![dir("/data")]);
+        f.host.mounts = Reading::unavailable("binary");
+        let r = run_mounts(&f, &Policy::default());
+        assert!(r[0]
+            .message
+            .contains("could not read the mount table: binary"));
     }
 }

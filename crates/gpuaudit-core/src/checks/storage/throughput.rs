@@ -163,4 +163,72 @@ mod tests {
         f.host.throughput = Reading::unavailable("snapshot audit: nothing is measured");
         assert!(run_throughput(&f, &train)[0].message.contains("snapshot"));
     }
+
+    #[test]
+    fn throughput_thresholds_on_both_sides() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 2).build();
+        let train = Policy {
+            profile: Profile::Train,
+            ..Policy::default()
+        };
+        let set = |f: &mut Facts, read: f64, iops: f64, direct: bool| {
+            f.host.throughput = Reading::Value(vec![DirThroughput {
+                path: "/data".into(),
+                result: Reading::Value(IoResult {
+                    seq_write_mb_s: 900.0,
+                    seq_read_mb_s: read,
+                    rand_read_iops: iops,
+                    file_bytes: 1 << 30,
+                    direct,
+                    method: "test".into(),
+                }),
+            }])
+        };
+        for (read, iops, general, trained) in [
+            (SEQ_READ_FAIL_MB_S - 0.1, 5000.0, Status::Warn, Status::Fail),
+            (SEQ_READ_FAIL_MB_S, 5000.0, Status::Info, Status::Warn),
+            (SEQ_READ_WARN_MB_S - 0.1, 5000.0, Status::Info, Status::Warn),
+            (SEQ_READ_WARN_MB_S, 5000.0, Status::Pass, Status::Pass),
+            (
+                SEQ_READ_WARN_MB_S,
+                RAND_READ_IOPS_WARN - 0.1,
+                Status::Info,
+                Status::Warn,
+            ),
+            (
+                SEQ_READ_WARN_MB_S,
+                RAND_READ_IOPS_WARN,
+                Status::Pass,
+                Status::Pass,
+            ),
+        ] {
+            set(&mut f, read, iops, true);
+            let g = run_throughput(&f, &Policy::default());
+            assert_eq!(g[0].status, general, "{read} {iops}");
+            assert_eq!(
+                run_throughput(&f, &train)[0].status,
+                trained,
+                "{read} {iops}"
+            );
+            assert_eq!(g[0].fix.is_some(), general != Status::Pass);
+        }
+        // 100 GB at 500 MB/s: 3.3 minutes; buffered figures are said to be so.
+        set(&mut f, 500.0, 5000.0, false);
+        let r = run_throughput(&f, &Policy::default());
+        assert!(
+            r[0].message.contains("(3.3 min per 100 GB read)"),
+            "{}",
+            r[0].message
+        );
+        assert!(r[0].message.contains("O_DIRECT was refused"));
+        set(&mut f, 0.0, 0.0, true);
+        assert!(run_throughput(&f, &Policy::default())[0]
+            .message
+            .contains("inf min"));
+        f.host.throughput = Reading::Value(vec![]);
+        assert!(run_throughput(&f, &train)[0]
+            .message
+            .contains("no data directory"));
+        assert_eq!(round1(12.34), 12.3);
+    }
 }

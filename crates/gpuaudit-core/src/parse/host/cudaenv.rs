@@ -226,6 +226,131 @@ pub fn is_set(value: &str) -> bool {
     )
 }
 
+/// What the NVIDIA container toolkit mounts into a container, from NVIDIA_DRIVER_CAPABILITIES
+/// ("compute,utility", "all", ...). Source: the toolkit's "Driver Capabilities" table
+/// (https://docs.nvidia.com/datacenter/cloud-native/container-toolkit/latest/docker-specialized.html):
+/// `compute` is required for CUDA and OpenCL, `graphics` for OpenGL and Vulkan, `utility` for
+/// nvidia-smi and NVML; unset or empty means the default, `utility,compute`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DriverCapabilities {
+    /// The capabilities named (lower case), with `all` and the default expanded.
+    pub granted: Vec<String>,
+    /// Whether the value was unset or empty (the default applies).
+    pub default: bool,
+    /// Names the toolkit does not know (it refuses to start such a container).
+    pub unknown: Vec<String>,
+}
+
+/// Every capability the toolkit knows, as `all` grants them.
+pub const DRIVER_CAPABILITIES: &[&str] = &[
+    "compute", "compat32", "graphics", "utility", "video", "display",
+];
+
+/// What an unset or empty NVIDIA_DRIVER_CAPABILITIES grants.
+pub const DEFAULT_DRIVER_CAPABILITIES: &[&str] = &["utility", "compute"];
+
+impl DriverCapabilities {
+    pub fn has(&self, cap: &str) -> bool {
+        self.granted.iter().any(|c| c == cap)
+    }
+}
+
+/// Parse NVIDIA_DRIVER_CAPABILITIES (`None`: unset).
+pub fn parse_driver_capabilities(value: Option<&str>) -> DriverCapabilities {
+    let v = value.map(str::trim).unwrap_or("");
+    let caps = |l: &[&str]| l.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+    if v.is_empty() {
+        return DriverCapabilities {
+            granted: caps(DEFAULT_DRIVER_CAPABILITIES),
+            default: true,
+            unknown: vec![],
+        };
+    }
+    let mut granted = Vec::new();
+    let mut unknown = Vec::new();
+    for c in v.split(',').map(|c| c.trim().to_ascii_lowercase()) {
+        if c.is_empty() {
+            continue;
+        }
+        if c == "all" {
+            granted.extend(caps(DRIVER_CAPABILITIES));
+        } else if DRIVER_CAPABILITIES.contains(&c.as_str()) {
+            granted.push(c);
+        } else {
+            unknown.push(c);
+        }
+    }
+    granted.sort();
+    granted.dedup();
+    DriverCapabilities {
+        granted,
+        default: false,
+        unknown,
+    }
+}
+
+/// NCCL_IB_HCA as NCCL reads it (NCCL's environment variable documentation,
+/// https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html#nccl-ib-hca): a
+/// comma-separated list of HCA names, each optionally with `:port`; a leading `^` makes it an
+/// exclude list, a following `=` makes the names exact (otherwise each is a prefix: `mlx5_1`
+/// also selects mlx5_10 ... mlx5_19).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HcaList {
+    pub exclude: bool,
+    pub exact: bool,
+    /// (name, port) per entry.
+    pub entries: Vec<(String, Option<u32>)>,
+}
+
+/// Parse NCCL_IB_HCA; an entry whose port is not a number keeps no port (NCCL's own parser
+/// reads it as no port too).
+pub fn parse_hca_list(value: &str) -> HcaList {
+    let mut v = value.trim();
+    let exclude = v.starts_with('^');
+    if exclude {
+        v = &v[1..];
+    }
+    let exact = v.starts_with('=');
+    if exact {
+        v = &v[1..];
+    }
+    let entries = v
+        .split(',')
+        .map(str::trim)
+        .filter(|e| !e.is_empty())
+        .map(|e| match e.split_once(':') {
+            Some((n, p)) => (n.trim().to_string(), p.trim().parse::<u32>().ok()),
+            None => (e.to_string(), None),
+        })
+        .collect();
+    HcaList {
+        exclude,
+        exact,
+        entries,
+    }
+}
+
+impl HcaList {
+    /// Whether entry `i` names this device port.
+    pub fn entry_matches(&self, i: usize, device: &str, port: u32) -> bool {
+        let Some((name, p)) = self.entries.get(i) else {
+            return false;
+        };
+        let name_ok = if self.exact {
+            device == name
+        } else {
+            device.starts_with(name.as_str())
+        };
+        name_ok && p.is_none_or(|p| p == port)
+    }
+
+    /// Whether NCCL uses this device port under the list.
+    pub fn selects(&self, device: &str, port: u32) -> bool {
+        let named = (0..self.entries.len()).any(|i| self.entry_matches(i, device, port));
+        named != self.exclude
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -299,5 +424,44 @@ mod tests {
         assert!(!is_read_variable("HF_TOKEN"));
         assert!(is_set("1"));
         assert!(!is_set("0"));
+    }
+
+    #[test]
+    fn driver_capabilities() {
+        let d = parse_driver_capabilities(None);
+        assert!(d.default && d.has("compute") && d.has("utility") && !d.has("graphics"));
+        assert_eq!(parse_driver_capabilities(Some(" ")), d);
+        let u = parse_driver_capabilities(Some("utility"));
+        assert!(!u.default && !u.has("compute") && u.has("utility"));
+        let a = parse_driver_capabilities(Some("ALL"));
+        assert_eq!(a.granted.len(), DRIVER_CAPABILITIES.len());
+        let g = parse_driver_capabilities(Some("compute, graphics,,gaming"));
+        assert_eq!(g.granted, vec!["compute", "graphics"]);
+        assert_eq!(g.unknown, vec!["gaming"]);
+    }
+
+    #[test]
+    fn hca_lists() {
+        let l = parse_hca_list("mlx5");
+        assert!(!l.exclude && !l.exact);
+        assert!(l.selects("mlx5_0", 1) && l.selects("mlx5_11", 2) && !l.selects("ibp1s0", 1));
+        let l = parse_hca_list("=mlx5_0:1,mlx5_1:1");
+        assert!(l.exact);
+        assert_eq!(
+            l.entries,
+            vec![("mlx5_0".into(), Some(1)), ("mlx5_1".into(), Some(1))]
+        );
+        assert!(l.selects("mlx5_0", 1) && !l.selects("mlx5_0", 2) && !l.selects("mlx5_10", 1));
+        let l = parse_hca_list("^=mlx5_1,mlx5_4");
+        assert!(l.exclude && l.exact);
+        assert!(l.selects("mlx5_0", 1) && !l.selects("mlx5_1", 1) && !l.selects("mlx5_4", 1));
+        // Without '=', mlx5_1 is a prefix: it names mlx5_10 too.
+        let l = parse_hca_list("mlx5_1");
+        assert!(l.selects("mlx5_10", 1) && !l.selects("mlx5_2", 1));
+        let l = parse_hca_list("mlx5_0:x, ");
+        assert_eq!(l.entries, vec![("mlx5_0".into(), None)]);
+        assert!(!l.entry_matches(5, "mlx5_0", 1));
+        let l = parse_hca_list("^");
+        assert!(l.exclude && l.entries.is_empty() && l.selects("mlx5_0", 1));
     }
 }

@@ -8,6 +8,7 @@
 pub mod container;
 pub mod cudaenv;
 pub mod fabric;
+pub mod graphics;
 pub mod jupyter;
 pub mod ldcache;
 pub mod libs;
