@@ -1,6 +1,6 @@
 //! Small helpers several checks share.
 
-use crate::facts::{Facts, GpuFacts, Mount};
+use crate::facts::{ComputeCapability, Facts, GpuFacts, Mount, ValueSource};
 use crate::finding::Finding;
 use crate::parse::host::mounts::{mount_of, FsClass};
 use crate::policy::Policy;
@@ -100,7 +100,138 @@ pub fn storage_of<'a>(facts: &'a Facts, path: &str) -> Option<(&'a Mount, FsClas
     Some((m, FsClass::of(&m.fstype)))
 }
 
-/// "1 key" / "2 keys".
+/// "1 key" / "2 keys"; for irregular plurals ("1 GPU is" / "2 GPUs are").
 pub fn plural(n: usize, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// "1 GPU" / "2 GPUs" / "0 GPUs", "1 PCIe replay" / "3 PCIe replays": the noun with an `s`
+/// for every count but one. Use [`plural`] where the plural is not the noun plus `s`.
+pub fn count_of(n: impl Into<u64>, noun: &str) -> String {
+    let n = n.into();
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// Capitals words that are said as words, not letter by letter, although written in capitals.
+const CAPITALS_SAID_AS_WORDS: [&str; 4] = ["SUPER", "MIG", "GRID", "TITAN"];
+
+/// Letters whose names begin with a vowel sound ("an H100", "an RTX 4090", "an NVIDIA L4",
+/// "an SXM board"): A E F H I L M N O R S X.
+const VOWEL_SOUNDING_LETTERS: &str = "AEFHILMNORSX";
+
+/// The indefinite article for a name or phrase, by how its first word is said: a word in
+/// capitals or a model number is said letter by letter ("an NVIDIA H200", "an A100", "an RTX
+/// 3090", "an L4", "a T4", "a V100S"), another word as written ("a Tesla", "a Quadro", "an
+/// unknown model"). "GRID", "TITAN", "SUPER" and "MIG" are said as words ("a GRID P4-1Q").
+pub fn article(phrase: &str) -> &'static str {
+    let first = phrase.split_whitespace().next().unwrap_or("");
+    let Some(c) = first.chars().next() else {
+        return "a";
+    };
+    let spelled = c.is_ascii_uppercase()
+        && first
+            .chars()
+            .filter(char::is_ascii_alphabetic)
+            .all(|ch| ch.is_ascii_uppercase())
+        && !CAPITALS_SAID_AS_WORDS
+            .contains(&first.trim_end_matches(|ch: char| !ch.is_ascii_alphanumeric()));
+    let vowel_sound = if spelled {
+        VOWEL_SOUNDING_LETTERS.contains(c)
+    } else {
+        matches!(c.to_ascii_lowercase(), 'a' | 'e' | 'i' | 'o' | 'u')
+    };
+    if vowel_sound {
+        "an"
+    } else {
+        "a"
+    }
+}
+
+/// The phrase with its indefinite article: "an NVIDIA H200", "a Tesla V100S-PCIE-32GB".
+pub fn with_article(phrase: &str) -> String {
+    format!("{} {phrase}", article(phrase))
+}
+
+/// A GPU's compute capability with where it came from: "compute capability 9.0", or
+/// "compute capability 9.0 (from the datasheet)" where it was not read from the GPU but
+/// filled from its model's spec entry. `None` where it is not known.
+pub fn compute_capability_of(g: &GpuFacts) -> Option<(ComputeCapability, String)> {
+    let cc = *g.compute_capability.value()?;
+    let text = if g
+        .compute_capability_source
+        .is_some_and(ValueSource::is_datasheet)
+    {
+        format!("compute capability {cc} (from the datasheet)")
+    } else {
+        format!("compute capability {cc}")
+    };
+    Some((cc, text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Machine;
+
+    #[test]
+    fn counts_are_singular_for_one_only() {
+        assert_eq!(count_of(0u32, "GPU"), "0 GPUs");
+        assert_eq!(count_of(1u32, "GPU"), "1 GPU");
+        assert_eq!(count_of(2u64, "GPU"), "2 GPUs");
+        assert_eq!(count_of(1u32, "PCIe replay"), "1 PCIe replay");
+        assert_eq!(count_of(3u32, "PCIe replay"), "3 PCIe replays");
+        assert_eq!(plural(1, "GPU is", "GPUs are"), "1 GPU is");
+        assert_eq!(plural(2, "GPU is", "GPUs are"), "2 GPUs are");
+    }
+
+    #[test]
+    fn the_article_follows_how_the_first_word_is_said() {
+        for (phrase, a) in [
+            ("NVIDIA H200", "an"),
+            ("H100", "an"),
+            ("A100-SXM4-80GB", "an"),
+            ("RTX 3090", "an"),
+            ("L4", "an"),
+            ("SXM board", "an"),
+            ("T4", "a"),
+            ("V100S", "a"),
+            ("P100", "a"),
+            ("Tesla V100S-PCIE-32GB", "a"),
+            ("Quadro P400", "a"),
+            ("GRID P4-1Q", "a"),
+            ("TITAN RTX", "a"),
+            ("MIG slice", "a"),
+            ("SUPER card", "a"),
+            ("GeForce RTX 2080", "a"),
+            ("unknown model", "an"),
+            ("vGPU", "a"),
+            ("", "a"),
+        ] {
+            assert_eq!(article(phrase), a, "{phrase}");
+        }
+        assert_eq!(with_article("NVIDIA A10G"), "an NVIDIA A10G");
+        assert_eq!(with_article("Quadro P400"), "a Quadro P400");
+    }
+
+    #[test]
+    fn a_datasheet_compute_capability_says_so() {
+        let f = Machine::healthy("h200-sxm-141gb", 1).build();
+        let g = &f.gpu_list()[0];
+        assert_eq!(
+            compute_capability_of(g).map(|c| c.1),
+            Some("compute capability 9.0".to_string())
+        );
+        let mut g = g.clone();
+        g.compute_capability_source = Some(ValueSource::Datasheet);
+        assert_eq!(
+            compute_capability_of(&g).map(|c| c.1),
+            Some("compute capability 9.0 (from the datasheet)".to_string())
+        );
+        g.compute_capability = Reading::unavailable("nvidia-smi -q does not report it");
+        assert!(compute_capability_of(&g).is_none());
+    }
 }

@@ -5,7 +5,7 @@ mod measurements;
 pub use measurements::measurements;
 
 use crate::checks;
-use crate::facts::{Facts, GpuFacts, Libc, Measurement, Origin, VirtualizationMode};
+use crate::facts::{Facts, GpuFacts, Libc, Measurement, Origin, ValueSource, VirtualizationMode};
 use crate::finding::{Finding, Status};
 use crate::policy::Policy;
 use crate::spec::SpecDb;
@@ -72,6 +72,9 @@ pub struct GpuSection {
     pub memory_total_mib: Option<u64>,
     pub sm_count: Option<u32>,
     pub compute_capability: Option<String>,
+    /// Where `compute_capability` came from: "nvml", "nvidia-smi", "cuda" (read from the
+    /// GPU) or "datasheet" (the identified model's entry in the spec database, not a reading).
+    pub compute_capability_source: Option<ValueSource>,
     pub vbios: Option<String>,
     pub driver_binding: Option<String>,
     pub pcie: PcieSection,
@@ -248,6 +251,12 @@ fn gpu_section(facts: &Facts, g: &GpuFacts) -> GpuSection {
             .value()
             .map(|c| c.to_string())
             .or_else(|| spec.map(|s| s.compute_capability.clone())),
+        compute_capability_source: match g.compute_capability.value() {
+            Some(_) => g
+                .compute_capability_source
+                .or_else(|| ValueSource::of_facts(&g.source)),
+            None => spec.map(|_| ValueSource::Datasheet),
+        },
         vbios: g.vbios.value().cloned(),
         driver_binding: pci.and_then(|p| p.driver.value().cloned().flatten()),
         pcie: PcieSection {

@@ -1426,9 +1426,27 @@ fn a_gpu_with_nothing_readable_cannot_tell() {
     let g = facts(None, None, Some(81920), Some(108));
     let m = db.judge_expected("a100", &g);
     assert!(matches!(m, ExpectMatch::Unknown { .. }), "{m:?}");
-    assert!(m
-        .why_text()
-        .contains("neither the PCI device id nor the name"));
+    assert!(
+        m.why_text().starts_with("neither the PCI device id ("),
+        "{m:?}"
+    );
+    assert!(m.why_text().contains(") nor the name ("), "{m:?}");
+    // Each says why it was not read: the reading's reason, or the zero it held.
+    let g = facts(Some(0), None, None, None);
+    let m = db.judge_expected("a100", &g);
+    assert!(
+        m.why_text()
+            .starts_with("neither the PCI device id (0x0000 names no device) nor the name ("),
+        "{m:?}"
+    );
+    let mut g = facts(None, Some("  "), None, None);
+    g.pci_device_id = Reading::unavailable("nvidia-smi: <pci/pci_device_id> redacted");
+    let m = db.judge_expected("a100", &g);
+    assert_eq!(
+        m.why_text(),
+        "neither the PCI device id (nvidia-smi: <pci/pci_device_id> redacted) nor the name \
+         (empty) could be read; what was read fits"
+    );
     // An order the database does not know cannot be judged.
     let g = facts(Some(0x2335), Some("NVIDIA H200"), None, None);
     assert!(matches!(
@@ -1451,7 +1469,7 @@ fn the_evidence_narrows_the_order_before_it_is_judged() {
     let reasons = why(&db.judge_expected("a100", &g));
     assert_eq!(reasons.len(), 1, "{reasons:?}");
     assert!(
-        reasons[0].contains("40.0 GiB") && reasons[0].contains("(80 GB)"),
+        reasons[0] == "it shows 40.0 GiB of memory; the datasheet label of 'a100' is 80 GB",
         "{reasons:?}"
     );
     // The right size: matches the model the id names.

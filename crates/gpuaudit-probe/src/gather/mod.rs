@@ -8,7 +8,9 @@ use crate::command;
 use crate::host::{self, HostOptions};
 use crate::nvml::NvmlSource;
 use crate::root::RootFs;
-use gpuaudit_core::facts::{Facts, GpuFacts, MeasuredFacts, NetFacts, Origin, Topology, XidEvent};
+use gpuaudit_core::facts::{
+    Facts, GpuFacts, MeasuredFacts, NetFacts, Origin, Topology, ValueSource, XidEvent,
+};
 use gpuaudit_core::parse::{nvlink, nvsmi_xml, procfs, topo, ParseError};
 use gpuaudit_core::spec::SpecDb;
 use gpuaudit_core::Reading;
@@ -230,6 +232,8 @@ pub fn live_deferred(opts: &GatherOptions) -> (Facts, PendingHost) {
             match nvml.gpus() {
                 Ok(g) => {
                     facts.driver.query = Reading::Value("nvml".into());
+                    // NVML lists every device it counts (one it cannot open with the reason).
+                    facts.driver.attached_gpus = Reading::Value(g.len() as u32);
                     facts.gpus = Reading::Value(g);
                 }
                 Err(e) => {
@@ -324,6 +328,7 @@ fn apply_nvsmi(facts: &mut Facts, parsed: Result<nvsmi_xml::NvsmiLog, ParseError
                 Some(c) => Reading::Value(c),
                 None => Reading::unavailable("nvidia-smi: no cuda_version"),
             };
+            facts.driver.attached_gpus = log.attached_gpus;
             if log.gpus_left_out > 0 {
                 facts.driver.gpus_left_out = Some(format!(
                     "nvidia-smi lists {} GPUs; the first {} were read",
@@ -378,7 +383,8 @@ fn live_xids() -> Reading<Vec<XidEvent>> {
 }
 
 /// Fill what follows from the model where the source could not read it: the compute
-/// capability is a property of the model (nvidia-smi -q does not print it).
+/// capability is a property of the model (nvidia-smi -q does not print it). Each value says
+/// where it came from.
 fn finish(facts: &mut Facts) {
     if let Reading::Value(gpus) = &mut facts.gpus {
         for g in gpus.iter_mut() {
@@ -389,11 +395,15 @@ fn finish(facts: &mut Facts) {
 
 fn fill_from_spec(g: &mut GpuFacts) {
     if g.compute_capability.value().is_some() {
+        if g.compute_capability_source.is_none() {
+            g.compute_capability_source = ValueSource::of_facts(&g.source);
+        }
         return;
     }
     let spec = SpecDb::embedded().identify_gpu(g);
     if let Some(cc) = spec.and_then(|s| s.compute_capability()) {
         g.compute_capability = Reading::Value(cc);
+        g.compute_capability_source = Some(ValueSource::Datasheet);
     }
 }
 

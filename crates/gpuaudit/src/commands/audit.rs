@@ -4,7 +4,7 @@ use crate::cli::{parse_gpu_list, AuditArgs};
 use crate::output;
 use crate::progress::Bar;
 use anyhow::{bail, Result};
-use gpuaudit_core::facts::{Facts, MeasuredFacts};
+use gpuaudit_core::facts::{Facts, MeasuredFacts, ValueSource};
 use gpuaudit_core::render::TableOptions;
 use gpuaudit_core::spec::SpecDb;
 use gpuaudit_core::Reading;
@@ -120,8 +120,14 @@ pub fn apply_measured(facts: &mut Facts, measured: MeasuredFacts) {
             if g.sm_count.value().is_none() {
                 g.sm_count = Reading::Value(d.sm_count);
             }
-            if g.compute_capability.value().is_none() {
+            // The device's own answer replaces a datasheet value (a GPU identified as the
+            // wrong model has the wrong one).
+            let from_datasheet = g
+                .compute_capability_source
+                .is_some_and(ValueSource::is_datasheet);
+            if g.compute_capability.value().is_none() || from_datasheet {
                 g.compute_capability = Reading::Value(d.compute_capability);
+                g.compute_capability_source = Some(ValueSource::Cuda);
             }
         }
     }
