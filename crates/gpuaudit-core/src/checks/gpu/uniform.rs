@@ -138,6 +138,16 @@ fn uniform(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 .collect::<Vec<_>>(),
         )
         .with("names", &names)
+        .with("pci_device_ids", {
+            let mut ids: Vec<String> = gpus
+                .iter()
+                .filter_map(|g| GpuEvidence::of(g).pci_device_id)
+                .map(|id| format!("{id:#06x}"))
+                .collect();
+            ids.sort();
+            ids.dedup();
+            ids
+        })
         .with(
             "memory_total_mib",
             mems.iter().map(|m| m.1).collect::<Vec<_>>(),
@@ -200,7 +210,7 @@ fn uniform(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                     gpu_list(&small)
                 ),
             )
-            .evidence(ev.with("memory_spread", spread).with("memory_spread_allowed", MEMORY_SPREAD))
+            .evidence(ev.with("memory_spread", (spread * 1000.0).round() / 1000.0).with("memory_spread_allowed", MEMORY_SPREAD))
             .fix("Compare `nvidia-smi -q -d MEMORY,ECC,PAGE_RETIREMENT,ROW_REMAPPER` across the GPUs; ask the provider for matching GPUs.")];
         }
     }
