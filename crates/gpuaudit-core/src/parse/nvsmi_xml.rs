@@ -300,7 +300,7 @@ impl<'a, 'input> Gpu<'a, 'input> {
         let raw = self.text(p);
         let shown = raw.value().map(|t| t.to_string());
         match (self.float(p, unit), shown) {
-            (Reading::Value(v), Some(t)) if v == 0.0 => zero_unknown(p, &t, why),
+            (Reading::Value(0.0), Some(t)) => zero_unknown(p, &t, why),
             (n, _) => n,
         }
     }
@@ -396,14 +396,24 @@ fn pci_device_id(g: &Gpu) -> Reading<u16> {
             let device = (v >> 16) as u16;
             if device == 0 || device == 0xffff {
                 Reading::unavailable(format!(
-                    "{SOURCE}: <pci/pci_device_id> {t}: its device half is {device:#06x}, which \
-                     names no device (zeroed, or not readable)"
+                    "{SOURCE}: <pci/pci_device_id> {t}: its device half is {}, which names no \
+                     device (zeroed, or not readable)",
+                    unset_half(device)
                 ))
             } else {
                 Reading::Value(device)
             }
         }
         (r, _) => r.map(|v| (v >> 16) as u16),
+    }
+}
+
+/// How an unset half of a PCI id is said: in words, so that no reader takes it for an id.
+fn unset_half(half: u16) -> &'static str {
+    if half == 0 {
+        "all zeros"
+    } else {
+        "all ones"
     }
 }
 
@@ -415,9 +425,9 @@ fn pci_subsystem_id(g: &Gpu) -> Reading<u32> {
     match (raw.and_then(|t| hex_u32(t, "pci/pci_sub_system_id")), shown) {
         (Reading::Value(v), Some(t)) if matches!(v >> 16, 0 | 0xffff) => {
             Reading::unavailable(format!(
-                "{SOURCE}: <pci/pci_sub_system_id> {t}: its subsystem device half is {:#06x}, \
-                 which names no board (zeroed, or not readable)",
-                v >> 16
+                "{SOURCE}: <pci/pci_sub_system_id> {t}: its subsystem device half is {}, which \
+                 names no board (zeroed, or not readable)",
+                unset_half((v >> 16) as u16)
             ))
         }
         (r, _) => r,
