@@ -493,6 +493,27 @@ mod tests {
     }
 
     #[test]
+    fn value_sources_are_named_as_the_report_writes_them() {
+        for (s, name) in [
+            (ValueSource::Nvml, "nvml"),
+            (ValueSource::NvidiaSmi, "nvidia-smi"),
+            (ValueSource::Cuda, "cuda"),
+            (ValueSource::Datasheet, "datasheet"),
+        ] {
+            assert_eq!(serde_json::to_value(s).unwrap(), name);
+            assert_eq!(s.as_str(), name);
+            assert_eq!(s.to_string(), name);
+            assert_eq!(s.is_datasheet(), name == "datasheet");
+        }
+        assert_eq!(ValueSource::of_facts("nvml"), Some(ValueSource::Nvml));
+        assert_eq!(
+            ValueSource::of_facts("nvidia-smi"),
+            Some(ValueSource::NvidiaSmi)
+        );
+        assert_eq!(ValueSource::of_facts("unknown"), None);
+    }
+
+    #[test]
     fn pcie_rates() {
         assert_eq!(pcie_gen_from_gts(32.0), Some(5));
         assert_eq!(pcie_gen_from_gts(3.0), None);

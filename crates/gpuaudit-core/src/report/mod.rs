@@ -282,3 +282,63 @@ fn gpu_section(facts: &Facts, g: &GpuFacts) -> GpuSection {
         }),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reading::Reading;
+    use crate::testing::Machine;
+
+    #[test]
+    fn the_compute_capability_says_where_it_came_from() {
+        let section = |f: &Facts| gpu_section(f, &f.gpu_list()[0]);
+        let f = Machine::healthy("h200-sxm-141gb", 1).build();
+        let s = section(&f);
+        assert_eq!(s.compute_capability.as_deref(), Some("9.0"));
+        assert_eq!(s.compute_capability_source, Some(ValueSource::Nvml));
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| {
+                g.compute_capability_source = Some(ValueSource::Datasheet)
+            })
+            .build();
+        assert_eq!(
+            section(&f).compute_capability_source,
+            Some(ValueSource::Datasheet)
+        );
+        // Not read, the model known: the datasheet's, said so.
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| {
+                g.compute_capability = Reading::unavailable("nvidia-smi -q does not report it");
+                g.compute_capability_source = None;
+            })
+            .build();
+        let s = section(&f);
+        assert_eq!(s.compute_capability.as_deref(), Some("9.0"));
+        assert_eq!(s.compute_capability_source, Some(ValueSource::Datasheet));
+        // A value with no recorded source is the facts' source's.
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| {
+                g.source = "nvidia-smi".into();
+                g.compute_capability_source = None;
+            })
+            .build();
+        assert_eq!(
+            section(&f).compute_capability_source,
+            Some(ValueSource::NvidiaSmi)
+        );
+        // Neither read nor known.
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| {
+                g.compute_capability = Reading::unavailable("not read");
+                g.compute_capability_source = None;
+                g.pci_device_id = Reading::unavailable("not read");
+                g.name = Reading::unavailable("not read");
+            })
+            .build();
+        let s = section(&f);
+        assert_eq!(s.compute_capability, None);
+        assert_eq!(s.compute_capability_source, None);
+        let json = serde_json::to_value(&s).unwrap();
+        assert!(json["compute_capability_source"].is_null());
+    }
+}

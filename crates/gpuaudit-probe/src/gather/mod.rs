@@ -513,6 +513,44 @@ mod tests {
     }
 
     #[test]
+    fn attached_gpus_and_the_compute_capabilitys_source_are_carried() {
+        // One <gpu> of the four the driver says are attached (as in the real A100 MIG log).
+        let xml = "<nvidia_smi_log><attached_gpus>4</attached_gpus><gpu id=\"00000000:01:00.0\">\
+                   <product_name>NVIDIA A100-SXM4-80GB</product_name>\
+                   <pci><pci_device_id>20B210DE</pci_device_id></pci></gpu></nvidia_smi_log>";
+        let d = snapshot_of(&[("cmd/nvidia-smi-q.xml", xml)]);
+        let f = snapshot(d.path(), &opts()).unwrap();
+        assert_eq!(f.driver.attached_gpus, Reading::Value(4));
+        let g = &f.gpus.value().unwrap()[0];
+        // nvidia-smi -q has no compute capability: the datasheet's, and said so.
+        assert_eq!(
+            g.compute_capability.value().map(|c| c.to_string()),
+            Some("8.0".into())
+        );
+        assert_eq!(g.compute_capability_source, Some(ValueSource::Datasheet));
+        // A model the database does not know: nothing filled, no source.
+        let xml = "<nvidia_smi_log><gpu id=\"00000000:01:00.0\">\
+                   <product_name>Radeon</product_name></gpu></nvidia_smi_log>";
+        let d = snapshot_of(&[("cmd/nvidia-smi-q.xml", xml)]);
+        let f = snapshot(d.path(), &opts()).unwrap();
+        let g = &f.gpus.value().unwrap()[0];
+        assert!(g.compute_capability.value().is_none());
+        assert_eq!(g.compute_capability_source, None);
+    }
+
+    #[test]
+    fn a_compute_capability_already_read_keeps_its_source() {
+        let mut g = GpuFacts::unread(0, "0000:01:00.0", "nvml", "not read");
+        g.compute_capability =
+            Reading::Value(gpuaudit_core::facts::ComputeCapability { major: 9, minor: 0 });
+        fill_from_spec(&mut g);
+        assert_eq!(g.compute_capability_source, Some(ValueSource::Nvml));
+        g.compute_capability_source = Some(ValueSource::Cuda);
+        fill_from_spec(&mut g);
+        assert_eq!(g.compute_capability_source, Some(ValueSource::Cuda));
+    }
+
+    #[test]
     fn gpus_beyond_the_cap_are_said() {
         let xml = format!(
             "<nvidia_smi_log>{}</nvidia_smi_log>",
