@@ -312,8 +312,8 @@ fn models_lists_every_model_and_the_names_expect_accepts() {
         .unwrap();
     assert_eq!(h200["memory_gb"], 141.0);
     assert_eq!(h200["nvlink"], "direct");
-    let p4 = models.iter().find(|m| m["key"] == "p4").unwrap();
-    assert!(p4["memory_gb"].is_null());
+    let p40 = models.iter().find(|m| m["key"] == "p40").unwrap();
+    assert!(p40["memory_gb"].is_null());
 
     gpuaudit()
         .args(["models", "--format", "yaml"])

@@ -820,8 +820,6 @@ const KNOWN_GAPS: &[(&str, &[&str])] = &[
     (
         "p4",
         &[
-            "memory_gb",
-            "memory_type",
             "memory_bandwidth_gbps",
             "tdp_w",
             "sm_count",
