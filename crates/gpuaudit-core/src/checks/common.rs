@@ -178,6 +178,105 @@ mod tests {
     use crate::testing::Machine;
 
     #[test]
+    fn why_there_is_no_gpu() {
+        let no_driver = |pci: Reading<Vec<crate::facts::PciFunction>>| {
+            Machine::healthy("h200-sxm-141gb", 2)
+                .with(|f| {
+                    f.gpus = Reading::unavailable("NVML: driver not loaded");
+                    f.pci_gpus = pci;
+                })
+                .build()
+        };
+        assert_eq!(
+            no_gpu_reason(&no_driver(Reading::Value(vec![]))),
+            "no NVIDIA GPU found (see gpu.present)"
+        );
+        let on_bus = Machine::healthy("h200-sxm-141gb", 1).build().pci_gpus;
+        assert_eq!(
+            no_gpu_reason(&no_driver(on_bus)),
+            "the NVIDIA driver does not answer (see gpu.present)"
+        );
+        assert_eq!(
+            no_gpu_reason(&no_driver(Reading::unavailable("no sysfs"))),
+            "no GPU to look at: NVML: driver not loaded"
+        );
+        let none = Machine::healthy("h200-sxm-141gb", 1)
+            .with(|f| f.gpus = Reading::Value(vec![]))
+            .build();
+        assert_eq!(no_gpu_reason(&none), "no NVIDIA GPU found (see gpu.present)");
+        let two = Machine::healthy("h200-sxm-141gb", 2).build();
+        assert_eq!(
+            no_gpu_reason(&two),
+            "none of the GPUs chosen with --gpus exists"
+        );
+    }
+
+    #[test]
+    fn per_gpu_findings_follow_the_selection() {
+        let f = Machine::healthy("h200-sxm-141gb", 3).build();
+        let all = Policy::default();
+        let some = Policy {
+            gpus: Some(vec![0, 2]),
+            ..Policy::default()
+        };
+        let none = Policy {
+            gpus: Some(vec![7]),
+            ..Policy::default()
+        };
+        let one = |g: &GpuFacts| Finding::pass("t", g.label());
+        let two = |g: &GpuFacts| vec![Finding::pass("t", g.label()), Finding::info("t", "x")];
+        let gpus = |v: Vec<Finding>| v.iter().map(|f| f.gpu).collect::<Vec<_>>();
+        assert_eq!(gpus(per_gpu("t", &f, &all, one)), [Some(0), Some(1), Some(2)]);
+        assert_eq!(gpus(per_gpu("t", &f, &some, one)), [Some(0), Some(2)]);
+        let skipped = per_gpu("t", &f, &none, one);
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].status, crate::finding::Status::Skip);
+        assert_eq!(skipped[0].message, "none of the GPUs chosen with --gpus exists");
+        assert_eq!(
+            gpus(per_gpu_many("t", &f, &some, two)),
+            [Some(0), Some(0), Some(2), Some(2)]
+        );
+        let skipped = per_gpu_many("t", &f, &none, two);
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].status, crate::finding::Status::Skip);
+        assert_eq!(gpu_count(&f), Some(3));
+        let no_driver = Machine::healthy("h200-sxm-141gb", 2)
+            .with(|f| f.gpus = Reading::unavailable("x"))
+            .build();
+        assert_eq!(gpu_count(&no_driver), Some(2));
+        let nothing = Machine::healthy("h200-sxm-141gb", 2)
+            .with(|f| {
+                f.gpus = Reading::unavailable("x");
+                f.pci_gpus = Reading::unavailable("y");
+            })
+            .build();
+        assert_eq!(gpu_count(&nothing), None);
+    }
+
+    #[test]
+    fn names_percentages_and_mounts() {
+        let f = Machine::healthy("h200-sxm-141gb", 1).build();
+        let g = &f.gpu_list()[0];
+        assert_eq!(name_of(g), "NVIDIA H200");
+        assert_eq!(spec_of(g).map(|s| s.key.as_str()), Some("h200-sxm-141gb"));
+        let mut unnamed = g.clone();
+        unnamed.name = Reading::unavailable("N/A");
+        assert_eq!(name_of(&unnamed), "unknown model");
+        assert_eq!(pct(72.0, 100.0), "72%");
+        assert_eq!(pct(1.0, 3.0), "33%");
+        assert_eq!(pct(1.0, 0.0), "n/a");
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .mounts("/dev/sda1 / ext4 rw 0 0\nserver:/d /data nfs4 rw,rsize=1048576 0 0\n")
+            .build();
+        let (m, class) = storage_of(&f, "/data/x").unwrap();
+        assert_eq!(m.target, "/data");
+        assert_eq!(class, FsClass::of("nfs4"));
+        assert_eq!(storage_of(&f, "/home").unwrap().0.target, "/");
+        let unread = Machine::healthy("h200-sxm-141gb", 1).build();
+        assert!(storage_of(&unread, "/data").is_none());
+    }
+
+    #[test]
     fn counts_are_singular_for_one_only() {
         assert_eq!(count_of(0u32, "GPU"), "0 GPUs");
         assert_eq!(count_of(1u32, "GPU"), "1 GPU");

@@ -115,11 +115,13 @@ impl SpecDb {
     pub fn judge_expected<'a>(&'a self, expect: &str, gpu: &GpuFacts) -> ExpectMatch<'a> {
         let e = GpuEvidence::of(gpu);
         let verdict = self.judge_evidence(expect, &e);
-        if !matches!(verdict, ExpectMatch::Unknown { .. })
-            || e.pci_device_id.is_some()
-            || e.name.is_some()
-            || self.matching(expect).is_empty()
-        {
+        // An `Unknown` without a readable name is the kind where nothing points at a model
+        // (the other kind, an id the database lacks, needs the name to vouch for the family);
+        // an order the database does not know keeps its own reason.
+        let nothing_points = matches!(verdict, ExpectMatch::Unknown { .. })
+            && e.name.is_none()
+            && !self.matching(expect).is_empty();
+        if !nothing_points {
             return verdict;
         }
         let id_why = match (&gpu.pci_device_id, gpu.pci_device_id.reason()) {

@@ -407,6 +407,10 @@ mod tests {
             "8 GPUs found, 8 ordered (a100:8); the model does not match on 8 of them (see each GPU's finding)"
         );
         assert!(!out[0].message.contains("as ordered"));
+        assert_eq!(
+            out[0].fix.as_deref(),
+            Some("Ask the provider for the model you ordered; keep this report as evidence.")
+        );
         for f in &out[1..] {
             assert_eq!(f.status, Status::Fail, "{}", f.message);
             assert!(
@@ -423,6 +427,7 @@ mod tests {
         let out = run(&v100s_x8(), Some("v100s:8"));
         assert!(out.iter().all(|f| f.status == Status::Pass), "{out:#?}");
         assert_eq!(out[0].message, "8 GPUs, as ordered (v100s:8)");
+        assert_eq!(out[0].fix, None);
         assert_eq!(
             out[1].message,
             "GPU 0 (00:06.0) is an NVIDIA Tesla V100S PCIe 32GB, as ordered (v100s)"
@@ -460,6 +465,19 @@ mod tests {
             out[0].message,
             "GPU 0 (00:06.0) is a Quadro RTX 6000 that the spec database does not know: nothing to compare with"
         );
+        // The id alone, or the name alone, is still something to name it by.
+        let mut id_only = f.clone();
+        if let Reading::Value(g) = &mut id_only.gpus {
+            g[0].name = Reading::unavailable("N/A");
+        }
+        let out = run(&id_only, None);
+        assert_eq!(statuses(&out), vec![Status::Info]);
+        assert!(out[0].message.contains("is an unknown model that the spec database does not know"));
+        let mut name_only = f.clone();
+        if let Reading::Value(g) = &mut name_only.gpus {
+            g[0].pci_device_id = Reading::unavailable("N/A");
+        }
+        assert_eq!(statuses(&run(&name_only, None)), vec![Status::Info]);
     }
 
     #[test]
@@ -476,6 +494,11 @@ mod tests {
             out[0].message,
             "1 GPU found, 1 ordered (a100:1); the model could not be confirmed on 1 of them"
         );
+        assert!(out[0]
+            .fix
+            .as_deref()
+            .unwrap()
+            .starts_with("Read the model by hand"));
         let m = &out[1].message;
         assert!(m.contains("cannot confirm it is the ordered a100"), "{m}");
         assert!(
@@ -522,11 +545,17 @@ mod tests {
             out[0].message,
             "4 GPUs attached (the driver says), 1 described, 4 ordered (a100:4); the model could not be confirmed on 3 of them"
         );
-        // Attached = described: as for any list.
-        let f = Machine::healthy("a100-sxm4-80gb", 1)
-            .with(|f| f.driver.attached_gpus = Reading::Value(1))
-            .build();
-        assert_eq!(run(&f, Some("a100:1"))[0].status, Status::Pass);
+        // Attached = described (or fewer, a log that contradicts itself): the list counts.
+        for attached in [1, 0] {
+            let f = Machine::healthy("a100-sxm4-80gb", 1)
+                .with(|f| f.driver.attached_gpus = Reading::Value(attached))
+                .build();
+            assert_eq!(run(&f, Some("a100:1"))[0].message, "1 GPU, as ordered (a100:1)");
+            assert_eq!(
+                run(&f, Some("a100:2"))[0].message,
+                "1 GPU found, 2 ordered (a100:2)"
+            );
+        }
         // Four attached, eight ordered: the count fails.
         let f = Machine::healthy("a100-sxm4-80gb", 1)
             .with(|f| f.driver.attached_gpus = Reading::Value(4))
