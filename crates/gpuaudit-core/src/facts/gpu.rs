@@ -23,7 +23,15 @@ pub struct GpuFacts {
     pub pci_subsystem_id: Reading<u32>,
     /// "Hopper", "Ampere", ...
     pub architecture: Reading<String>,
+    /// The CUDA compute capability. nvidia-smi -q does not print it; where no source read it,
+    /// gather fills it from the model's datasheet entry and says so in
+    /// [`compute_capability_source`](Self::compute_capability_source).
     pub compute_capability: Reading<ComputeCapability>,
+    /// Where [`compute_capability`](Self::compute_capability) came from; `None` while it is
+    /// `Unavailable`. A datasheet value is the model's, not a reading of this GPU: a GPU
+    /// identified as the wrong model gets the wrong one.
+    #[serde(default)]
+    pub compute_capability_source: Option<ValueSource>,
     pub vbios: Reading<String>,
     pub board_part_number: Reading<String>,
     pub memory: GpuMemory,
@@ -67,6 +75,7 @@ impl GpuFacts {
             pci_subsystem_id: Reading::unavailable(reason),
             architecture: Reading::unavailable(reason),
             compute_capability: Reading::unavailable(reason),
+            compute_capability_source: None,
             vbios: Reading::unavailable(reason),
             board_part_number: Reading::unavailable(reason),
             memory: GpuMemory {
@@ -153,6 +162,50 @@ pub fn normalize_bus_id(id: &str) -> String {
     let domain = parts[0].trim_start_matches('0');
     let domain = format!("{:0>4}", domain);
     format!("{}:{}:{}", domain, parts[1], parts[2])
+}
+
+/// Where a GPU fact's value came from, for facts that are not always read from the GPU.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ValueSource {
+    /// Read through NVML.
+    Nvml,
+    /// Read from `nvidia-smi`.
+    NvidiaSmi,
+    /// Read through the CUDA driver API (the measurement child's device attributes).
+    Cuda,
+    /// Not read: the figure of the model's entry in the spec database (data/gpus.toml).
+    Datasheet,
+}
+
+impl ValueSource {
+    /// The source a GPU's facts name ("nvml", "nvidia-smi"), where it is one of those.
+    pub fn of_facts(source: &str) -> Option<ValueSource> {
+        match source {
+            "nvml" => Some(ValueSource::Nvml),
+            "nvidia-smi" => Some(ValueSource::NvidiaSmi),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ValueSource::Nvml => "nvml",
+            ValueSource::NvidiaSmi => "nvidia-smi",
+            ValueSource::Cuda => "cuda",
+            ValueSource::Datasheet => "datasheet",
+        }
+    }
+
+    pub fn is_datasheet(self) -> bool {
+        self == ValueSource::Datasheet
+    }
+}
+
+impl std::fmt::Display for ValueSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -438,6 +491,27 @@ mod tests {
             ]
         );
         assert!(ThrottleReason::decode(0).is_empty());
+    }
+
+    #[test]
+    fn value_sources_are_named_as_the_report_writes_them() {
+        for (s, name) in [
+            (ValueSource::Nvml, "nvml"),
+            (ValueSource::NvidiaSmi, "nvidia-smi"),
+            (ValueSource::Cuda, "cuda"),
+            (ValueSource::Datasheet, "datasheet"),
+        ] {
+            assert_eq!(serde_json::to_value(s).unwrap(), name);
+            assert_eq!(s.as_str(), name);
+            assert_eq!(s.to_string(), name);
+            assert_eq!(s.is_datasheet(), name == "datasheet");
+        }
+        assert_eq!(ValueSource::of_facts("nvml"), Some(ValueSource::Nvml));
+        assert_eq!(
+            ValueSource::of_facts("nvidia-smi"),
+            Some(ValueSource::NvidiaSmi)
+        );
+        assert_eq!(ValueSource::of_facts("unknown"), None);
     }
 
     #[test]

@@ -76,6 +76,11 @@ pub struct DriverFacts {
     pub module_flavor: Reading<ModuleFlavor>,
     /// The first line of /proc/driver/nvidia/version.
     pub proc_version: Reading<String>,
+    /// How many GPUs the driver says are attached (`<attached_gpus>` of `nvidia-smi -q -x`),
+    /// read on its own: it can exceed the GPUs described (`nvidia-smi -q -x -i N`, a log cut
+    /// down before publishing, or a GPU the driver could not describe).
+    #[serde(default)]
+    pub attached_gpus: Reading<u32>,
     /// Where the driver listed more GPUs than gpuaudit reads (`parse::nvsmi_xml::MAX_GPUS`):
     /// what was left out, in words ("nvidia-smi lists 700000 GPUs; the first 256 were read").
     #[serde(default)]
@@ -90,6 +95,7 @@ impl DriverFacts {
             cuda_version: Reading::unavailable(reason),
             module_flavor: Reading::unavailable(reason),
             proc_version: Reading::unavailable(reason),
+            attached_gpus: Reading::unavailable(reason),
             gpus_left_out: None,
         }
     }

@@ -3,6 +3,12 @@
 //! Tag names differ between driver generations (`clocks_throttle_reasons` before R535,
 //! `clocks_event_reasons` after; power under `power_readings` or `gpu_power_readings`); both
 //! are accepted. "N/A" and missing elements become `Reading::Unavailable` with the reason.
+//!
+//! So does a zero where the driver writes 0 for "I do not know": a vGPU guest prints its
+//! maximum clocks as `0 MHz`, power limits of a GPU the driver cannot manage read `0.00 W`, and
+//! a PCI device id whose device half is `0000` (`000000DE`) names no device. Those fields are
+//! read with [`Why0`]: the zero becomes `Unavailable` with the reason. Zeros that are readings
+//! (error counters, utilisation, memory used, a replay count) stay values.
 
 use super::text::{fact_line, first_line, shorten};
 use super::ParseError;
@@ -179,20 +185,15 @@ fn parse_gpu(gpu: Node, index: u32) -> Result<GpuFacts, ParseError> {
         name: g.string(&["product_name"]),
         uuid: g.string(&["uuid"]),
         serial: g.string(&["serial"]),
-        pci_device_id: g
-            .text(&["pci", "pci_device_id"])
-            .and_then(|t| hex_u32(t, "pci/pci_device_id"))
-            // nvidia-smi prints device << 16 | vendor ("233510DE").
-            .map(|v| (v >> 16) as u16),
-        pci_subsystem_id: g
-            .text(&["pci", "pci_sub_system_id"])
-            .and_then(|t| hex_u32(t, "pci/pci_sub_system_id")),
+        pci_device_id: pci_device_id(&g),
+        pci_subsystem_id: pci_subsystem_id(&g),
         architecture: g.string(&["product_architecture"]),
         compute_capability: Reading::unavailable("nvidia-smi -q does not report it"),
+        compute_capability_source: None,
         vbios: g.string(&["vbios_version"]),
         board_part_number: g.string(&["board_part_number"]),
         memory: GpuMemory {
-            total_mib: g.num(&["fb_memory_usage", "total"], &["MiB"]),
+            total_mib: g.num_known(&["fb_memory_usage", "total"], &["MiB"], Why0::Memory),
             used_mib: g.num(&["fb_memory_usage", "used"], &["MiB"]),
             free_mib: g.num(&["fb_memory_usage", "free"], &["MiB"]),
             reserved_mib: g.num(&["fb_memory_usage", "reserved"], &["MiB"]),
@@ -201,13 +202,21 @@ fn parse_gpu(gpu: Node, index: u32) -> Result<GpuFacts, ParseError> {
         pcie: pcie(&g),
         power: power(&g),
         clocks: Clocks {
-            sm_mhz: g.num(&["clocks", "sm_clock"], &["MHz"]),
-            mem_mhz: g.num(&["clocks", "mem_clock"], &["MHz"]),
-            sm_max_mhz: g.num(&["max_clocks", "sm_clock"], &["MHz"]),
-            mem_max_mhz: g.num(&["max_clocks", "mem_clock"], &["MHz"]),
-            app_sm_mhz: g.num(&["applications_clocks", "graphics_clock"], &["MHz"]),
-            app_mem_mhz: g.num(&["applications_clocks", "mem_clock"], &["MHz"]),
-            default_app_sm_mhz: g.num(&["default_applications_clocks", "graphics_clock"], &["MHz"]),
+            sm_mhz: g.num_known(&["clocks", "sm_clock"], &["MHz"], Why0::CurrentClock),
+            mem_mhz: g.num_known(&["clocks", "mem_clock"], &["MHz"], Why0::CurrentClock),
+            sm_max_mhz: g.num_known(&["max_clocks", "sm_clock"], &["MHz"], Why0::Clock),
+            mem_max_mhz: g.num_known(&["max_clocks", "mem_clock"], &["MHz"], Why0::Clock),
+            app_sm_mhz: g.num_known(
+                &["applications_clocks", "graphics_clock"],
+                &["MHz"],
+                Why0::Clock,
+            ),
+            app_mem_mhz: g.num_known(&["applications_clocks", "mem_clock"], &["MHz"], Why0::Clock),
+            default_app_sm_mhz: g.num_known(
+                &["default_applications_clocks", "graphics_clock"],
+                &["MHz"],
+                Why0::Clock,
+            ),
         },
         throttle_reasons: throttle_reasons(gpu),
         performance_state: g.string(&["performance_state"]),
@@ -227,7 +236,7 @@ fn parse_gpu(gpu: Node, index: u32) -> Result<GpuFacts, ParseError> {
         ecc: ecc(&g),
         retired_pages: retired_pages(&g),
         remapped_rows: remapped_rows(&g),
-        temperature_c: g.num(&["temperature", "gpu_temp"], &["C"]),
+        temperature_c: g.num_known(&["temperature", "gpu_temp"], &["C"], Why0::Temperature),
         utilization_pct: g.num(&["utilization", "gpu_util"], &["%"]),
         processes: processes(&g),
         nvlinks: Reading::unavailable(
@@ -264,9 +273,36 @@ impl<'a, 'input> Gpu<'a, 'input> {
         self.text(p).and_then(|t| number(t, units, &what))
     }
 
+    /// A number for which the driver writes 0 where it does not know the value: 0 is
+    /// `Unavailable` with `why`'s reason.
+    fn num_known<T: std::str::FromStr + PartialEq + Default>(
+        &self,
+        p: &[&str],
+        units: &[&str],
+        why: Why0,
+    ) -> Reading<T> {
+        let raw = self.text(p);
+        let shown = raw.value().map(|t| t.to_string());
+        let n: Reading<T> = raw.and_then(|t| number(t, units, &p.join("/")));
+        match (n, shown) {
+            (Reading::Value(v), Some(t)) if v == T::default() => zero_unknown(p, &t, why),
+            (n, _) => n,
+        }
+    }
+
     fn float(&self, p: &[&str], unit: &str) -> Reading<f64> {
         let what = p.join("/");
         self.text(p).and_then(|t| float(t, unit, &what))
+    }
+
+    /// [`Gpu::float`] where 0 means "not known" (power limits, the draw).
+    fn float_known(&self, p: &[&str], unit: &str, why: Why0) -> Reading<f64> {
+        let raw = self.text(p);
+        let shown = raw.value().map(|t| t.to_string());
+        match (self.float(p, unit), shown) {
+            (Reading::Value(0.0), Some(t)) => zero_unknown(p, &t, why),
+            (n, _) => n,
+        }
     }
 
     /// "Enabled" / "Disabled".
@@ -302,9 +338,117 @@ impl<T> ReasonSuffix for Reading<T> {
     }
 }
 
+/// What a zero means in a field where the driver writes 0 for "not known".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Why0 {
+    /// A maximum or application clock: a vGPU guest prints `0 MHz` for every one of them.
+    Clock,
+    /// A current clock: 0 MHz where the guest does not see it or the domain is gated at idle
+    /// (an RTX 3090 at P8 prints `<sm_clock>0 MHz</sm_clock>`); no GPU that runs clocks at 0.
+    CurrentClock,
+    /// A power limit or draw: a board runs at no limit of 0 W and never draws 0 W.
+    Power,
+    /// The GPU temperature: 0 C in a guest that has no sensor (the P4 vGPU log).
+    Temperature,
+    /// The memory size: a GPU without memory is none.
+    Memory,
+    /// A PCIe generation or width: generation 0 and width x0 do not exist.
+    Link,
+}
+
+impl Why0 {
+    fn reason(self) -> &'static str {
+        match self {
+            Why0::Clock => "which the driver reports where it does not know (vGPU guest)",
+            Why0::CurrentClock => {
+                "which the driver reports where it does not know (vGPU guest) or the clock is \
+                 gated at idle: not the GPU's speed"
+            }
+            Why0::Power => {
+                "which the driver reports where it does not know (no board power reading)"
+            }
+            Why0::Temperature => {
+                "which the driver reports where it has no sensor reading (vGPU guest)"
+            }
+            Why0::Memory => "which the driver reports where it does not know the memory size",
+            Why0::Link => "which the driver reports where it does not know the link",
+        }
+    }
+}
+
+fn zero_unknown<T>(p: &[&str], shown: &str, why: Why0) -> Reading<T> {
+    Reading::unavailable(format!(
+        "{SOURCE}: <{}> {shown}, {}",
+        p.join("/"),
+        why.reason()
+    ))
+}
+
+/// `<pci_device_id>`: nvidia-smi prints device << 16 | vendor ("233510DE"). A device half of
+/// 0x0000 or 0xffff (`000000DE`, zeroed before publishing, or an unreadable register) names
+/// no device: not available, never the evidence "device 0x0000".
+fn pci_device_id(g: &Gpu) -> Reading<u16> {
+    let what = ["pci", "pci_device_id"];
+    let raw = g.text(&what);
+    let shown = raw.value().map(|t| t.to_string());
+    match (raw.and_then(|t| hex_u32(t, "pci/pci_device_id")), shown) {
+        (Reading::Value(v), Some(t)) => {
+            let device = (v >> 16) as u16;
+            if device == 0 || device == 0xffff {
+                Reading::unavailable(format!(
+                    "{SOURCE}: <pci/pci_device_id> {t}: its device half is {}, which names no \
+                     device (zeroed, or not readable)",
+                    unset_half(device)
+                ))
+            } else {
+                Reading::Value(device)
+            }
+        }
+        (r, _) => r.map(|v| (v >> 16) as u16),
+    }
+}
+
+/// How an unset half of a PCI id is said: in words, so that no reader takes it for an id.
+fn unset_half(half: u16) -> &'static str {
+    if half == 0 {
+        "all zeros"
+    } else {
+        "all ones"
+    }
+}
+
+/// `<pci_sub_system_id>`: subsystem device << 16 | subsystem vendor. A subsystem device of
+/// 0x0000 or 0xffff is a zeroed or unreadable register, as with the device id.
+fn pci_subsystem_id(g: &Gpu) -> Reading<u32> {
+    let raw = g.text(&["pci", "pci_sub_system_id"]);
+    let shown = raw.value().map(|t| t.to_string());
+    match (raw.and_then(|t| hex_u32(t, "pci/pci_sub_system_id")), shown) {
+        (Reading::Value(v), Some(t)) if matches!(v >> 16, 0 | 0xffff) => {
+            Reading::unavailable(format!(
+                "{SOURCE}: <pci/pci_sub_system_id> {t}: its subsystem device half is {}, which \
+                 names no board (zeroed, or not readable)",
+                unset_half((v >> 16) as u16)
+            ))
+        }
+        (r, _) => r,
+    }
+}
+
 fn pcie(g: &Gpu) -> PcieLink {
-    let gen = |leaf: &str| g.num(&["pci", "pci_gpu_link_info", "pcie_gen", leaf], &[]);
-    let width = |leaf: &str| g.num(&["pci", "pci_gpu_link_info", "link_widths", leaf], &["x"]);
+    let gen = |leaf: &str| {
+        g.num_known(
+            &["pci", "pci_gpu_link_info", "pcie_gen", leaf],
+            &[],
+            Why0::Link,
+        )
+    };
+    let width = |leaf: &str| {
+        g.num_known(
+            &["pci", "pci_gpu_link_info", "link_widths", leaf],
+            &["x"],
+            Why0::Link,
+        )
+    };
     PcieLink {
         gen_current: gen("current_link_gen"),
         gen_max: gen("max_link_gen"),
@@ -333,7 +477,7 @@ fn power(g: &Gpu) -> Power {
             max_limit_w: Reading::unavailable(why),
         };
     };
-    let w = |leaf: &str| g.float(&[block, leaf], "W");
+    let w = |leaf: &str| g.float_known(&[block, leaf], "W", Why0::Power);
     // Of several tags for one value, the first readable one in this order; GA100 and older
     // GPUs on R550+ write <average_power_draw> as N/A next to a readable instant draw.
     let first = |leaves: &[&str]| -> Reading<f64> {
@@ -659,6 +803,8 @@ fn not_available(t: &str) -> Option<&'static str> {
         "Insufficient Permissions" => "insufficient permissions",
         "GPU is lost" => "GPU is lost",
         "Requested functionality has been deprecated" => "deprecated",
+        // Owners who publish a log hide identifying fields this way (telegraf's RTX 3090).
+        "REDACTED" | "Redacted" => "redacted",
         _ => return None,
     })
 }

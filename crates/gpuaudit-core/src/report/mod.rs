@@ -5,7 +5,7 @@ mod measurements;
 pub use measurements::measurements;
 
 use crate::checks;
-use crate::facts::{Facts, GpuFacts, Libc, Measurement, Origin, VirtualizationMode};
+use crate::facts::{Facts, GpuFacts, Libc, Measurement, Origin, ValueSource, VirtualizationMode};
 use crate::finding::{Finding, Status};
 use crate::policy::Policy;
 use crate::spec::SpecDb;
@@ -72,6 +72,9 @@ pub struct GpuSection {
     pub memory_total_mib: Option<u64>,
     pub sm_count: Option<u32>,
     pub compute_capability: Option<String>,
+    /// Where `compute_capability` came from: "nvml", "nvidia-smi", "cuda" (read from the
+    /// GPU) or "datasheet" (the identified model's entry in the spec database, not a reading).
+    pub compute_capability_source: Option<ValueSource>,
     pub vbios: Option<String>,
     pub driver_binding: Option<String>,
     pub pcie: PcieSection,
@@ -248,6 +251,12 @@ fn gpu_section(facts: &Facts, g: &GpuFacts) -> GpuSection {
             .value()
             .map(|c| c.to_string())
             .or_else(|| spec.map(|s| s.compute_capability.clone())),
+        compute_capability_source: match g.compute_capability.value() {
+            Some(_) => g
+                .compute_capability_source
+                .or_else(|| ValueSource::of_facts(&g.source)),
+            None => spec.map(|_| ValueSource::Datasheet),
+        },
         vbios: g.vbios.value().cloned(),
         driver_binding: pci.and_then(|p| p.driver.value().cloned().flatten()),
         pcie: PcieSection {
@@ -271,5 +280,65 @@ fn gpu_section(facts: &Facts, g: &GpuFacts) -> GpuSection {
             key: s.key.clone(),
             name: s.name.clone(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::reading::Reading;
+    use crate::testing::Machine;
+
+    #[test]
+    fn the_compute_capability_says_where_it_came_from() {
+        let section = |f: &Facts| gpu_section(f, &f.gpu_list()[0]);
+        let f = Machine::healthy("h200-sxm-141gb", 1).build();
+        let s = section(&f);
+        assert_eq!(s.compute_capability.as_deref(), Some("9.0"));
+        assert_eq!(s.compute_capability_source, Some(ValueSource::Nvml));
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| {
+                g.compute_capability_source = Some(ValueSource::Datasheet)
+            })
+            .build();
+        assert_eq!(
+            section(&f).compute_capability_source,
+            Some(ValueSource::Datasheet)
+        );
+        // Not read, the model known: the datasheet's, said so.
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| {
+                g.compute_capability = Reading::unavailable("nvidia-smi -q does not report it");
+                g.compute_capability_source = None;
+            })
+            .build();
+        let s = section(&f);
+        assert_eq!(s.compute_capability.as_deref(), Some("9.0"));
+        assert_eq!(s.compute_capability_source, Some(ValueSource::Datasheet));
+        // A value with no recorded source is the facts' source's.
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| {
+                g.source = "nvidia-smi".into();
+                g.compute_capability_source = None;
+            })
+            .build();
+        assert_eq!(
+            section(&f).compute_capability_source,
+            Some(ValueSource::NvidiaSmi)
+        );
+        // Neither read nor known.
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| {
+                g.compute_capability = Reading::unavailable("not read");
+                g.compute_capability_source = None;
+                g.pci_device_id = Reading::unavailable("not read");
+                g.name = Reading::unavailable("not read");
+            })
+            .build();
+        let s = section(&f);
+        assert_eq!(s.compute_capability, None);
+        assert_eq!(s.compute_capability_source, None);
+        let json = serde_json::to_value(&s).unwrap();
+        assert!(json["compute_capability_source"].is_null());
     }
 }

@@ -8,6 +8,7 @@
 
 use super::{names, readable_pci_id, GpuSpec, SpecDb};
 use crate::facts::GpuFacts;
+use crate::reading::Reading;
 
 /// The facts that tell one GPU model from another, as read (`None`: not read).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -108,8 +109,33 @@ impl SpecDb {
 
     /// Whether a GPU is the model ordered with `--expect` (the model name alone, without
     /// `:COUNT`), from its facts. See [`SpecDb::judge_evidence`].
+    ///
+    /// Where neither the PCI device id nor the name was read, `Unknown` says why each was not
+    /// (the reason of the reading, or the zero it held).
     pub fn judge_expected<'a>(&'a self, expect: &str, gpu: &GpuFacts) -> ExpectMatch<'a> {
-        self.judge_evidence(expect, &GpuEvidence::of(gpu))
+        let e = GpuEvidence::of(gpu);
+        let verdict = self.judge_evidence(expect, &e);
+        // An `Unknown` without a readable name is the kind where nothing points at a model
+        // (the other kind, an id the database lacks, needs the name to vouch for the family);
+        // an order the database does not know keeps its own reason.
+        let nothing_points = matches!(verdict, ExpectMatch::Unknown { .. })
+            && e.name.is_none()
+            && !self.matching(expect).is_empty();
+        if !nothing_points {
+            return verdict;
+        }
+        let id_why = match (&gpu.pci_device_id, gpu.pci_device_id.reason()) {
+            (_, Some(r)) => r.to_string(),
+            (Reading::Value(id), None) => format!("{id:#06x} names no device"),
+            (_, None) => "not read".to_string(),
+        };
+        let name_why = gpu.name.reason().unwrap_or("empty");
+        ExpectMatch::Unknown {
+            why: format!(
+                "neither the PCI device id ({id_why}) nor the name ({name_why}) could be read; \
+                 what was read fits"
+            ),
+        }
     }
 
     /// Whether the evidence says a GPU is the model ordered.
@@ -205,7 +231,7 @@ impl SpecDb {
             let kept = keep(&remaining, |g| g.memory_matches(mib) != Some(false));
             if kept.is_empty() {
                 why.push(format!(
-                    "it shows {:.1} GiB of memory, outside what '{label}' comes with ({} GB)",
+                    "it shows {:.1} GiB of memory; the datasheet label of '{label}' is {} GB",
                     mib as f64 / 1024.0,
                     alternatives(remaining.iter().filter_map(|g| g.memory_gb))
                 ));

@@ -281,6 +281,12 @@ impl GpuSpec {
     }
 }
 
+/// A reported GPU name as the database compares names: lower case, the words NVIDIA, Tesla,
+/// GeForce and GPU dropped, separators collapsed ("NVIDIA H100 80GB HBM3" -> "h100 80gb hbm3").
+pub fn normalize_name(name: &str) -> String {
+    normalize(name)
+}
+
 fn parse_cc(s: &str) -> Option<ComputeCapability> {
     let (a, b) = s.split_once('.')?;
     let digits = |t: &str| !t.is_empty() && t.bytes().all(|c| c.is_ascii_digit());

@@ -630,6 +630,23 @@ fn unreadable_pci_ids_name_nothing() {
     assert_eq!(e.memory_mib, None);
     assert_eq!(e.sm_count, None);
     assert_eq!(db.identify_gpu(&g).unwrap().key, "l4");
+    // The subsystem device half: 0x0000 and 0xffff are no board; one either side is.
+    for (sub, read) in [
+        (0x0000_10de, None),
+        (0xffff_10de, None),
+        (0x0001_10de, Some(0x0001)),
+        (0xfffe_10de, Some(0xfffe)),
+        (0x1577_10de, Some(0x1577)),
+    ] {
+        g.pci_subsystem_id = Reading::Value(sub);
+        assert_eq!(GpuEvidence::of(&g).pci_subsystem_device_id, read, "{sub:#x}");
+    }
+    // One MiB, one SM and a name of one letter are readings.
+    g.memory.total_mib = Reading::Value(1);
+    g.sm_count = Reading::Value(1);
+    g.name = Reading::Value(" x ".into());
+    let e = GpuEvidence::of(&g);
+    assert_eq!((e.memory_mib, e.sm_count, e.name), (Some(1), Some(1), Some(" x ")));
 }
 
 #[test]
@@ -1375,15 +1392,42 @@ fn a_gpu_with_nothing_readable_cannot_tell() {
     let g = facts(None, None, Some(81920), Some(108));
     let m = db.judge_expected("a100", &g);
     assert!(matches!(m, ExpectMatch::Unknown { .. }), "{m:?}");
-    assert!(m
-        .why_text()
-        .contains("neither the PCI device id nor the name"));
-    // An order the database does not know cannot be judged.
+    assert!(
+        m.why_text().starts_with("neither the PCI device id ("),
+        "{m:?}"
+    );
+    assert!(m.why_text().contains(") nor the name ("), "{m:?}");
+    // Each says why it was not read: the reading's reason, or the zero it held.
+    let g = facts(Some(0), None, None, None);
+    let m = db.judge_expected("a100", &g);
+    assert!(
+        m.why_text()
+            .starts_with("neither the PCI device id (0x0000 names no device) nor the name ("),
+        "{m:?}"
+    );
+    let mut g = facts(None, Some("  "), None, None);
+    g.pci_device_id = Reading::unavailable("nvidia-smi: <pci/pci_device_id> redacted");
+    let m = db.judge_expected("a100", &g);
+    assert_eq!(
+        m.why_text(),
+        "neither the PCI device id (nvidia-smi: <pci/pci_device_id> redacted) nor the name \
+         (empty) could be read; what was read fits"
+    );
+    // An order the database does not know cannot be judged, and says so.
     let g = facts(Some(0x2335), Some("NVIDIA H200"), None, None);
     assert!(matches!(
         db.judge_expected("x100", &g),
         ExpectMatch::Unknown { .. }
     ));
+    let g = facts(None, None, None, None);
+    assert_eq!(
+        db.judge_expected("x100", &g).why_text(),
+        "no model in the spec database is named 'x100'"
+    );
+    // The other Unknown (an id the database lacks, the name vouching for the family) keeps
+    // its reason.
+    let g = facts(Some(0x2339), Some("NVIDIA H100"), None, None);
+    assert!(db.judge_expected("h100", &g).why_text().contains("variant"));
 }
 
 #[test]
@@ -1400,7 +1444,7 @@ fn the_evidence_narrows_the_order_before_it_is_judged() {
     let reasons = why(&db.judge_expected("a100", &g));
     assert_eq!(reasons.len(), 1, "{reasons:?}");
     assert!(
-        reasons[0].contains("40.0 GiB") && reasons[0].contains("(80 GB)"),
+        reasons[0] == "it shows 40.0 GiB of memory; the datasheet label of 'a100' is 80 GB",
         "{reasons:?}"
     );
     // The right size: matches the model the id names.
@@ -1430,6 +1474,12 @@ fn the_evidence_narrows_the_order_before_it_is_judged() {
     // A variant name is another product: an RTX 3080 Ti ordered as an RTX 3080.
     let g = facts(None, Some("NVIDIA GeForce RTX 3080 Ti"), None, None);
     assert_eq!(why(&db.judge_expected("rtx3080", &g)).len(), 1);
+    // The SM count narrows what identification alone would pick: a name and memory that fit
+    // both 80 GB H100s, and the PCIe card's 114 SMs.
+    let g = facts(None, Some("H100"), Some(81920), Some(114));
+    assert!(
+        matches!(db.judge_expected("h100", &g), ExpectMatch::Matches(s) if s.key == "h100-pcie-80gb")
+    );
     // A model whose figure is unknown is not ruled out by it: an H20 of any size.
     let g = facts(Some(0x2329), Some("NVIDIA H20"), Some(97871), Some(78));
     assert!(matches!(db.judge_expected("h20", &g), ExpectMatch::Matches(s) if s.key == "h20"));
@@ -1447,10 +1497,14 @@ fn an_unlisted_id_contradicts_unless_the_name_vouches_for_the_family() {
     let reasons = why(&db.judge_expected("a100", &g));
     assert_eq!(reasons.len(), 2, "{reasons:?}");
     assert!(reasons[0].contains("0x2339") && reasons[0].contains("not among"));
-    // An unlisted id and no name: another product.
+    // An unlisted id and no name: another product, against every id the order names.
     let g = facts(Some(0x1234), None, None, None);
     let reasons = why(&db.judge_expected("a100", &g));
-    assert!(reasons[0].contains("0x1234"), "{reasons:?}");
+    assert_eq!(
+        reasons[0],
+        "PCI device id 0x1234 is not among the ids of the models 'a100' names \
+         (0x20b0, 0x20b1, 0x20b2, 0x20b5, 0x20f1)"
+    );
     // An unlisted id with a name that fits but a memory size that does not: still a
     // contradiction, by the memory.
     let g = facts(Some(0x2339), Some("NVIDIA H100"), Some(16384), None);

@@ -215,6 +215,11 @@ fn healthy_gpu(spec: &GpuSpec, index: u32) -> GpuFacts {
     g.pci_device_id = from_spec(spec.pci_device_ids.first().copied(), "PCI device id");
     g.architecture = Reading::Value(spec.architecture.clone());
     g.compute_capability = from_spec(spec.compute_capability(), "compute capability");
+    // A healthy live machine reads it through NVML.
+    g.compute_capability_source = g
+        .compute_capability
+        .value()
+        .map(|_| crate::facts::ValueSource::Nvml);
     g.vbios = Reading::Value("96.00.AF.00.01".into());
     // Drivers show a little less than the label (memory the driver keeps).
     let total = spec.memory_mib().map(|m| (m * 0.995) as u64);

@@ -10,7 +10,7 @@ use crate::nvml::{self, NvmlAnswer};
 use crate::root::RootFs;
 use gpuaudit_core::facts::{
     normalize_bus_id, plausible, Facts, GpuFacts, MeasuredFacts, NetFacts, Origin, Topology,
-    XidEvent,
+    ValueSource, XidEvent,
 };
 use gpuaudit_core::parse::{gpu_information, nvlink, nvsmi_xml, procfs, topo};
 use gpuaudit_core::spec::SpecDb;
@@ -244,6 +244,8 @@ pub fn live_deferred(opts: &GatherOptions) -> (Facts, PendingHost) {
             match gpus {
                 Reading::Value(g) => {
                     facts.driver.query = Reading::Value("nvml".into());
+                    // NVML lists every device it counts (one it cannot open with the reason).
+                    facts.driver.attached_gpus = Reading::Value(g.len() as u32);
                     facts.gpus = Reading::Value(g);
                 }
                 Reading::Unavailable(e) => failed.push(e),
@@ -359,6 +361,7 @@ fn apply_nvsmi(facts: &mut Facts, xml: &str, failed: &[String]) -> Result<(), St
         }
         None => {}
     }
+    facts.driver.attached_gpus = log.attached_gpus;
     if log.gpus_left_out > 0 {
         facts.driver.gpus_left_out = Some(format!(
             "nvidia-smi lists {} GPUs; the first {} were read",
@@ -480,7 +483,8 @@ fn live_xids() -> Reading<Vec<XidEvent>> {
 }
 
 /// Fill what follows from the model where the source could not read it: the compute
-/// capability is a property of the model (nvidia-smi -q does not print it).
+/// capability is a property of the model (nvidia-smi -q does not print it). Each value says
+/// where it came from.
 fn finish(facts: &mut Facts) {
     if let Reading::Value(gpus) = &mut facts.gpus {
         for g in gpus.iter_mut() {
@@ -491,11 +495,15 @@ fn finish(facts: &mut Facts) {
 
 fn fill_from_spec(g: &mut GpuFacts) {
     if g.compute_capability.value().is_some() {
+        if g.compute_capability_source.is_none() {
+            g.compute_capability_source = ValueSource::of_facts(&g.source);
+        }
         return;
     }
     let spec = SpecDb::embedded().identify_gpu(g);
     if let Some(cc) = spec.and_then(|s| s.compute_capability()) {
         g.compute_capability = Reading::Value(cc);
+        g.compute_capability_source = Some(ValueSource::Datasheet);
     }
 }
 
@@ -623,6 +631,44 @@ mod tests {
             snapshot(d.path(), &opts()),
             Err(SnapshotError::NotASnapshot(_))
         ));
+    }
+
+    #[test]
+    fn attached_gpus_and_the_compute_capabilitys_source_are_carried() {
+        // One <gpu> of the four the driver says are attached (as in the real A100 MIG log).
+        let xml = "<nvidia_smi_log><attached_gpus>4</attached_gpus><gpu id=\"00000000:01:00.0\">\
+                   <product_name>NVIDIA A100-SXM4-80GB</product_name>\
+                   <pci><pci_device_id>20B210DE</pci_device_id></pci></gpu></nvidia_smi_log>";
+        let d = snapshot_of(&[("cmd/nvidia-smi-q.xml", xml)]);
+        let f = snapshot(d.path(), &opts()).unwrap();
+        assert_eq!(f.driver.attached_gpus, Reading::Value(4));
+        let g = &f.gpus.value().unwrap()[0];
+        // nvidia-smi -q has no compute capability: the datasheet's, and said so.
+        assert_eq!(
+            g.compute_capability.value().map(|c| c.to_string()),
+            Some("8.0".into())
+        );
+        assert_eq!(g.compute_capability_source, Some(ValueSource::Datasheet));
+        // A model the database does not know: nothing filled, no source.
+        let xml = "<nvidia_smi_log><gpu id=\"00000000:01:00.0\">\
+                   <product_name>Radeon</product_name></gpu></nvidia_smi_log>";
+        let d = snapshot_of(&[("cmd/nvidia-smi-q.xml", xml)]);
+        let f = snapshot(d.path(), &opts()).unwrap();
+        let g = &f.gpus.value().unwrap()[0];
+        assert!(g.compute_capability.value().is_none());
+        assert_eq!(g.compute_capability_source, None);
+    }
+
+    #[test]
+    fn a_compute_capability_already_read_keeps_its_source() {
+        let mut g = GpuFacts::unread(0, "0000:01:00.0", "nvml", "not read");
+        g.compute_capability =
+            Reading::Value(gpuaudit_core::facts::ComputeCapability { major: 9, minor: 0 });
+        fill_from_spec(&mut g);
+        assert_eq!(g.compute_capability_source, Some(ValueSource::Nvml));
+        g.compute_capability_source = Some(ValueSource::Cuda);
+        fill_from_spec(&mut g);
+        assert_eq!(g.compute_capability_source, Some(ValueSource::Cuda));
     }
 
     #[test]

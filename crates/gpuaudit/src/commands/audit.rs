@@ -4,7 +4,7 @@ use crate::cli::{parse_gpu_list, AuditArgs};
 use crate::output;
 use crate::progress::Bar;
 use anyhow::{bail, Result};
-use gpuaudit_core::facts::{Facts, MeasuredFacts};
+use gpuaudit_core::facts::{Facts, MeasuredFacts, ValueSource};
 use gpuaudit_core::render::TableOptions;
 use gpuaudit_core::spec::SpecDb;
 use gpuaudit_core::Reading;
@@ -120,10 +120,67 @@ pub fn apply_measured(facts: &mut Facts, measured: MeasuredFacts) {
             if g.sm_count.value().is_none() {
                 g.sm_count = Reading::Value(d.sm_count);
             }
-            if g.compute_capability.value().is_none() {
+            // The device's own answer replaces a datasheet value (a GPU identified as the
+            // wrong model has the wrong one).
+            let from_datasheet = g
+                .compute_capability_source
+                .is_some_and(ValueSource::is_datasheet);
+            if g.compute_capability.value().is_none() || from_datasheet {
                 g.compute_capability = Reading::Value(d.compute_capability);
+                g.compute_capability_source = Some(ValueSource::Cuda);
             }
         }
     }
     facts.measured = measured;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpuaudit_core::facts::{ComputeCapability, CudaDevice, GpuFacts, Origin};
+
+    fn machine(cc: ComputeCapability, source: ValueSource) -> Facts {
+        let mut f = Facts::empty(Origin::Live, "not read in this test");
+        let mut g = GpuFacts::unread(0, "0000:00:06.0", "nvml", "not read in this test");
+        g.compute_capability = Reading::Value(cc);
+        g.compute_capability_source = Some(source);
+        f.gpus = Reading::Value(vec![g]);
+        f
+    }
+
+    #[test]
+    fn the_devices_compute_capability_replaces_a_datasheet_one() {
+        let measured = |cc| {
+            let mut m = MeasuredFacts::not_run("test");
+            m.devices = Reading::Value(vec![CudaDevice {
+                gpu: 0,
+                ordinal: 0,
+                name: "NVIDIA H200".into(),
+                pci_bus_id: "0000:00:06.0".into(),
+                compute_capability: cc,
+                sm_count: 132,
+                l2_bytes: 50 << 20,
+                total_memory_bytes: 140 << 30,
+                free_memory_bytes: 139 << 30,
+                memory_clock_khz: None,
+                memory_bus_width_bits: None,
+                clock_khz: None,
+                unified_addressing: true,
+            }]);
+            m
+        };
+        let ampere = ComputeCapability { major: 8, minor: 0 };
+        let hopper = ComputeCapability { major: 9, minor: 0 };
+        let mut f = machine(hopper, ValueSource::Datasheet);
+        apply_measured(&mut f, measured(ampere));
+        let g = &f.gpu_list()[0];
+        assert_eq!(g.compute_capability, Reading::Value(ampere));
+        assert_eq!(g.compute_capability_source, Some(ValueSource::Cuda));
+        // One read through NVML stays.
+        let mut f = machine(hopper, ValueSource::Nvml);
+        apply_measured(&mut f, measured(ampere));
+        let g = &f.gpu_list()[0];
+        assert_eq!(g.compute_capability.value().map(|c| c.major), Some(9));
+        assert_eq!(g.compute_capability_source, Some(ValueSource::Nvml));
+    }
 }

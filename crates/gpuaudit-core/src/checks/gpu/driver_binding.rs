@@ -88,3 +88,94 @@ fn driver_binding(facts: &Facts, _: &Policy) -> Vec<Finding> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::run_one;
+    use crate::finding::Status;
+    use crate::testing::{statuses, Machine};
+
+    fn bound(driver: Reading<Option<String>>) -> Vec<Finding> {
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .pci(1, |p| p.driver = driver)
+            .build();
+        run_one(&CHECK, &f, &Policy::default())
+    }
+
+    #[test]
+    fn each_binding_has_its_verdict() {
+        let name = |d: &str| Reading::Value(Some(d.to_string()));
+        let cases = [
+            (
+                name("nvidia"),
+                Status::Pass,
+                "00:07.0 is bound to the nvidia driver",
+            ),
+            (
+                name("vfio-pci"),
+                Status::Fail,
+                "00:07.0 is bound to vfio-pci: reserved for a VM, CUDA cannot use it here",
+            ),
+            (
+                name("nouveau"),
+                Status::Fail,
+                "00:07.0 is bound to nouveau, the open-source driver: no CUDA",
+            ),
+            (
+                name("pci-stub"),
+                Status::Fail,
+                "00:07.0 is bound to 'pci-stub', not nvidia",
+            ),
+            (
+                Reading::Value(None),
+                Status::Fail,
+                "00:07.0 has no driver bound: no program can use it",
+            ),
+            (
+                Reading::unavailable("permission denied"),
+                Status::Skip,
+                "00:07.0: driver binding not read: permission denied",
+            ),
+        ];
+        for (driver, status, msg) in cases {
+            let out = bound(driver);
+            assert_eq!(statuses(&out), vec![Status::Pass, status], "{msg}");
+            assert_eq!(out[1].message, msg);
+            assert_eq!(out[1].gpu, Some(1));
+            assert_eq!(out[1].fix.is_some(), status == Status::Fail, "{msg}");
+            assert_eq!(out[1].evidence.get("pci_device_id").unwrap(), "0x2335");
+        }
+    }
+
+    #[test]
+    fn a_function_the_driver_does_not_list_has_no_gpu_index() {
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .with(|f| {
+                if let Reading::Value(g) = &mut f.gpus {
+                    g.truncate(1);
+                }
+            })
+            .pci(1, |p| p.driver = Reading::Value(None))
+            .build();
+        let out = run_one(&CHECK, &f, &Policy::default());
+        assert_eq!(out[0].gpu, Some(0));
+        assert_eq!(out[1].gpu, None);
+        assert_eq!(out[1].status, Status::Fail);
+    }
+
+    #[test]
+    fn no_pci_functions_skip_with_the_reason() {
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .with(|f| f.pci_gpus = Reading::unavailable("no sysfs"))
+            .build();
+        let out = run_one(&CHECK, &f, &Policy::default());
+        assert_eq!(statuses(&out), vec![Status::Skip]);
+        assert_eq!(out[0].message, "PCI functions not read: no sysfs");
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .with(|f| f.pci_gpus = Reading::Value(vec![]))
+            .build();
+        let out = run_one(&CHECK, &f, &Policy::default());
+        assert_eq!(out[0].message, "no NVIDIA GPU on the PCI bus");
+    }
+}

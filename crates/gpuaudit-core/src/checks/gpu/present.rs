@@ -1,9 +1,10 @@
 //! gpu.present: the NVIDIA GPUs on the PCI bus against the GPUs the driver answers for.
 
-use crate::checks::common::no_gpu_reason;
+use crate::checks::common::{count_of, no_gpu_reason};
 use crate::checks::{Check, CheckDoc, CheckKind};
-use crate::facts::{short_bus_id, Facts};
+use crate::facts::{short_bus_id, Facts, GpuFacts, PciFunction};
 use crate::finding::{Evidence, Finding};
+use crate::parse::nvsmi_xml::MAX_GPUS;
 use crate::policy::Policy;
 use crate::reading::Reading;
 use std::collections::BTreeSet;
@@ -18,7 +19,11 @@ pub const CHECK: Check = Check {
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "Lists the NVIDIA display/3D PCI functions in sysfs and the GPUs the driver \
-               enumerates (NVML, or nvidia-smi in a snapshot), and compares the two.",
+               enumerates (NVML, or nvidia-smi in a snapshot), and compares the two; also the \
+               driver's own count of attached GPUs (`<attached_gpus>`) against the GPUs it \
+               describes: fewer described fails on the live machine and warns in a snapshot, \
+               whose log may have been made for one GPU (`nvidia-smi -q -x -i N`) or cut down \
+               before it was published. A log of more GPUs than gpuaudit reads (256) says so.",
         why: "A GPU on the bus that the driver does not list cannot run anything: it fell off \
               the bus (XID 79), the driver failed to initialise it, or it is excluded. When \
               the driver does not answer at all, no CUDA program runs on the machine.",
@@ -35,6 +40,7 @@ pub const CHECK: Check = Check {
 fn present(facts: &Facts, _: &Policy) -> Vec<Finding> {
     let pci = facts.pci_gpus.value();
     let drv = facts.gpus.value();
+    let attached = facts.driver.attached_gpus.value().copied();
     let mut ev = Evidence::new();
     if let Some(p) = pci {
         ev.insert(
@@ -48,8 +54,11 @@ fn present(facts: &Facts, _: &Policy) -> Vec<Finding> {
         Reading::Value(src) => ev.insert("driver_query", src),
         Reading::Unavailable(r) => ev.insert("driver_query_error", r),
     }
+    if let Some(a) = attached {
+        ev.insert("attached_gpus", a);
+    }
 
-    match (pci, drv) {
+    let mut out = match (pci, drv) {
         (Some(p), None) if p.is_empty() => {
             vec![Finding::fail(ID, "No NVIDIA GPU found: no NVIDIA GPU on the PCI bus and no driver answers")
                 .evidence(ev)
@@ -71,14 +80,14 @@ fn present(facts: &Facts, _: &Policy) -> Vec<Finding> {
             vec![Finding::fail(
                 ID,
                 format!(
-                    "{} NVIDIA GPU(s) on the PCI bus, but the driver does not answer: {reason}",
-                    p.len()
+                    "{} on the PCI bus, but the driver does not answer: {reason}",
+                    count_of(p.len() as u64, "NVIDIA GPU")
                 ),
             )
             .evidence(ev)
             .fix(fix)]
         }
-        (_, Some(g)) if g.is_empty() => {
+        (_, Some(g)) if g.is_empty() && attached.is_none_or(|a| a == 0) => {
             vec![Finding::fail(
                 ID,
                 "No NVIDIA GPU found: the driver answers but lists no GPU",
@@ -92,40 +101,301 @@ fn present(facts: &Facts, _: &Policy) -> Vec<Finding> {
                     .evidence(ev),
             ]
         }
-        (pci, Some(g)) => {
-            ev.insert("driver_gpus", g.len());
-            let listed: BTreeSet<String> = g
-                .iter()
-                .map(|x| x.pci_bus_id.to_ascii_lowercase())
-                .collect();
-            let missing: Vec<&str> = pci
-                .map(|p| {
-                    p.iter()
-                        .filter(|f| !listed.contains(&f.bus_id.to_ascii_lowercase()))
-                        .map(|f| f.bus_id.as_str())
-                        .collect()
-                })
-                .unwrap_or_default();
-            if !missing.is_empty() {
-                return vec![Finding::fail(
+        (pci, Some(g)) => listed(facts, pci, g, attached, ev),
+    };
+    if let Some(left_out) = &facts.driver.gpus_left_out {
+        out.push(
+            Finding::warn(
+                ID,
+                format!("{left_out}: the GPUs beyond are not audited"),
+            )
+            .with("gpus_left_out", left_out)
+            .with("gpus_read", MAX_GPUS)
+            .fix("Audit the machine live, or collect the log in parts (`nvidia-smi -q -x -i N`)."),
+        );
+    }
+    out
+}
+
+/// The driver lists GPUs: each GPU on the PCI bus must be among them, and the driver's own
+/// count of attached GPUs must be what it describes.
+fn listed(
+    facts: &Facts,
+    pci: Option<&Vec<PciFunction>>,
+    g: &[GpuFacts],
+    attached: Option<u32>,
+    mut ev: Evidence,
+) -> Vec<Finding> {
+    ev.insert("driver_gpus", g.len());
+    let listed: BTreeSet<String> = g
+        .iter()
+        .map(|x| x.pci_bus_id.to_ascii_lowercase())
+        .collect();
+    let missing: Vec<&str> = pci
+        .map(|p| {
+            p.iter()
+                .filter(|f| !listed.contains(&f.bus_id.to_ascii_lowercase()))
+                .map(|f| f.bus_id.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    if !missing.is_empty() {
+        let n = missing.len() as u64;
+        return vec![Finding::fail(
+            ID,
+            format!(
+                "{} on the PCI bus {} not listed by the driver ({}): fallen off the bus, failed to initialise, or excluded",
+                count_of(n, "GPU"),
+                if n == 1 { "is" } else { "are" },
+                missing.iter().map(|m| short_bus_id(m)).collect::<Vec<_>>().join(", ")
+            ),
+        )
+        .evidence(ev.with("missing", &missing))
+        .fix("Look for XID 79 / 119 errors in `sudo dmesg`; reset the GPU or power-cycle the machine; on a cloud instance, ask for another host.")];
+    }
+    let described = g.len() as u32;
+    match attached {
+        Some(a) if a > described => {
+            let not_described = a - described;
+            let said = format!(
+                "The driver says {} attached and describes {described}: {} not described",
+                count_of(a, "GPU"),
+                count_of(not_described, "GPU")
+            );
+            // A live audit asked for every GPU (`nvidia-smi -q -x` or NVML without a
+            // selection): a GPU it could not describe is one the driver could not read. A
+            // snapshot's log may have been made for one GPU (`-i N`) or cut down before it was
+            // published, which the log does not say: a warning that names both.
+            let f = if facts.origin.is_snapshot() {
+                Finding::warn(
                     ID,
                     format!(
-                        "{} GPU(s) on the PCI bus are not listed by the driver ({}): fallen off the bus, failed to initialise, or excluded",
-                        missing.len(),
-                        missing.iter().map(|m| short_bus_id(m)).collect::<Vec<_>>().join(", ")
+                        "{said} (a log made with `nvidia-smi -q -x -i N`, or cut down before it was published, lists fewer; otherwise the driver could not read them)"
                     ),
                 )
-                .evidence(ev.with("missing", &missing))
-                .fix("Look for XID 79 / 119 errors in `sudo dmesg`; reset the GPU or power-cycle the machine; on a cloud instance, ask for another host.")];
-            }
-            vec![Finding::pass(
-                ID,
-                format!(
-                    "{} NVIDIA GPU(s) found; the driver answers for each",
-                    g.len()
-                ),
-            )
-            .evidence(ev)]
+            } else {
+                Finding::fail(ID, format!("{said}: the driver could not read them"))
+            };
+            vec![f
+                .evidence(ev.with("not_described", not_described))
+                .fix("Run `nvidia-smi -q -x` without `-i` and `nvidia-smi -L`; look for XID 79 / 119 errors in `sudo dmesg`; reset the GPU or power-cycle the machine.")]
         }
+        Some(a) if a < described => vec![Finding::warn(
+            ID,
+            format!(
+                "The driver describes {} but says {a} attached: the log contradicts itself (edited?)",
+                count_of(described, "GPU")
+            ),
+        )
+        .evidence(ev)],
+        _ if pci.is_none() => vec![Finding::pass(
+            ID,
+            format!(
+                "{} listed by the driver (the PCI bus was not read, so GPUs the driver does not list could not be looked for)",
+                count_of(described, "NVIDIA GPU")
+            ),
+        )
+        .evidence(ev)],
+        _ => vec![Finding::pass(
+            ID,
+            format!(
+                "{} found; the driver answers for each",
+                count_of(described, "NVIDIA GPU")
+            ),
+        )
+        .evidence(ev)],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::run_one;
+    use crate::facts::Origin;
+    use crate::finding::Status;
+    use crate::testing::{statuses, Machine};
+
+    fn run(facts: &Facts) -> Vec<Finding> {
+        run_one(&CHECK, facts, &Policy::default())
+    }
+
+    fn snapshot(f: &mut Facts) {
+        f.origin = Origin::Snapshot {
+            path: "/snap".into(),
+            description: None,
+        };
+    }
+
+    #[test]
+    fn every_gpu_on_the_bus_listed_passes() {
+        let out = run(&Machine::healthy("h200-sxm-141gb", 2).build());
+        assert_eq!(statuses(&out), vec![Status::Pass]);
+        assert_eq!(
+            out[0].message,
+            "2 NVIDIA GPUs found; the driver answers for each"
+        );
+        let out = run(&Machine::healthy("h200-sxm-141gb", 1).build());
+        assert_eq!(
+            out[0].message,
+            "1 NVIDIA GPU found; the driver answers for each"
+        );
+    }
+
+    #[test]
+    fn without_the_pci_bus_it_says_what_was_not_compared() {
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .with(|f| f.pci_gpus = Reading::unavailable("no sysfs in this snapshot"))
+            .build();
+        let out = run(&f);
+        assert_eq!(statuses(&out), vec![Status::Pass]);
+        assert!(out[0]
+            .message
+            .starts_with("2 NVIDIA GPUs listed by the driver (the PCI bus was not read"));
+    }
+
+    #[test]
+    fn a_gpu_on_the_bus_the_driver_does_not_list_fails() {
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .with(|f| {
+                if let Reading::Value(g) = &mut f.gpus {
+                    g.truncate(1);
+                }
+            })
+            .build();
+        let out = run(&f);
+        assert_eq!(statuses(&out), vec![Status::Fail]);
+        assert!(out[0]
+            .message
+            .starts_with("1 GPU on the PCI bus is not listed by the driver (00:07.0)"));
+    }
+
+    #[test]
+    fn fewer_described_than_attached_fails_live_and_warns_in_a_snapshot() {
+        // Issue 8, defect 4: the driver says 16 attached and lists 1.
+        let mut f = Machine::healthy("a100-sxm4-80gb", 1)
+            .with(|f| {
+                f.driver.attached_gpus = Reading::Value(16);
+                f.pci_gpus = Reading::unavailable("not read");
+            })
+            .build();
+        let out = run(&f);
+        assert_eq!(statuses(&out), vec![Status::Fail]);
+        assert_eq!(
+            out[0].message,
+            "The driver says 16 GPUs attached and describes 1: 15 GPUs not described: the driver could not read them"
+        );
+        assert_eq!(out[0].evidence.get("not_described").unwrap(), 15);
+        snapshot(&mut f);
+        let out = run(&f);
+        assert_eq!(statuses(&out), vec![Status::Warn]);
+        assert!(out[0].message.contains("`nvidia-smi -q -x -i N`"));
+        assert!(!out[0].message.contains("answers for each"));
+        // One more attached than described is enough; as many is a pass.
+        let f = Machine::healthy("a100-sxm4-80gb", 2)
+            .with(|f| f.driver.attached_gpus = Reading::Value(3))
+            .build();
+        let out = run(&f);
+        assert_eq!(statuses(&out), vec![Status::Fail]);
+        assert!(out[0].message.contains("1 GPU not described"));
+        let f = Machine::healthy("a100-sxm4-80gb", 2)
+            .with(|f| f.driver.attached_gpus = Reading::Value(2))
+            .build();
+        assert_eq!(statuses(&run(&f)), vec![Status::Pass]);
+    }
+
+    #[test]
+    fn more_described_than_attached_is_a_log_that_contradicts_itself() {
+        let f = Machine::healthy("a100-sxm4-80gb", 2)
+            .with(|f| f.driver.attached_gpus = Reading::Value(1))
+            .build();
+        let out = run(&f);
+        assert_eq!(statuses(&out), vec![Status::Warn]);
+        assert!(out[0].message.contains("contradicts itself"));
+    }
+
+    #[test]
+    fn attached_gpus_and_none_described() {
+        let f = Machine::healthy("a100-sxm4-80gb", 1)
+            .with(|f| {
+                f.gpus = Reading::Value(vec![]);
+                f.pci_gpus = Reading::unavailable("not read");
+                f.driver.attached_gpus = Reading::Value(4);
+            })
+            .build();
+        let out = run(&f);
+        assert_eq!(statuses(&out), vec![Status::Fail]);
+        assert!(out[0]
+            .message
+            .contains("says 4 GPUs attached and describes 0"));
+        // No GPU at all.
+        for attached in [Reading::Value(0), Reading::unavailable("missing")] {
+            let f = Machine::healthy("a100-sxm4-80gb", 1)
+                .with(|f| {
+                    f.gpus = Reading::Value(vec![]);
+                    f.pci_gpus = Reading::unavailable("not read");
+                    f.driver.attached_gpus = attached;
+                })
+                .build();
+            let out = run(&f);
+            assert_eq!(
+                out[0].message,
+                "No NVIDIA GPU found: the driver answers but lists no GPU"
+            );
+        }
+    }
+
+    #[test]
+    fn gpus_left_out_of_a_huge_log_are_a_finding() {
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .with(|f| {
+                f.driver.gpus_left_out =
+                    Some("nvidia-smi lists 300 GPUs; the first 256 were read".into())
+            })
+            .build();
+        let out = run(&f);
+        assert_eq!(statuses(&out), vec![Status::Pass, Status::Warn]);
+        assert_eq!(
+            out[1].message,
+            "nvidia-smi lists 300 GPUs; the first 256 were read: the GPUs beyond are not audited"
+        );
+    }
+
+    #[test]
+    fn a_driver_that_does_not_answer() {
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .with(|f| {
+                f.gpus = Reading::unavailable("NVML: driver/library version mismatch");
+                f.driver.query = Reading::unavailable("NVML: driver/library version mismatch");
+            })
+            .build();
+        let out = run(&f);
+        assert_eq!(statuses(&out), vec![Status::Fail]);
+        assert!(out[0]
+            .message
+            .starts_with("2 NVIDIA GPUs on the PCI bus, but the driver does not answer"));
+        assert!(out[0].fix.as_deref().unwrap().contains("reboot"));
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .with(|f| {
+                f.gpus = Reading::unavailable("no driver");
+                f.driver.query = Reading::unavailable("no driver");
+            })
+            .build();
+        let out = run(&f);
+        assert!(out[0].message.starts_with("1 NVIDIA GPU on the PCI bus"));
+        assert!(out[0].fix.as_deref().unwrap().contains("modprobe"));
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .with(|f| {
+                f.gpus = Reading::unavailable("no driver");
+                f.pci_gpus = Reading::Value(vec![]);
+            })
+            .build();
+        assert!(run(&f)[0].message.contains("no NVIDIA GPU on the PCI bus"));
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .with(|f| {
+                f.gpus = Reading::unavailable("no driver");
+                f.pci_gpus = Reading::unavailable("no sysfs");
+            })
+            .build();
+        assert_eq!(statuses(&run(&f)), vec![Status::Fail]);
     }
 }

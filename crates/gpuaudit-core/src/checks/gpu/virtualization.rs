@@ -62,9 +62,14 @@ fn virtualization(facts: &Facts, policy: &Policy) -> Vec<Finding> {
 
         let mut out = Vec::new();
         let mode_msg = match g.virtualization.value() {
+            Some(VirtualizationMode::None) if hypervisor == Some(true) => Some((
+                Status::Pass,
+                "not virtualised by the driver: the whole GPU (the CPU says this machine is a VM)"
+                    .to_string(),
+            )),
             Some(VirtualizationMode::None) => Some((
                 Status::Pass,
-                "bare metal (no GPU virtualization)".to_string(),
+                "not virtualised: the whole GPU, bare metal".to_string(),
             )),
             Some(VirtualizationMode::PassThrough) => {
                 Some((Status::Pass, "passed through whole to this VM".to_string()))
@@ -78,7 +83,7 @@ fn virtualization(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 "the host side of GPU virtualization".to_string(),
             )),
             Some(VirtualizationMode::Other(s)) => {
-                Some((Status::Info, format!("virtualization mode {s}")))
+                Some((Status::Info, format!("in virtualization mode {s}")))
             }
             None => None,
         };
@@ -110,38 +115,175 @@ fn virtualization(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 );
             }
         }
-        if mig == Some(true) {
-            let st = match policy.profile {
-                Profile::Train | Profile::Hpc => Status::Fail,
-                _ => Status::Warn,
-            };
-            out.push(
-                Finding::new(
-                    ID,
-                    st,
-                    format!(
-                        "{} has MIG enabled: it is split into instances, each with a fraction of the SMs and memory",
-                        g.label()
-                    ),
-                )
-                .evidence(ev.clone())
-                .fix(format!(
-                    "If you need the whole GPU: `sudo nvidia-smi -i {} -mig 0` with no process running on it (gpuaudit never changes it); on a cloud instance, ask the provider",
-                    g.index
-                )),
-            );
-        } else if mig_pending.is_some() && mig_pending != mig {
-            out.push(
+        match (mig, mig_pending) {
+            (Some(true), pending) => {
+                let st = match policy.profile {
+                    Profile::Train | Profile::Hpc => Status::Fail,
+                    _ => Status::Warn,
+                };
+                let off_next = if pending == Some(false) {
+                    " (MIG goes off at the next GPU reset: the change is pending)"
+                } else {
+                    ""
+                };
+                out.push(
+                    Finding::new(
+                        ID,
+                        st,
+                        format!(
+                            "{} has MIG enabled: it is split into instances, each with a fraction of the SMs and memory{off_next}",
+                            g.label()
+                        ),
+                    )
+                    .evidence(ev.clone())
+                    .fix(format!(
+                        "If you need the whole GPU: `sudo nvidia-smi -i {} -mig 0` with no process running on it (gpuaudit never changes it); on a cloud instance, ask the provider",
+                        g.index
+                    )),
+                );
+            }
+            // Both read and different: MIG comes on at the next reset. A pending mode alone
+            // (the current one unread) says nothing about a change.
+            (Some(false), Some(true)) => out.push(
                 Finding::info(
                     ID,
                     format!(
-                        "{}: a MIG mode change is pending until the GPU is reset",
+                        "{}: MIG goes on at the next GPU reset (the change is pending)",
                         g.label()
                     ),
                 )
                 .evidence(ev),
-            );
+            ),
+            _ => {}
         }
         out
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checks::run_one;
+    use crate::testing::{statuses, Machine};
+
+    fn run(facts: &Facts, profile: Profile) -> Vec<Finding> {
+        let policy = Policy {
+            profile,
+            ..Policy::default()
+        };
+        run_one(&CHECK, facts, &policy)
+    }
+
+    fn one(mode: Reading<VirtualizationMode>, hypervisor: Reading<bool>) -> Vec<Finding> {
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| g.virtualization = mode)
+            .with(|f| f.machine.hypervisor = hypervisor)
+            .build();
+        run(&f, Profile::General)
+    }
+
+    #[test]
+    fn each_mode_has_its_verdict() {
+        use VirtualizationMode as V;
+        let cases = [
+            (V::None, Status::Pass, "GPU 0 (00:06.0) is not virtualised: the whole GPU, bare metal"),
+            (V::PassThrough, Status::Pass, "GPU 0 (00:06.0) is passed through whole to this VM"),
+            (V::Vgpu, Status::Warn, "GPU 0 (00:06.0) is a vGPU: time-sliced with other VMs, with a fraction of the memory"),
+            (V::HostVgpu, Status::Info, "GPU 0 (00:06.0) is the host side of GPU virtualization"),
+            (V::HostVsga, Status::Info, "GPU 0 (00:06.0) is the host side of GPU virtualization"),
+            (V::Other("SR-IOV".into()), Status::Info, "GPU 0 (00:06.0) is in virtualization mode SR-IOV"),
+        ];
+        for (mode, status, msg) in cases {
+            let out = one(Reading::Value(mode.clone()), Reading::Value(false));
+            assert_eq!(statuses(&out), vec![status], "{mode:?}");
+            assert_eq!(out[0].message, msg);
+            assert_eq!(out[0].fix.is_some(), status == Status::Warn, "{mode:?}");
+        }
+        let out = one(Reading::Value(V::None), Reading::Value(true));
+        assert_eq!(statuses(&out), vec![Status::Pass]);
+        assert!(out[0].message.contains("the CPU says this machine is a VM"));
+    }
+
+    #[test]
+    fn an_unread_mode_says_what_the_cpu_says() {
+        for (hv, guess) in [
+            (Reading::Value(true), "a VM (CPU hypervisor flag set)"),
+            (Reading::Value(false), "likely bare metal"),
+            (Reading::unavailable("no cpuinfo"), "machine: unknown"),
+        ] {
+            let out = one(Reading::unavailable("NVML: not supported"), hv);
+            assert_eq!(statuses(&out), vec![Status::Info]);
+            assert!(out[0]
+                .message
+                .contains("virtualization mode not read (NVML: not supported)"));
+            assert!(out[0].message.contains(guess), "{}", out[0].message);
+        }
+    }
+
+    fn mig(current: Reading<bool>, pending: Reading<bool>, profile: Profile) -> Vec<Finding> {
+        let f = Machine::healthy("a100-sxm4-80gb", 1)
+            .gpu(0, |g| {
+                g.mig.current = current;
+                g.mig.pending = pending;
+            })
+            .build();
+        run(&f, profile)
+    }
+
+    #[test]
+    fn mig_warns_and_fails_for_training_and_hpc() {
+        for (p, st) in [
+            (Profile::General, Status::Warn),
+            (Profile::Inference, Status::Warn),
+            (Profile::Render, Status::Warn),
+            (Profile::Train, Status::Fail),
+            (Profile::Hpc, Status::Fail),
+        ] {
+            let out = mig(Reading::Value(true), Reading::Value(true), p);
+            assert_eq!(statuses(&out), vec![Status::Pass, st], "{p:?}");
+            assert_eq!(
+                out[1].message,
+                "GPU 0 (00:06.0) has MIG enabled: it is split into instances, each with a fraction of the SMs and memory"
+            );
+            assert!(out[1]
+                .fix
+                .as_deref()
+                .unwrap()
+                .contains("nvidia-smi -i 0 -mig 0"));
+        }
+        let out = mig(
+            Reading::Value(true),
+            Reading::Value(false),
+            Profile::General,
+        );
+        assert!(out[1]
+            .message
+            .ends_with("(MIG goes off at the next GPU reset: the change is pending)"));
+    }
+
+    #[test]
+    fn a_pending_mig_change_needs_both_modes_read() {
+        let out = mig(
+            Reading::Value(false),
+            Reading::Value(true),
+            Profile::General,
+        );
+        assert_eq!(statuses(&out), vec![Status::Pass, Status::Info]);
+        assert_eq!(
+            out[1].message,
+            "GPU 0 (00:06.0): MIG goes on at the next GPU reset (the change is pending)"
+        );
+        for (cur, pend) in [
+            (Reading::Value(false), Reading::Value(false)),
+            (
+                Reading::unavailable("N/A (no MIG on this GPU)"),
+                Reading::Value(false),
+            ),
+            (Reading::unavailable("N/A"), Reading::Value(true)),
+            (Reading::Value(false), Reading::unavailable("N/A")),
+        ] {
+            let out = mig(cur, pend, Profile::Train);
+            assert_eq!(statuses(&out), vec![Status::Pass]);
+        }
+    }
 }

@@ -636,3 +636,117 @@ fn text_fields_are_capped() {
     assert_eq!(log.driver_version.unwrap().chars().count(), cap);
     assert_eq!(v(&log.gpus[0].name).chars().count(), cap);
 }
+
+// ----- zeros that mean "not known" (issue 8, defect 3) -----------------------------------------
+
+#[test]
+fn a_vgpu_guests_zero_clocks_and_temperature_are_not_readings() {
+    let g = &parse(REAL_P4_VGPU).unwrap().gpus[0];
+    assert_eq!(
+        why(&g.clocks.sm_max_mhz),
+        "nvidia-smi: <max_clocks/sm_clock> 0 MHz, which the driver reports where it does not know (vGPU guest)"
+    );
+    assert!(why(&g.clocks.mem_max_mhz).starts_with("nvidia-smi: <max_clocks/mem_clock> 0 MHz"));
+    assert!(why(&g.clocks.sm_mhz).contains("0 MHz, which the driver reports"));
+    assert!(why(&g.clocks.mem_mhz).contains("0 MHz"));
+    assert!(why(&g.temperature_c).contains("<temperature/gpu_temp> 0 C"));
+    // Its memory (1 GB profile) is a reading.
+    assert_eq!(v(&g.memory.total_mib), 1024);
+}
+
+#[test]
+fn zeros_where_the_driver_does_not_know_are_unavailable_with_the_reason() {
+    let xml = one_gpu(
+        "<pci><pci_device_id>000010DE</pci_device_id><pci_sub_system_id>000010DE</pci_sub_system_id>\
+         <pci_gpu_link_info><pcie_gen><max_link_gen>0</max_link_gen><current_link_gen>0</current_link_gen>\
+         </pcie_gen><link_widths><max_link_width>0x</max_link_width><current_link_width>0x</current_link_width>\
+         </link_widths></pci_gpu_link_info><replay_counter>0</replay_counter></pci>\
+         <fb_memory_usage><total>0 MiB</total><used>0 MiB</used><free>0 MiB</free></fb_memory_usage>\
+         <utilization><gpu_util>0 %</gpu_util></utilization>\
+         <power_readings><power_draw>0.00 W</power_draw><power_limit>0.00 W</power_limit>\
+         <default_power_limit>0.00 W</default_power_limit><min_power_limit>0.00 W</min_power_limit>\
+         <max_power_limit>0.00 W</max_power_limit></power_readings>\
+         <applications_clocks><graphics_clock>0 MHz</graphics_clock><mem_clock>0 MHz</mem_clock></applications_clocks>\
+         <default_applications_clocks><graphics_clock>0 MHz</graphics_clock></default_applications_clocks>",
+    );
+    let g = &parse(&xml).unwrap().gpus[0];
+    assert_eq!(
+        why(&g.pci_device_id),
+        "nvidia-smi: <pci/pci_device_id> 000010DE: its device half is all zeros, which names no device (zeroed, or not readable)"
+    );
+    assert!(why(&g.pci_subsystem_id).contains("subsystem device half is all zeros"));
+    for r in [
+        &g.pcie.gen_max,
+        &g.pcie.gen_current,
+        &g.pcie.width_max,
+        &g.pcie.width_current,
+    ] {
+        assert!(why(r).contains("does not know the link"), "{r:?}");
+    }
+    assert!(why(&g.memory.total_mib).contains("0 MiB"));
+    for r in [
+        &g.power.draw_w,
+        &g.power.limit_w,
+        &g.power.default_limit_w,
+        &g.power.min_limit_w,
+        &g.power.max_limit_w,
+    ] {
+        assert!(why(r).contains("0.00 W, which the driver reports"), "{r:?}");
+    }
+    for r in [
+        &g.clocks.app_sm_mhz,
+        &g.clocks.app_mem_mhz,
+        &g.clocks.default_app_sm_mhz,
+    ] {
+        assert!(why(r).contains("0 MHz, which the driver reports"), "{r:?}");
+    }
+    // Zeros that are readings stay readings.
+    assert_eq!(v(&g.pcie.replay_counter), 0);
+    assert_eq!(v(&g.memory.used_mib), 0);
+    assert_eq!(v(&g.memory.free_mib), 0);
+    assert_eq!(v(&g.utilization_pct), 0);
+}
+
+#[test]
+fn a_device_id_of_ffff_is_no_device_and_small_values_are_readings() {
+    let xml = one_gpu(
+        "<pci><pci_device_id>FFFF10DE</pci_device_id><pci_sub_system_id>FFFF10DE</pci_sub_system_id></pci>\
+         <max_clocks><sm_clock>1 MHz</sm_clock></max_clocks><temperature><gpu_temp>1 C</gpu_temp></temperature>\
+         <power_readings><power_draw>0.01 W</power_draw></power_readings>",
+    );
+    let g = &parse(&xml).unwrap().gpus[0];
+    assert!(why(&g.pci_device_id).contains("device half is all ones"));
+    assert!(why(&g.pci_subsystem_id).contains("subsystem device half is all ones"));
+    assert_eq!(v(&g.clocks.sm_max_mhz), 1);
+    assert_eq!(v(&g.temperature_c), 1);
+    assert_eq!(v(&g.power.draw_w), 0.01);
+    // One bit either side of the zero halves: readings.
+    let xml = one_gpu(
+        "<pci><pci_device_id>000110DE</pci_device_id><pci_sub_system_id>FFFE10DE</pci_sub_system_id></pci>",
+    );
+    let g = &parse(&xml).unwrap().gpus[0];
+    assert_eq!(v(&g.pci_device_id), 0x0001);
+    assert_eq!(v(&g.pci_subsystem_id), 0xFFFE10DE);
+    let xml = one_gpu("<pci><pci_device_id>FFFE10DE</pci_device_id></pci>");
+    assert_eq!(v(&parse(&xml).unwrap().gpus[0].pci_device_id), 0xFFFE);
+}
+
+#[test]
+fn real_zeroed_and_redacted_ids_are_unavailable() {
+    const REAL_A10G: &str =
+        include_str!("../../../../../fixtures/real/a10g-r515/cmd/nvidia-smi-q.xml");
+    const REAL_RTX3090: &str =
+        include_str!("../../../../../fixtures/real/rtx3090-power-capped-r525/cmd/nvidia-smi-q.xml");
+    let g = &parse(REAL_A10G).unwrap().gpus[0];
+    assert!(why(&g.pci_device_id).starts_with("nvidia-smi: <pci/pci_device_id> 000000DE"));
+    assert!(why(&g.pci_subsystem_id).starts_with("nvidia-smi: <pci/pci_sub_system_id> 000000DE"));
+    let g = &parse(REAL_RTX3090).unwrap().gpus[0];
+    assert_eq!(
+        why(&g.pci_device_id),
+        "nvidia-smi: <pci/pci_device_id> redacted"
+    );
+    // Its SM clock at idle reads 0 MHz: not the GPU's speed.
+    assert!(why(&g.clocks.sm_mhz).contains("gated at idle"));
+    assert_eq!(v(&g.clocks.mem_mhz), 405);
+    assert_eq!(v(&g.power.limit_w), 200.0);
+}
