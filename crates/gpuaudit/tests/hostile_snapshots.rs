@@ -130,6 +130,8 @@ fn run_once(root: &Path, format: &str, unprivileged: bool, walk: bool) -> Run {
         // One malloc arena: each one reserves 64 MB of address space per thread.
         .env("MALLOC_ARENA_MAX", "1")
         .env("GPUAUDIT_NO_OPENAT2", if walk { "1" } else { "0" })
+        // The two runs compared are dated alike.
+        .env("GPUAUDIT_NOW", "2026-12-01T10:24:13Z")
         .stdin(Stdio::null())
         .stdout(fs::File::create(&out_path).unwrap())
         .stderr(fs::File::create(&err_path).unwrap());
