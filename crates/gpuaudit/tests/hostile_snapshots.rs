@@ -37,7 +37,7 @@ struct Snap {
 impl Snap {
     fn new() -> Snap {
         let tmp = tempfile::tempdir().unwrap();
-        copy_dir(&common::fixture("host-clean"), &tmp.path().join("snap"));
+        common::copy_dir(&common::fixture("host-clean"), &tmp.path().join("snap"));
         fs::write(tmp.path().join("outside"), format!("{OUTSIDE}\n")).unwrap();
         Snap { tmp }
     }
@@ -87,19 +87,6 @@ impl Snap {
     /// Audit it with the real binary under [`DEADLINE`] and [`MEMORY_LIMIT`].
     fn audit(&self, format: &str) -> Run {
         run_audit(&self.root(), format, false)
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dst);
-        } else {
-            fs::copy(e.path(), &dst).unwrap();
-        }
     }
 }
 

@@ -183,20 +183,6 @@ fn a_file_that_is_not_a_report_of_this_schema_is_one_line_and_exit_2() {
     );
 }
 
-/// A copy of a fixture directory, to add files to.
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), &target).unwrap();
-        }
-    }
-}
-
 #[test]
 fn the_report_carries_what_a_provider_ticket_needs() {
     let d = tempfile::tempdir().unwrap();

@@ -31,33 +31,18 @@ pub fn bench(args: &BenchArgs) -> Result<u8> {
             ),
         }
     }
-    run(
-        "bench",
-        measure::Options::bench(&groups),
-        &args.common,
-        &groups,
-    )
+    run("bench", measure::Options::bench(&groups), &args.common)
 }
 
 pub fn burn(args: &BurnArgs) -> Result<u8> {
     if args.seconds == 0 || args.seconds > 24 * 3600 {
         bail!("burn: SECS must be between 1 and 86400");
     }
-    run(
-        "burn",
-        measure::Options::burn(args.seconds),
-        &args.common,
-        &[Group::Burn],
-    )
+    run("burn", measure::Options::burn(args.seconds), &args.common)
 }
 
 /// `command`: "bench" or "burn", for the messages.
-fn run(
-    command: &str,
-    mut opts: measure::Options,
-    common: &MeasureArgs,
-    groups: &[Group],
-) -> Result<u8> {
+fn run(command: &str, mut opts: measure::Options, common: &MeasureArgs) -> Result<u8> {
     let json = match common.format {
         Some(ListFormat::Json) => true,
         Some(ListFormat::Table) => false,
@@ -107,30 +92,16 @@ fn run(
         gpus: opts.gpus.clone(),
         ..Policy::default()
     };
-    // The measured checks of the groups that ran judge the figures.
-    let wanted: Vec<&str> = if groups.is_empty() {
-        Group::ALL
-            .iter()
-            .filter(|g| **g != Group::Burn)
-            .map(|g| g.check_id())
-            .collect()
-    } else {
-        groups.iter().map(|g| g.check_id()).collect()
-    };
+    // The groups asked for (the options resolved "none named"); their measured checks judge
+    // the figures.
+    let asked: Vec<Group> = opts.groups.clone().unwrap_or_else(|| Group::ALL.to_vec());
+    let wanted: Vec<&str> = asked.iter().map(|g| g.check_id()).collect();
     let findings: Vec<_> = checks::all()
         .iter()
         .filter(|c| c.kind == CheckKind::Measured && wanted.contains(&c.id))
         .flat_map(|c| checks::run_one(c, &facts, &policy))
         .collect();
     let failed = findings.iter().filter(|f| f.status == Status::Fail).count();
-    let asked: Vec<Group> = if groups.is_empty() {
-        Group::ALL
-            .into_iter()
-            .filter(|g| *g != Group::Burn)
-            .collect()
-    } else {
-        groups.to_vec()
-    };
 
     let text = if json {
         let v = serde_json::json!({
