@@ -328,4 +328,18 @@ mod tests {
         assert_eq!(no_vendor.instance_type(), None);
         assert_eq!(Dmi::default().instance_type(), None);
     }
+
+    #[test]
+    fn unread_dmi_keeps_the_reason() {
+        let m = MachineFacts::unread("snapshot: not collected");
+        for r in [
+            &m.dmi.sys_vendor,
+            &m.dmi.product_name,
+            &m.dmi.product_version,
+            &m.dmi.board_vendor,
+            &m.dmi.board_name,
+        ] {
+            assert_eq!(r.reason(), Some("snapshot: not collected"));
+        }
+    }
 }
