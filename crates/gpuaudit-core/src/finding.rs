@@ -1,12 +1,15 @@
 //! Findings: what a check concluded, with the evidence and the fix.
 
 use crate::reading::Reading;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 /// A finding's verdict. The variants are declared from least to most severe, so the derived
 /// order is "the worst of": `skip < pass < info < warn < fail` (`a.max(b)`, `iter.max()`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Status {
     /// The check could not run; the message says why.
@@ -30,7 +33,7 @@ impl Status {
 }
 
 /// Values and where they came from, as an ordered JSON object.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(transparent)]
 pub struct Evidence(pub Map<String, Value>);
 
@@ -71,16 +74,16 @@ impl Evidence {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Finding {
     pub check: String,
     pub status: Status,
-    /// The GPU this finding is about (NVML index); `None` for the machine.
+    /// The GPU this finding is about (NVML index); null for the machine.
     pub gpu: Option<u32>,
     /// One sentence a person understands.
     pub message: String,
     pub evidence: Evidence,
-    /// What to run by hand, or what to ask the provider. `None` where nothing needs fixing.
+    /// What to run by hand, or what to ask the provider; null where nothing needs fixing.
     pub fix: Option<String>,
 }
 

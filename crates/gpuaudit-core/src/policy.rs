@@ -55,6 +55,19 @@ impl Profile {
             Profile::Render => "render",
         }
     }
+
+    /// What the profile is for, in a few words (`--help` lists them).
+    pub fn about(self) -> &'static str {
+        match self {
+            Profile::General => "no workload assumed",
+            Profile::Train => {
+                "multi-GPU training: NVLink, NCCL, shared memory and storage throughput"
+            }
+            Profile::Inference => "serving: context latency, persistence mode, accept queue",
+            Profile::Hpc => "scientific computing: ECC and fp64",
+            Profile::Render => "rendering and graphics",
+        }
+    }
 }
 
 impl fmt::Display for Profile {

@@ -134,6 +134,35 @@ impl<'de, T: DeserializeOwned> Deserialize<'de> for Reading<T> {
     }
 }
 
+/// The schema of the serde form above: the value's own schema, or an object with the one
+/// key `unavailable` holding the reason. (Written by hand: a derive would describe the Rust
+/// enum, `{"Value": ...}`, not what is serialized.)
+impl<T: schemars::JsonSchema> schemars::JsonSchema for Reading<T> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("Reading_{}", T::schema_name()).into()
+    }
+
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        format!("gpuaudit_core::Reading<{}>", T::schema_id()).into()
+    }
+
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let value = generator.subschema_for::<T>();
+        schemars::json_schema!({
+            "description": "A reading: its value, or why it could not be taken.",
+            "anyOf": [
+                value,
+                {
+                    "type": "object",
+                    "properties": {"unavailable": {"type": "string"}},
+                    "required": ["unavailable"],
+                    "additionalProperties": false
+                }
+            ]
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -169,6 +169,8 @@ pub fn collect_base(c: &mut Collector, description: &str, timeout: Duration) {
         "format": SNAPSHOT_FORMAT,
         "description": description,
         "gpuaudit_version": env!("CARGO_PKG_VERSION"),
+        // A GPUAUDIT_NOW that is no time is the clock's: collect's errors are about files.
+        "collected_at": crate::time::now().unwrap_or_else(|_| crate::time::now_rfc3339()),
     });
     c.write(
         "meta.json",
@@ -191,6 +193,7 @@ pub fn collect_base(c: &mut Collector, description: &str, timeout: Duration) {
     ] {
         c.copy(f);
     }
+    collect_dmi(c);
     if !c.src.exists("etc/os-release") {
         c.copy("usr/lib/os-release");
     }
@@ -239,6 +242,15 @@ pub fn collect_base(c: &mut Collector, description: &str, timeout: Duration) {
         );
     }
     collect_xids(c);
+}
+
+/// The firmware's DMI strings the report shows, copied (a missing one is left out, as the
+/// audit of the snapshot then says).
+fn collect_dmi(c: &mut Collector) {
+    use crate::gather::files::{DMI_DIR, DMI_FILES};
+    for f in DMI_FILES {
+        c.copy(&format!("{DMI_DIR}/{f}"));
+    }
 }
 
 /// The host and software-stack files (see `host::collect_into`).
@@ -378,6 +390,47 @@ mod tests {
         // ".." stays inside the snapshot.
         assert!(c.out().join("escape").exists());
         assert!(!d.path().join("escape").exists());
+    }
+
+    #[test]
+    fn dmi_strings_are_copied_and_read_back() {
+        let machine = tempfile::tempdir().unwrap();
+        let dmi = machine.path().join("sys/devices/virtual/dmi/id");
+        fs::create_dir_all(&dmi).unwrap();
+        // As in sysfs: /sys/class/dmi/id is a link to the virtual device's directory.
+        fs::create_dir_all(machine.path().join("sys/class/dmi")).unwrap();
+        std::os::unix::fs::symlink(
+            "../../devices/virtual/dmi/id",
+            machine.path().join("sys/class/dmi/id"),
+        )
+        .unwrap();
+        fs::write(dmi.join("sys_vendor"), "Dell Inc.\n").unwrap();
+        fs::write(dmi.join("product_name"), "PowerEdge XE9680\n").unwrap();
+        fs::write(dmi.join("product_serial"), "SECRET\n").unwrap();
+        let src = RootFs::new(machine.path());
+        let d = tempfile::tempdir().unwrap();
+        let mut c = Collector::new(&src, &d.path().join("snap")).unwrap();
+        collect_dmi(&mut c);
+        let snap = c.out().join("sys/class/dmi/id");
+        assert_eq!(
+            fs::read_to_string(snap.join("sys_vendor")).unwrap(),
+            "Dell Inc.\n"
+        );
+        assert_eq!(
+            fs::read_to_string(snap.join("product_name")).unwrap(),
+            "PowerEdge XE9680\n"
+        );
+        // Only the strings the report shows: no serial, nothing for what is missing.
+        assert!(!snap.join("product_serial").exists());
+        assert!(!snap.join("board_name").exists());
+        assert_eq!(c.summary.files, 2);
+        let dmi =
+            crate::gather::files::machine(&RootFs::new(c.out()), Reading::unavailable("x")).dmi;
+        assert_eq!(
+            dmi.product_name.value().map(String::as_str),
+            Some("PowerEdge XE9680")
+        );
+        assert_eq!(dmi.instance_type(), None);
     }
 
     #[test]

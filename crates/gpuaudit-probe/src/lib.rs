@@ -15,3 +15,4 @@ pub mod measure;
 pub mod nvml;
 pub mod process;
 pub mod root;
+pub mod time;

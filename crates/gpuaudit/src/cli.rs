@@ -1,6 +1,9 @@
 //! The command line (DESIGN.md "Commands": the contract).
 
-use clap::{Args, Parser, Subcommand};
+use clap::builder::{PossibleValue, PossibleValuesParser, TypedValueParser};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use gpuaudit_core::render::Format;
+use gpuaudit_core::Profile;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug)]
@@ -33,19 +36,88 @@ pub enum Command {
     Checks,
     /// List every GPU model the spec database knows, with the names --expect accepts.
     Models {
-        /// table | json.
-        #[arg(long, value_name = "FORMAT")]
-        format: Option<String>,
+        #[arg(long, value_enum, ignore_case = true, default_value_t = ListFormat::Table)]
+        format: ListFormat,
     },
     /// What a check looks at, why it matters, how to verify it by hand, and the fix.
     Explain {
-        /// A check id, e.g. pcie.link (see `gpuaudit checks`).
+        /// A check id, e.g. pcie.link (see `gpuaudit checks`); case does not matter.
         id: String,
     },
     /// Run measurements alone, with their full tables (sizes, per GPU, matrices).
     Bench(BenchArgs),
     /// Sustained GEMM load on every GPU with clock/power/temperature/throttle sampling.
     Burn(BurnArgs),
+    /// Render a saved JSON report again (another format, another file), without auditing.
+    Report(ReportArgs),
+    /// Print the JSON Schema of the JSON report (gpuaudit.report/1).
+    Schema,
+    /// Print the shell completion script for SHELL.
+    ///
+    /// e.g. `gpuaudit completions bash > ~/.local/share/bash-completion/completions/gpuaudit`,
+    /// `gpuaudit completions zsh > ~/.zfunc/_gpuaudit`,
+    /// `gpuaudit completions fish > ~/.config/fish/completions/gpuaudit.fish`.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), or write one page per command into a directory.
+    Man {
+        /// Write gpuaudit.1 and gpuaudit-COMMAND.1 into DIR (created where missing) instead.
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
+}
+
+/// The formats of the audit's report.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FormatArg {
+    /// For a person at a terminal.
+    #[value(alias = "text")]
+    Table,
+    /// gpuaudit.report/1, for scripts (`gpuaudit schema` prints its JSON Schema).
+    Json,
+    /// Markdown, for a ticket or an issue.
+    #[value(alias = "markdown")]
+    Md,
+    /// One self-contained HTML page.
+    Html,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Table => Format::Table,
+            FormatArg::Json => Format::Json,
+            FormatArg::Md => Format::Markdown,
+            FormatArg::Html => Format::Html,
+        }
+    }
+}
+
+/// The formats of `bench`, `burn` and `models`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListFormat {
+    /// For a person at a terminal.
+    Table,
+    /// For scripts.
+    Json,
+}
+
+/// When the table is coloured.
+#[derive(ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ColorWhen {
+    /// On a terminal, unless NO_COLOR is set.
+    #[default]
+    Auto,
+    Always,
+    Never,
+}
+
+/// `--profile`: the names and descriptions come from gpuaudit-core's `Profile`, the one list.
+fn profile_parser() -> impl TypedValueParser<Value = Profile> {
+    PossibleValuesParser::new(Profile::ALL.map(|p| PossibleValue::new(p.as_str()).help(p.about())))
+        .try_map(|s| s.parse::<Profile>())
 }
 
 #[derive(Args, Debug)]
@@ -75,9 +147,9 @@ pub struct MeasureArgs {
     /// Measure GPUs even when other processes use them.
     #[arg(long)]
     pub force: bool,
-    /// table | json.
-    #[arg(long, value_name = "FORMAT")]
-    pub format: Option<String>,
+    /// Default: table on a terminal, JSON otherwise (or from the --output file's extension).
+    #[arg(long, value_enum, ignore_case = true)]
+    pub format: Option<ListFormat>,
     /// Write the result to FILE instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -99,10 +171,15 @@ pub struct AuditArgs {
     /// (`gpuaudit models` lists the model names).
     #[arg(long, value_name = "MODEL[:COUNT]")]
     pub expect: Option<String>,
-    /// general | train | inference | hpc | render: raises or lowers the severity of the checks
-    /// that matter for that workload.
-    #[arg(long, value_name = "PROFILE", default_value = "general")]
-    pub profile: String,
+    /// The workload: raises or lowers the severity of the checks that matter for it.
+    #[arg(
+        long,
+        value_name = "PROFILE",
+        default_value = "general",
+        ignore_case = true,
+        value_parser = profile_parser()
+    )]
+    pub profile: Profile,
     /// Where datasets and models live (storage checks); repeatable.
     #[arg(long = "data-dir", value_name = "PATH")]
     pub data_dirs: Vec<PathBuf>,
@@ -113,10 +190,9 @@ pub struct AuditArgs {
     /// Only these GPU indices, e.g. 0,1 or 0-3.
     #[arg(long, value_name = "LIST")]
     pub gpus: Option<String>,
-    /// table | json | md | html. Default: table on a terminal, JSON otherwise (or from the
-    /// --output file's extension).
-    #[arg(long, value_name = "FORMAT")]
-    pub format: Option<String>,
+    /// Default: table on a terminal, JSON otherwise (or from the --output file's extension).
+    #[arg(long, value_enum, ignore_case = true)]
+    pub format: Option<FormatArg>,
     /// Write the report to FILE instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -126,9 +202,26 @@ pub struct AuditArgs {
     /// List every passing finding (by default a check whose GPUs all pass is one line).
     #[arg(long, short)]
     pub verbose: bool,
-    /// auto | always | never.
-    #[arg(long, value_name = "WHEN", default_value = "auto")]
-    pub color: String,
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t)]
+    pub color: ColorWhen,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// A report gpuaudit wrote as JSON (`--format json`, `--output FILE.json`).
+    #[arg(value_name = "REPORT.json")]
+    pub report: PathBuf,
+    /// Default: table on a terminal, JSON otherwise (or from the --output file's extension).
+    #[arg(long, value_enum, ignore_case = true)]
+    pub format: Option<FormatArg>,
+    /// Write the report to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// List every passing finding (by default a check whose GPUs all pass is one line).
+    #[arg(long, short)]
+    pub verbose: bool,
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t)]
+    pub color: ColorWhen,
 }
 
 #[derive(Args, Debug)]
@@ -180,6 +273,38 @@ mod tests {
         assert!(parse_gpu_list("x").is_err());
         assert!(parse_gpu_list("3-1").is_err());
         assert!(parse_gpu_list("").is_err());
+    }
+
+    #[test]
+    fn every_format_and_profile_is_a_choice_help_lists() {
+        use clap::CommandFactory;
+        let help = Cli::command().render_long_help().to_string();
+        for p in Profile::ALL {
+            // "- train:     multi-GPU training: ..." (aligned, maybe wrapped after).
+            let start: String = p.about().chars().take(16).collect();
+            assert!(
+                help.lines()
+                    .any(|l| l.contains(&format!("- {}:", p.as_str())) && l.contains(&start)),
+                "{}: {help}",
+                p.as_str()
+            );
+        }
+        for f in ["table", "json", "md", "html"] {
+            assert!(help.contains(&format!("- {f}:")), "{f}: {help}");
+        }
+        for w in ["auto", "always", "never"] {
+            assert!(help.contains(&format!("- {w}")), "{w}: {help}");
+        }
+        // Every profile the core knows parses from its own name, any case.
+        for p in Profile::ALL {
+            for name in [p.as_str().to_string(), p.as_str().to_uppercase()] {
+                let cli = Cli::try_parse_from(["gpuaudit", "--profile", &name]).unwrap();
+                assert_eq!(cli.audit.profile, p);
+            }
+        }
+        let cli = Cli::try_parse_from(["gpuaudit", "--format", "markdown"]).unwrap();
+        assert_eq!(cli.audit.format.map(Format::from), Some(Format::Markdown));
+        assert!(Cli::try_parse_from(["gpuaudit", "--profile", "gaming"]).is_err());
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod cli;
 mod commands;
 mod output;
 mod progress;
+mod sink;
 
 use clap::Parser;
 use gpuaudit_probe::{cleanup, measure, nvml};
@@ -29,21 +30,28 @@ fn main() -> ExitCode {
     // process group and remove every temporary file and directory, then end gpuaudit with the
     // signal (the shell sees 130, 143, 129).
     cleanup::install_signal_cleanup();
-    let cli = cli::Cli::parse();
+    let cli = match cli::Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage(&e),
+    };
     let result = match cli.command {
         None => commands::audit::run(&cli.audit),
         Some(cli::Command::Audit(a)) => commands::audit::run(&a),
         Some(cli::Command::Collect(c)) => commands::collect::run(&c),
         Some(cli::Command::Checks) => commands::catalog::list(),
-        Some(cli::Command::Models { format }) => commands::models::run(format.as_deref()),
+        Some(cli::Command::Models { format }) => commands::models::run(format),
         Some(cli::Command::Explain { id }) => commands::catalog::explain(&id),
         Some(cli::Command::Bench(b)) => commands::bench::bench(&b),
         Some(cli::Command::Burn(b)) => commands::bench::burn(&b),
+        Some(cli::Command::Report(r)) => commands::report::run(&r),
+        Some(cli::Command::Schema) => commands::generate::schema(),
+        Some(cli::Command::Completions { shell }) => commands::generate::completions(shell),
+        Some(cli::Command::Man { out }) => commands::generate::man(out.as_deref()),
     };
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("gpuaudit: {}", error_line(&e));
+            sink::note(&format!("gpuaudit: {}", error_line(&e)));
             ExitCode::from(2)
         }
     }
@@ -64,6 +72,28 @@ fn error_line(e: &anyhow::Error) -> String {
         line.push_str(&cause);
     }
     gpuaudit_core::render::escape::escape_line(&line).into_owned()
+}
+
+/// `--help` and `--version` go to stdout through the one writer (a full disk is an error
+/// there too, as for every command); usage errors go to stderr, exit 2, as clap has them.
+fn usage(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    if !matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        e.exit()
+    }
+    let styled = e.render();
+    let text = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        styled.ansi().to_string()
+    } else {
+        styled.to_string()
+    };
+    match sink::print(text) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            sink::note(&format!("gpuaudit: {}", error_line(&err)));
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn exit_code(code: i32) -> ExitCode {

@@ -1,14 +1,16 @@
 //! Where the report goes, and in which format.
 
-use anyhow::{Context, Result};
+use crate::cli::ColorWhen;
+use crate::sink;
+use anyhow::Result;
 use gpuaudit_core::render::{self, Format, TableOptions};
 use gpuaudit_core::Report;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::Path;
 
-pub fn choose_format(format: Option<&str>, output: Option<&Path>) -> Result<Format> {
+pub fn choose_format(format: Option<Format>, output: Option<&Path>) -> Result<Format> {
     if let Some(f) = format {
-        return f.parse::<Format>().map_err(anyhow::Error::msg);
+        return Ok(f);
     }
     if let Some(p) = output {
         let ext = p
@@ -30,14 +32,15 @@ pub fn choose_format(format: Option<&str>, output: Option<&Path>) -> Result<Form
     })
 }
 
-pub fn use_color(when: &str, output: Option<&Path>) -> Result<bool> {
+pub fn use_color(when: ColorWhen, output: Option<&Path>) -> bool {
     match when {
-        "always" => Ok(true),
-        "never" => Ok(false),
-        "auto" => Ok(output.is_none()
-            && std::io::stdout().is_terminal()
-            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())),
-        other => anyhow::bail!("--color '{other}': expected auto, always or never"),
+        ColorWhen::Always => true,
+        ColorWhen::Never => false,
+        ColorWhen::Auto => {
+            output.is_none()
+                && std::io::stdout().is_terminal()
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        }
     }
 }
 
@@ -48,15 +51,5 @@ pub fn emit(
     output: Option<&Path>,
 ) -> Result<()> {
     let text = render::render(report, format, table);
-    match output {
-        Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display())),
-        None => {
-            let mut out = std::io::stdout().lock();
-            // A closed pipe (`gpuaudit | head`) is not an error worth a message.
-            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                r => r.context("cannot write the report"),
-            }
-        }
-    }
+    sink::deliver(text, output)
 }

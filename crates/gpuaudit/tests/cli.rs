@@ -320,7 +320,7 @@ fn models_lists_every_model_and_the_names_expect_accepts() {
         .args(["models", "--format", "yaml"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("expected table or json"));
+        .stderr(predicate::str::contains("[possible values: table, json]"));
 }
 
 #[test]

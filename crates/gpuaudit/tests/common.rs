@@ -54,6 +54,20 @@ pub fn all_fixtures() -> Vec<String> {
     names
 }
 
+/// A copy of a directory (a fixture, to change files in).
+pub fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        let dst = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &dst);
+        } else {
+            std::fs::copy(e.path(), &dst).unwrap();
+        }
+    }
+}
+
 pub fn gpuaudit() -> Command {
     let mut c = Command::cargo_bin("gpuaudit").expect("the gpuaudit binary is built");
     c.env("NO_COLOR", "1");

@@ -390,8 +390,8 @@ const FACTS_ONLY: &[&str] = &["--facts-only", "--format", "json"];
 const AUDIT: &[&str] = &["--format", "json"];
 const BENCH: &[&str] = &["bench", "--format", "json"];
 
-/// A fake libnvidia-ml misbehaving in nvmlInit: --facts-only, the plain audit, collect and
-/// bench finish, complete, with the reason in the report (`None`: NVML still answers, as it
+/// A fake libnvidia-ml misbehaving in nvmlInit: --facts-only, the plain audit and collect
+/// finish, complete, with the reason in the report, and bench says why it could not run (`None`: NVML still answers, as it
 /// does after forking or flooding); nothing is left behind.
 fn nvml_fault(mode: &'static str, reason: Option<&str>, bound: Duration) {
     let f = fakes_or_skip!();
@@ -405,7 +405,7 @@ fn nvml_fault(mode: &'static str, reason: Option<&str>, bound: Duration) {
     std::thread::scope(|s| {
         let facts = s.spawn(|| run(f, &faults, FACTS_ONLY, bound));
         let audit = s.spawn(|| run(f, &faults, AUDIT, bound));
-        let bench = s.spawn(|| run(f, &faults, BENCH, bound));
+        let bench = s.spawn(|| start(f, &faults, BENCH).finish("gpuaudit bench", bound));
         let collect = s.spawn(|| run(f, &faults, &["collect", "--out", &snap_s], bound));
         for (name, h) in [("--facts-only", facts), ("audit", audit)] {
             let what = format!("{mode} {name}");
@@ -419,8 +419,26 @@ fn nvml_fault(mode: &'static str, reason: Option<&str>, bound: Duration) {
                 ),
             }
         }
+        // The fake NVML is the only NVIDIA library here: bench cannot run, and says why in
+        // one line (no GPU where NVML failed, no libcuda where it answered).
         let r = bench.join().unwrap();
-        assert_eq!(r.json("bench")["schema"], "gpuaudit.bench/1");
+        assert_eq!(r.status.code(), Some(2), "{mode} bench: {}", r.stderr);
+        assert_eq!(r.stderr.lines().count(), 1, "{mode} bench: {}", r.stderr);
+        match reason {
+            Some(why) => assert!(
+                r.stderr
+                    .contains("bench: could not run: no NVIDIA GPU found")
+                    && r.stderr.contains(why),
+                "{mode} bench: {}",
+                r.stderr
+            ),
+            None => assert!(
+                r.stderr
+                    .contains("bench: could not run: the CUDA driver library is missing"),
+                "{mode} bench: {}",
+                r.stderr
+            ),
+        }
         let r = collect.join().unwrap();
         assert!(r.status.success(), "collect: {}", r.stderr);
     });

@@ -37,7 +37,7 @@ struct Snap {
 impl Snap {
     fn new() -> Snap {
         let tmp = tempfile::tempdir().unwrap();
-        copy_dir(&common::fixture("host-clean"), &tmp.path().join("snap"));
+        common::copy_dir(&common::fixture("host-clean"), &tmp.path().join("snap"));
         fs::write(tmp.path().join("outside"), format!("{OUTSIDE}\n")).unwrap();
         Snap { tmp }
     }
@@ -90,19 +90,6 @@ impl Snap {
     }
 }
 
-fn copy_dir(from: &Path, to: &Path) {
-    fs::create_dir_all(to).unwrap();
-    for e in fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let dst = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &dst);
-        } else {
-            fs::copy(e.path(), &dst).unwrap();
-        }
-    }
-}
-
 /// The binary on `root`: killed (and the test failed) past the deadline; its address space
 /// limited; as the `nobody` user where `unprivileged` (root reads every file whatever its
 /// permissions, so "permission denied" needs another user).
@@ -130,6 +117,8 @@ fn run_once(root: &Path, format: &str, unprivileged: bool, walk: bool) -> Run {
         // One malloc arena: each one reserves 64 MB of address space per thread.
         .env("MALLOC_ARENA_MAX", "1")
         .env("GPUAUDIT_NO_OPENAT2", if walk { "1" } else { "0" })
+        // The two runs compared are dated alike.
+        .env("GPUAUDIT_NOW", "2026-12-01T10:24:13Z")
         .stdin(Stdio::null())
         .stdout(fs::File::create(&out_path).unwrap())
         .stderr(fs::File::create(&err_path).unwrap());

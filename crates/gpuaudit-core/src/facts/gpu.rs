@@ -344,7 +344,7 @@ pub struct Mig {
     pub pending: Reading<bool>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum VirtualizationMode {
     /// Bare metal (NVML: NONE).

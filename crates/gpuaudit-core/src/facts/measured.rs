@@ -628,7 +628,7 @@ pub struct ThrottleSeen {
 // ---------------------------------------------------------------- the report's flat list
 
 /// One figure of the report's `measurements`, with the datasheet expectation where known.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Measurement {
     /// "h2d_pinned_bandwidth", "gemm_tflops", ...
     pub name: String,

@@ -27,6 +27,9 @@ pub enum Origin {
     Snapshot {
         path: String,
         description: Option<String>,
+        /// When `gpuaudit collect` wrote it (meta.json's `collected_at`, RFC 3339 UTC).
+        #[serde(default)]
+        collected_at: Option<String>,
     },
 }
 

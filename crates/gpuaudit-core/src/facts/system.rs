@@ -18,6 +18,10 @@ pub struct MachineFacts {
     pub libc: Reading<Libc>,
     /// `hypervisor` CPU flag, DMI vendor: is this a virtual machine.
     pub hypervisor: Reading<bool>,
+    /// What the firmware says the machine is (/sys/class/dmi/id). Snapshots written before
+    /// it was collected have none: "not read".
+    #[serde(default)]
+    pub dmi: Dmi,
 }
 
 impl MachineFacts {
@@ -31,7 +35,51 @@ impl MachineFacts {
             memory_total_kib: Reading::unavailable(reason),
             libc: Reading::unavailable(reason),
             hypervisor: Reading::unavailable(reason),
+            dmi: Dmi::unread(reason),
         }
+    }
+}
+
+/// The firmware's (DMI/SMBIOS) description of the machine, from `/sys/class/dmi/id/*`: who
+/// made it and which model it is, what a provider's ticket asks for. On a cloud VM the vendor
+/// is the cloud ("Amazon EC2", "Google", "Microsoft Corporation"); on AWS Nitro instances the
+/// product name is the instance type ("p5.48xlarge"), where GCP ("Google Compute Engine") and
+/// Azure ("Virtual Machine") name no type. Firmware placeholders ("To be filled by O.E.M.")
+/// are readings that could not be taken, not values.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dmi {
+    pub sys_vendor: Reading<String>,
+    pub product_name: Reading<String>,
+    pub product_version: Reading<String>,
+    pub board_vendor: Reading<String>,
+    pub board_name: Reading<String>,
+}
+
+/// The vendor AWS's Nitro firmware reports; its product name is the instance type.
+pub const AWS_DMI_VENDOR: &str = "Amazon EC2";
+
+impl Dmi {
+    pub fn unread(reason: &str) -> Self {
+        Dmi {
+            sys_vendor: Reading::unavailable(reason),
+            product_name: Reading::unavailable(reason),
+            product_version: Reading::unavailable(reason),
+            board_vendor: Reading::unavailable(reason),
+            board_name: Reading::unavailable(reason),
+        }
+    }
+
+    /// The cloud instance type, where the firmware names it: on AWS (vendor "Amazon EC2")
+    /// the product name, when it has the form of one ("g5.xlarge"; Xen-era instances say
+    /// "HVM domU"). Other clouds do not put it in DMI: `None`.
+    pub fn instance_type(&self) -> Option<&str> {
+        let vendor = self.sys_vendor.value()?;
+        let product = self.product_name.value()?;
+        let looks_like_type = product.contains('.')
+            && !product.contains(char::is_whitespace)
+            && !product.starts_with('.')
+            && !product.ends_with('.');
+        (vendor == AWS_DMI_VENDOR && looks_like_type).then_some(product.as_str())
     }
 }
 
@@ -244,4 +292,60 @@ pub struct XidEvent {
     pub code: u32,
     /// The line, trimmed.
     pub text: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dmi(vendor: &str, product: &str) -> Dmi {
+        Dmi {
+            sys_vendor: Reading::Value(vendor.into()),
+            product_name: Reading::Value(product.into()),
+            ..Dmi::unread("not read")
+        }
+    }
+
+    #[test]
+    fn the_instance_type_is_named_where_the_firmware_names_it() {
+        assert_eq!(
+            dmi("Amazon EC2", "p5.48xlarge").instance_type(),
+            Some("p5.48xlarge")
+        );
+        assert_eq!(
+            dmi("Amazon EC2", "g4dn.xlarge").instance_type(),
+            Some("g4dn.xlarge")
+        );
+        // Xen-era AWS instances and other clouds do not put the type in DMI.
+        for (v, p) in [
+            ("Amazon EC2", "HVM domU"),
+            ("Amazon EC2", "Amazon EC2"),
+            ("Amazon EC2", "p5."),
+            ("Amazon EC2", ".p5"),
+            ("Amazon EC2", "p5. 48xlarge"),
+            ("Google", "Google Compute Engine"),
+            ("Microsoft Corporation", "Virtual Machine"),
+            ("Xen", "p5.48xlarge"),
+        ] {
+            assert_eq!(dmi(v, p).instance_type(), None, "{v} {p}");
+        }
+        let mut no_vendor = dmi("Amazon EC2", "p5.48xlarge");
+        no_vendor.sys_vendor = Reading::unavailable("missing");
+        assert_eq!(no_vendor.instance_type(), None);
+        assert_eq!(Dmi::default().instance_type(), None);
+    }
+
+    #[test]
+    fn unread_dmi_keeps_the_reason() {
+        let m = MachineFacts::unread("snapshot: not collected");
+        for r in [
+            &m.dmi.sys_vendor,
+            &m.dmi.product_name,
+            &m.dmi.product_version,
+            &m.dmi.board_vendor,
+            &m.dmi.board_name,
+        ] {
+            assert_eq!(r.reason(), Some("snapshot: not collected"));
+        }
+    }
 }

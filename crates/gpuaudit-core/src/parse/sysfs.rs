@@ -41,6 +41,35 @@ pub fn parse_link_speed_gts(text: &str) -> Option<f64> {
         .filter(|v| v.is_finite() && *v > 0.0)
 }
 
+/// What firmware writes in a DMI string it was never given (AMI's and the SMBIOS
+/// specification's defaults), compared without case; such a value names nothing.
+pub const DMI_PLACEHOLDERS: &[&str] = &[
+    "to be filled by o.e.m.",
+    "default string",
+    "system product name",
+    "system manufacturer",
+    "system version",
+    "not specified",
+    "not applicable",
+    "none",
+    "o.e.m.",
+    "oem",
+    "0",
+];
+
+/// One `/sys/class/dmi/id/*` string (already cut to its first line): the value, or why it
+/// names nothing (a firmware placeholder, or nothing at all).
+pub fn dmi_value(line: &str) -> Result<String, String> {
+    let v = line.trim();
+    if v.is_empty() {
+        return Err("empty".into());
+    }
+    if DMI_PLACEHOLDERS.iter().any(|p| v.eq_ignore_ascii_case(p)) {
+        return Err(format!("a firmware placeholder ('{v}')"));
+    }
+    Ok(v.to_string())
+}
+
 /// "16\n" -> 16.
 pub fn parse_u32(text: &str) -> Option<u32> {
     let t = text.trim();
@@ -64,6 +93,22 @@ pub fn parse_i32(text: &str) -> Option<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dmi_strings_and_placeholders() {
+        assert_eq!(dmi_value("Amazon EC2").unwrap(), "Amazon EC2");
+        assert_eq!(dmi_value("  p5.48xlarge ").unwrap(), "p5.48xlarge");
+        assert_eq!(
+            dmi_value("To be filled by O.E.M.").unwrap_err(),
+            "a firmware placeholder ('To be filled by O.E.M.')"
+        );
+        for p in DMI_PLACEHOLDERS {
+            assert!(dmi_value(&p.to_uppercase()).is_err(), "{p}");
+        }
+        assert_eq!(dmi_value(" ").unwrap_err(), "empty");
+        // A real name that starts like a placeholder is kept.
+        assert!(dmi_value("Default String Co").is_ok());
+    }
 
     #[test]
     fn hex() {

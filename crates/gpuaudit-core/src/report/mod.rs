@@ -1,20 +1,31 @@
-//! The report: `gpuaudit.report/1`, what every renderer and every script reads.
+//! The report: `gpuaudit.report/1`, what every renderer and every script reads. Its JSON
+//! Schema is generated from these types (`schema.rs`, published as docs/report.schema.json);
+//! a saved report is read back by `read.rs`.
 
 mod measurements;
+mod read;
+mod schema;
 
 pub use measurements::measurements;
+pub use read::{from_json, ReadError};
+pub use schema::{json_schema, json_schema_text};
 
 use crate::checks;
 use crate::facts::{Facts, GpuFacts, Libc, Measurement, Origin, ValueSource, VirtualizationMode};
 use crate::finding::{Finding, Status};
 use crate::policy::Policy;
 use crate::spec::SpecDb;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 pub const SCHEMA: &str = "gpuaudit.report/1";
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+/// A gpuaudit report: the machine, its GPUs, every finding and every measured figure.
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Report {
+    /// Always "gpuaudit.report/1"; a new field is added without changing it, a change of
+    /// meaning changes it.
+    #[schemars(extend("const" = SCHEMA))]
     pub schema: String,
     pub tool: Tool,
     pub audit: AuditInfo,
@@ -25,19 +36,32 @@ pub struct Report {
     pub summary: Summary,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct Tool {
     pub name: String,
     pub version: String,
 }
 
 /// How the audit was run.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct AuditInfo {
+    /// When the audit ran (RFC 3339, UTC, to the second). Set by the gpuaudit command; null
+    /// only in a report built without a clock (a library caller, a test).
+    #[serde(default)]
+    #[schemars(extend("format" = "date-time"))]
+    pub audited_at: Option<String>,
     /// "live" or "snapshot".
     pub mode: String,
     /// The snapshot directory, for a snapshot audit.
     pub snapshot: Option<String>,
+    /// The snapshot's description (its meta.json), for a snapshot audit.
+    #[serde(default)]
+    pub snapshot_description: Option<String>,
+    /// When the snapshot was collected (its meta.json's `collected_at`, RFC 3339 UTC), for a
+    /// snapshot audit of a snapshot that says.
+    #[serde(default)]
+    #[schemars(extend("format" = "date-time"))]
+    pub snapshot_collected_at: Option<String>,
     pub profile: String,
     pub expect: Option<String>,
     pub full: bool,
@@ -45,9 +69,29 @@ pub struct AuditInfo {
     pub measurements_not_run: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
 pub struct MachineSection {
     pub hostname: Option<String>,
+    /// The firmware's system vendor (DMI sys_vendor): the maker, or the cloud ("Amazon EC2",
+    /// "Google", "Microsoft Corporation").
+    #[serde(default)]
+    pub system_vendor: Option<String>,
+    /// The firmware's product name (DMI product_name): the server model, or the cloud's
+    /// ("p5.48xlarge" on AWS, "Google Compute Engine", "Virtual Machine" on Azure).
+    #[serde(default)]
+    pub system_product: Option<String>,
+    /// DMI product_version.
+    #[serde(default)]
+    pub system_version: Option<String>,
+    /// DMI board_vendor.
+    #[serde(default)]
+    pub board_vendor: Option<String>,
+    /// DMI board_name.
+    #[serde(default)]
+    pub board_name: Option<String>,
+    /// The cloud instance type, where the firmware names it (AWS); null elsewhere.
+    #[serde(default)]
+    pub instance_type: Option<String>,
     pub os: Option<String>,
     pub kernel: Option<String>,
     pub arch: Option<String>,
@@ -63,12 +107,17 @@ pub struct MachineSection {
     pub toolkits: Vec<String>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct GpuSection {
     pub index: u32,
     pub name: Option<String>,
     pub pci_bus_id: String,
     pub uuid: Option<String>,
+    /// The board's serial number (what NVIDIA and the provider ask for in an RMA).
+    #[serde(default)]
+    pub serial: Option<String>,
+    #[serde(default)]
+    pub board_part_number: Option<String>,
     pub memory_total_mib: Option<u64>,
     pub sm_count: Option<u32>,
     pub compute_capability: Option<String>,
@@ -88,7 +137,7 @@ pub struct GpuSection {
     pub spec: Option<SpecRef>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct PcieSection {
     pub gen_current: Option<u32>,
     pub gen_max: Option<u32>,
@@ -96,7 +145,7 @@ pub struct PcieSection {
     pub width_max: Option<u32>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct PowerSection {
     pub limit_w: Option<f64>,
     pub default_limit_w: Option<f64>,
@@ -104,13 +153,13 @@ pub struct PowerSection {
     pub draw_w: Option<f64>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, JsonSchema)]
 pub struct SpecRef {
     pub key: String,
     pub name: String,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Summary {
     pub pass: u32,
     pub info: u32,
@@ -144,9 +193,18 @@ impl Report {
 
     pub fn from_findings(facts: &Facts, policy: &Policy, findings: Vec<Finding>) -> Report {
         let summary = Summary::of(&findings);
-        let (mode, snapshot) = match &facts.origin {
-            Origin::Live => ("live".to_string(), None),
-            Origin::Snapshot { path, .. } => ("snapshot".to_string(), Some(path.clone())),
+        let (mode, snapshot, snapshot_description, snapshot_collected_at) = match &facts.origin {
+            Origin::Live => ("live".to_string(), None, None, None),
+            Origin::Snapshot {
+                path,
+                description,
+                collected_at,
+            } => (
+                "snapshot".to_string(),
+                Some(path.clone()),
+                description.clone(),
+                collected_at.clone(),
+            ),
         };
         Report {
             schema: SCHEMA.to_string(),
@@ -155,8 +213,11 @@ impl Report {
                 version: env!("CARGO_PKG_VERSION").into(),
             },
             audit: AuditInfo {
+                audited_at: None,
                 mode,
                 snapshot,
+                snapshot_description,
+                snapshot_collected_at,
                 profile: policy.profile.to_string(),
                 expect: policy.expect.as_ref().map(|e| match e.count {
                     Some(c) => format!("{}:{c}", e.model),
@@ -203,6 +264,12 @@ fn machine_section(facts: &Facts) -> MachineSection {
     };
     MachineSection {
         hostname: m.hostname.value().cloned(),
+        system_vendor: m.dmi.sys_vendor.value().cloned(),
+        system_product: m.dmi.product_name.value().cloned(),
+        system_version: m.dmi.product_version.value().cloned(),
+        board_vendor: m.dmi.board_vendor.value().cloned(),
+        board_name: m.dmi.board_name.value().cloned(),
+        instance_type: m.dmi.instance_type().map(str::to_string),
         os: m.os.value().map(|o| o.pretty_name.clone()),
         kernel: m.kernel.value().cloned(),
         arch: m.arch.value().cloned(),
@@ -244,6 +311,8 @@ fn gpu_section(facts: &Facts, g: &GpuFacts) -> GpuSection {
         name: g.name.value().cloned(),
         pci_bus_id: g.pci_bus_id.clone(),
         uuid: g.uuid.value().cloned(),
+        serial: g.serial.value().cloned(),
+        board_part_number: g.board_part_number.value().cloned(),
         memory_total_mib: g.memory.total_mib.value().copied(),
         sm_count: g.sm_count.value().copied(),
         compute_capability: g

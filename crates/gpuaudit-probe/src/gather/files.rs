@@ -3,7 +3,8 @@
 
 use crate::root::RootFs;
 use gpuaudit_core::facts::{
-    normalize_bus_id, CudaVersion, KernelModule, Libc, MachineFacts, PciFunction, Toolkit, XidEvent,
+    normalize_bus_id, CudaVersion, Dmi, KernelModule, Libc, MachineFacts, PciFunction, Toolkit,
+    XidEvent,
 };
 use gpuaudit_core::parse::{procfs, sysfs, toolkit as tkparse, xid};
 use gpuaudit_core::Reading;
@@ -56,6 +57,39 @@ pub fn machine(root: &RootFs, libc: Reading<Libc>) -> MachineFacts {
         memory_total_kib: parsed(root, "proc/meminfo", procfs::parse_meminfo_total_kib),
         libc,
         hypervisor,
+        dmi: dmi(root),
+    }
+}
+
+/// Where the kernel shows the firmware's DMI strings (a link to /sys/devices/virtual/dmi/id).
+pub const DMI_DIR: &str = "sys/class/dmi/id";
+
+/// The DMI attributes the report shows (`Dmi`'s fields; all readable without root, unlike
+/// the serial numbers and UUIDs beside them, which gpuaudit does not read).
+pub const DMI_FILES: [&str; 5] = [
+    "sys_vendor",
+    "product_name",
+    "product_version",
+    "board_vendor",
+    "board_name",
+];
+
+fn dmi(root: &RootFs) -> Dmi {
+    let read = |name: &str| -> Reading<String> {
+        let rel = format!("{DMI_DIR}/{name}");
+        match root.read_line(&rel) {
+            Ok(line) => Reading::from(
+                sysfs::dmi_value(&line).map_err(|why| format!("{}: {why}", root.display(&rel))),
+            ),
+            Err(e) => Reading::Unavailable(e),
+        }
+    };
+    Dmi {
+        sys_vendor: read(DMI_FILES[0]),
+        product_name: read(DMI_FILES[1]),
+        product_version: read(DMI_FILES[2]),
+        board_vendor: read(DMI_FILES[3]),
+        board_name: read(DMI_FILES[4]),
     }
 }
 

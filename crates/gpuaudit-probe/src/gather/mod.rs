@@ -56,18 +56,35 @@ pub enum SnapshotError {
     Format { path: PathBuf, format: String },
 }
 
+/// What a snapshot's meta.json says that the report shows.
+#[derive(Debug, Default, PartialEq)]
+struct Meta {
+    /// The description, or why meta.json could not be used.
+    description: Option<String>,
+    /// When `collect` wrote it (RFC 3339, UTC).
+    collected_at: Option<String>,
+}
+
 /// What a snapshot's meta.json says, where it says anything usable. A format other than
 /// [`SNAPSHOT_FORMAT`] (another version, a number, a list) is refused; a meta.json that is
 /// missing, unreadable or not JSON is not (the facts are in the other files), and its reason
-/// stands in for the description.
-fn read_meta(root: &RootFs) -> Result<Option<String>, SnapshotError> {
+/// stands in for the description. A `collected_at` that is not an RFC 3339 time is left out.
+fn read_meta(root: &RootFs) -> Result<Meta, SnapshotError> {
     let text = match root.read_text("meta.json") {
         Ok(Some(t)) => t,
-        Ok(None) => return Ok(None),
-        Err(e) => return Ok(Some(e)),
+        Ok(None) => return Ok(Meta::default()),
+        Err(e) => {
+            return Ok(Meta {
+                description: Some(e),
+                collected_at: None,
+            })
+        }
     };
     let Ok(v) = serde_json::from_str::<serde_json::Value>(&text) else {
-        return Ok(Some("meta.json is not valid JSON".into()));
+        return Ok(Meta {
+            description: Some("meta.json is not valid JSON".into()),
+            collected_at: None,
+        });
     };
     match v.get("format") {
         None => {}
@@ -83,9 +100,16 @@ fn read_meta(root: &RootFs) -> Result<Option<String>, SnapshotError> {
             });
         }
     }
-    Ok(v.get("description")
-        .and_then(|d| d.as_str())
-        .map(gpuaudit_core::parse::fact_line))
+    Ok(Meta {
+        description: v
+            .get("description")
+            .and_then(|d| d.as_str())
+            .map(gpuaudit_core::parse::fact_line),
+        collected_at: v
+            .get("collected_at")
+            .and_then(|t| t.as_str())
+            .and_then(crate::time::normalize_rfc3339),
+    })
 }
 
 /// The snapshot directory can be read and looks like a snapshot.
@@ -127,10 +151,11 @@ fn check_snapshot_dir(dir: &Path, root: &RootFs) -> Result<(), SnapshotError> {
 pub fn snapshot(dir: &Path, opts: &GatherOptions) -> Result<Facts, SnapshotError> {
     let root = RootFs::new(dir);
     check_snapshot_dir(dir, &root)?;
-    let description = read_meta(&root)?;
+    let meta = read_meta(&root)?;
     let origin = Origin::Snapshot {
         path: dir.display().to_string(),
-        description,
+        description: meta.description,
+        collected_at: meta.collected_at,
     };
     let mut facts = Facts::empty(origin, "snapshot: not collected");
     let cmd = |name: &str| root.read(&format!("cmd/{name}"));
@@ -605,6 +630,33 @@ mod tests {
     }
 
     #[test]
+    fn dmi_strings_are_read_and_placeholders_are_reasons() {
+        let d = snapshot_of(&[
+            ("sys/class/dmi/id/sys_vendor", "Amazon EC2\n"),
+            ("sys/class/dmi/id/product_name", "p5.48xlarge\n"),
+            ("sys/class/dmi/id/board_vendor", "To be filled by O.E.M.\n"),
+            ("sys/class/dmi/id/board_name", "\n"),
+        ]);
+        let dmi = snapshot(d.path(), &opts()).unwrap().machine.dmi;
+        assert_eq!(
+            dmi.sys_vendor.value().map(String::as_str),
+            Some("Amazon EC2")
+        );
+        assert_eq!(dmi.instance_type(), Some("p5.48xlarge"));
+        assert_eq!(
+            dmi.board_vendor.reason(),
+            Some(
+                "/sys/class/dmi/id/board_vendor: a firmware placeholder ('To be filled by O.E.M.')"
+            )
+        );
+        assert_eq!(
+            dmi.board_name.reason(),
+            Some("/sys/class/dmi/id/board_name: empty file")
+        );
+        assert!(dmi.product_version.reason().is_some());
+    }
+
+    #[test]
     fn meta_json_format_and_description() {
         let d = snapshot_of(&[("meta.json", r#"{"format": 7}"#)]);
         let e = snapshot(d.path(), &opts()).unwrap_err().to_string();
@@ -618,9 +670,27 @@ mod tests {
             f.origin,
             Origin::Snapshot {
                 path: d.path().display().to_string(),
-                description: Some("x".into())
+                description: Some("x".into()),
+                collected_at: None,
             }
         );
+        // collected_at is read back in UTC; one that is no RFC 3339 time is left out.
+        for (written, read) in [
+            ("2026-12-01T10:24:13Z", Some("2026-12-01T10:24:13Z")),
+            ("2026-12-01T11:24:13+01:00", Some("2026-12-01T10:24:13Z")),
+            ("yesterday", None),
+            ("2026-13-01T10:24:13Z", None),
+        ] {
+            let d = snapshot_of(&[(
+                "meta.json",
+                &format!(r#"{{"format": "gpuaudit-snapshot/1", "collected_at": "{written}"}}"#),
+            )]);
+            let f = snapshot(d.path(), &opts()).unwrap();
+            let Origin::Snapshot { collected_at, .. } = f.origin else {
+                panic!("a snapshot")
+            };
+            assert_eq!(collected_at.as_deref(), read, "{written}");
+        }
         // No format at all (a hand-made snapshot) and a damaged meta.json are read.
         for meta in [r#"{"description": "by hand"}"#, "{ not json"] {
             let d = snapshot_of(&[("meta.json", meta)]);

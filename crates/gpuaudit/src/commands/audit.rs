@@ -8,13 +8,12 @@ use gpuaudit_core::facts::{Facts, MeasuredFacts, ValueSource};
 use gpuaudit_core::render::TableOptions;
 use gpuaudit_core::spec::SpecDb;
 use gpuaudit_core::Reading;
-use gpuaudit_core::{Expectation, Policy, Profile, Report};
+use gpuaudit_core::{Expectation, Policy, Report};
 use gpuaudit_probe::gather::{self, GatherOptions};
 use gpuaudit_probe::host::HostOptions;
 use gpuaudit_probe::measure;
 
 pub fn policy_from(args: &AuditArgs) -> Result<Policy> {
-    let profile: Profile = args.profile.parse().map_err(anyhow::Error::msg)?;
     let expect = match &args.expect {
         Some(s) => {
             let e: Expectation = s.parse().map_err(anyhow::Error::msg)?;
@@ -32,7 +31,7 @@ pub fn policy_from(args: &AuditArgs) -> Result<Policy> {
         .transpose()
         .map_err(anyhow::Error::msg)?;
     Ok(Policy {
-        profile,
+        profile: args.profile,
         expect,
         gpus,
         full: args.full,
@@ -41,9 +40,10 @@ pub fn policy_from(args: &AuditArgs) -> Result<Policy> {
 }
 
 pub fn run(args: &AuditArgs) -> Result<u8> {
+    let audited_at = gpuaudit_probe::time::now().map_err(anyhow::Error::msg)?;
     let policy = policy_from(args)?;
-    let format = output::choose_format(args.format.as_deref(), args.output.as_deref())?;
-    let color = output::use_color(&args.color, args.output.as_deref())?;
+    let format = output::choose_format(args.format.map(Into::into), args.output.as_deref())?;
+    let color = output::use_color(args.color, args.output.as_deref());
     let live = args.root.is_none();
     let opts = GatherOptions {
         host: HostOptions {
@@ -66,23 +66,7 @@ pub fn run(args: &AuditArgs) -> Result<u8> {
         }
     };
     if let Some(sel) = &policy.gpus {
-        let have: Vec<u32> = facts.gpu_list().iter().map(|g| g.index).collect();
-        if let Some(bad) = sel.iter().find(|i| !have.contains(i)) {
-            bail!(
-                "--gpus: there is no GPU {bad} (this machine has {})",
-                if have.is_empty() {
-                    "none".to_string()
-                } else {
-                    format!(
-                        "GPUs {}",
-                        have.iter()
-                            .map(|i| i.to_string())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    )
-                }
-            );
-        }
+        check_selection(&facts, sel)?;
     }
     if live && !args.facts_only {
         let mopts = measure::Options {
@@ -100,13 +84,36 @@ pub fn run(args: &AuditArgs) -> Result<u8> {
         facts.host = h.join();
     }
     bar.finish();
-    let report = Report::build(&facts, &policy);
+    let mut report = Report::build(&facts, &policy);
+    report.audit.audited_at = Some(audited_at);
     let table = TableOptions {
         color,
         verbose: args.verbose,
     };
     output::emit(&report, format, &table, args.output.as_deref())?;
     Ok(report.exit_code() as u8)
+}
+
+/// `--gpus` names only GPUs the machine has.
+pub fn check_selection(facts: &Facts, selected: &[u32]) -> Result<()> {
+    let have: Vec<u32> = facts.gpu_list().iter().map(|g| g.index).collect();
+    if let Some(bad) = selected.iter().find(|i| !have.contains(i)) {
+        bail!(
+            "--gpus: there is no GPU {bad} (this machine has {})",
+            if have.is_empty() {
+                "none".to_string()
+            } else {
+                format!(
+                    "GPUs {}",
+                    have.iter()
+                        .map(|i| i.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            }
+        );
+    }
+    Ok(())
 }
 
 /// Keep what was measured, and fill what the management library could not say (NVML has no

@@ -1,11 +1,14 @@
 //! `gpuaudit bench [NAME...]` and `gpuaudit burn [SECS]`: the measurements alone, with their
 //! full tables.
 
-use crate::cli::{parse_gpu_list, BenchArgs, BurnArgs, MeasureArgs};
-use crate::commands::audit::apply_measured;
+use crate::cli::{parse_gpu_list, BenchArgs, BurnArgs, ListFormat, MeasureArgs};
+use crate::commands::audit::{apply_measured, check_selection};
 use crate::progress::Bar;
+use crate::sink;
 use anyhow::{bail, Result};
 use gpuaudit_core::checks::{self, CheckKind};
+use gpuaudit_core::facts::{Facts, MeasuredFacts};
+use gpuaudit_core::render::escape::escape_line;
 use gpuaudit_core::{Policy, Status};
 use gpuaudit_probe::gather::{self, GatherOptions};
 use gpuaudit_probe::host::HostOptions;
@@ -28,25 +31,21 @@ pub fn bench(args: &BenchArgs) -> Result<u8> {
             ),
         }
     }
-    run(measure::Options::bench(&groups), &args.common, &groups)
+    run("bench", measure::Options::bench(&groups), &args.common)
 }
 
 pub fn burn(args: &BurnArgs) -> Result<u8> {
     if args.seconds == 0 || args.seconds > 24 * 3600 {
         bail!("burn: SECS must be between 1 and 86400");
     }
-    run(
-        measure::Options::burn(args.seconds),
-        &args.common,
-        &[Group::Burn],
-    )
+    run("burn", measure::Options::burn(args.seconds), &args.common)
 }
 
-fn run(mut opts: measure::Options, common: &MeasureArgs, groups: &[Group]) -> Result<u8> {
-    let json = match common.format.as_deref() {
-        Some("json") => true,
-        Some("table") => false,
-        Some(other) => bail!("--format '{other}': bench and burn print table or json"),
+/// `command`: "bench" or "burn", for the messages.
+fn run(command: &str, mut opts: measure::Options, common: &MeasureArgs) -> Result<u8> {
+    let json = match common.format {
+        Some(ListFormat::Json) => true,
+        Some(ListFormat::Table) => false,
         None => common
             .output
             .as_ref()
@@ -70,10 +69,22 @@ fn run(mut opts: measure::Options, common: &MeasureArgs, groups: &[Group]) -> Re
         ..GatherOptions::default()
     };
     let mut facts = gather::live(&gopts);
+    if let Err(e) = nothing_to_measure(&facts, opts.gpus.as_deref()) {
+        bar.finish();
+        return Err(e.context(format!("{command}: could not run")));
+    }
     let measured = measure::run(&facts, &opts, &mut |p| {
         bar.update(&p.message, p.done_ms, p.total_ms)
     });
     bar.finish();
+    if let Some(why) = measured
+        .libraries
+        .iter()
+        .find(|l| l.name == measure::libs::Lib::Cuda.name())
+        .and_then(|l| l.path.reason())
+    {
+        bail!("{command}: could not run: the CUDA driver library is missing: {why}");
+    }
     apply_measured(&mut facts, measured);
 
     let policy = Policy {
@@ -81,22 +92,16 @@ fn run(mut opts: measure::Options, common: &MeasureArgs, groups: &[Group]) -> Re
         gpus: opts.gpus.clone(),
         ..Policy::default()
     };
-    // The measured checks of the groups that ran judge the figures.
-    let wanted: Vec<&str> = if groups.is_empty() {
-        Group::ALL
-            .iter()
-            .filter(|g| **g != Group::Burn)
-            .map(|g| g.check_id())
-            .collect()
-    } else {
-        groups.iter().map(|g| g.check_id()).collect()
-    };
+    // The groups asked for (the options resolved "none named"); their measured checks judge
+    // the figures.
+    let asked: Vec<Group> = opts.groups.clone().unwrap_or_else(|| Group::ALL.to_vec());
+    let wanted: Vec<&str> = asked.iter().map(|g| g.check_id()).collect();
     let findings: Vec<_> = checks::all()
         .iter()
         .filter(|c| c.kind == CheckKind::Measured && wanted.contains(&c.id))
         .flat_map(|c| checks::run_one(c, &facts, &policy))
         .collect();
-    let failed = findings.iter().any(|f| f.status == Status::Fail);
+    let failed = findings.iter().filter(|f| f.status == Status::Fail).count();
 
     let text = if json {
         let v = serde_json::json!({
@@ -141,10 +146,109 @@ fn run(mut opts: measure::Options, common: &MeasureArgs, groups: &[Group]) -> Re
         }
         out
     };
-    match &common.output {
-        Some(p) => std::fs::write(p, text)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
-        None => print!("{text}"),
+    sink::deliver(text, common.output.as_deref())?;
+    let (code, why) = outcome(command, &asked, &facts.measured, failed);
+    if let Some(why) = why {
+        sink::note(&escape_line(&why));
     }
-    Ok(if failed { 1 } else { 0 })
+    Ok(code)
+}
+
+/// The exit status of bench and burn, with the line that says why where it is not 0: 1 when
+/// no group asked for has a result, or when a measured check failed.
+fn outcome(
+    command: &str,
+    asked: &[Group],
+    m: &MeasuredFacts,
+    failed: usize,
+) -> (u8, Option<String>) {
+    let not_measured: Vec<String> = asked
+        .iter()
+        .filter_map(|g| unmeasured(m, *g).map(|why| format!("{}: {why}", g.name())))
+        .collect();
+    if not_measured.len() == asked.len() {
+        return (
+            1,
+            Some(format!(
+                "gpuaudit {command}: nothing could be measured ({})",
+                not_measured.join("; ")
+            )),
+        );
+    }
+    if failed > 0 {
+        return (
+            1,
+            Some(format!(
+                "gpuaudit {command}: {failed} measured check{} failed",
+                if failed == 1 { "" } else { "s" }
+            )),
+        );
+    }
+    (0, None)
+}
+
+/// Why the measurements cannot start at all (exit 2): no GPU, or `--gpus` names one the
+/// machine lacks.
+fn nothing_to_measure(facts: &Facts, selected: Option<&[u32]>) -> Result<()> {
+    if facts.gpu_list().is_empty() {
+        let why = facts
+            .gpus
+            .reason()
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        bail!("no NVIDIA GPU found{why}");
+    }
+    if let Some(sel) = selected {
+        check_selection(facts, sel)?;
+    }
+    Ok(())
+}
+
+/// Why a group of measurements has no result, `None` where it has one.
+fn unmeasured(m: &MeasuredFacts, g: Group) -> Option<&str> {
+    match g {
+        Group::Context => m.context.reason(),
+        Group::Pcie => m.pcie.reason(),
+        Group::Memory => m.memory.reason(),
+        Group::Gemm => m.gemm.reason(),
+        Group::P2p => m.p2p.reason(),
+        Group::Nccl => m.nccl.reason(),
+        Group::Burn => m.burn.reason(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpuaudit_core::testing::measured;
+    use gpuaudit_core::Reading;
+
+    #[test]
+    fn exit_1_when_nothing_was_measured_or_a_check_failed() {
+        let mut m = MeasuredFacts::not_run("x");
+        m.context = Reading::unavailable("GPU 0 busy");
+        m.pcie = Reading::unavailable("GPU 0 busy");
+        let asked = [Group::Context, Group::Pcie];
+        let (code, why) = outcome("bench", &asked, &m, 0);
+        assert_eq!(code, 1);
+        assert_eq!(
+            why.as_deref(),
+            Some(
+                "gpuaudit bench: nothing could be measured (context: GPU 0 busy; pcie: GPU 0 busy)"
+            )
+        );
+        // One group measured: the run counts; a failed check still makes it 1.
+        m.context = Reading::Value(measured::ctx(120.0, true));
+        assert_eq!(outcome("bench", &asked, &m, 0), (0, None));
+        let (code, why) = outcome("bench", &asked, &m, 2);
+        assert_eq!(code, 1);
+        assert_eq!(
+            why.as_deref(),
+            Some("gpuaudit bench: 2 measured checks failed")
+        );
+        assert_eq!(
+            outcome("burn", &[Group::Burn], &m, 0).1.as_deref(),
+            Some("gpuaudit burn: nothing could be measured (burn: x)")
+        );
+    }
 }

@@ -1,5 +1,6 @@
 //! `gpuaudit checks` and `gpuaudit explain ID`.
 
+use crate::sink;
 use anyhow::Result;
 use gpuaudit_core::checks::{self, CheckKind};
 use std::fmt::Write;
@@ -20,23 +21,14 @@ pub fn list() -> Result<u8> {
         "\n{} checks. `gpuaudit explain ID` documents each.",
         all.len()
     );
-    print!("{out}");
+    sink::print(out)?;
     Ok(0)
 }
 
 pub fn explain(id: &str) -> Result<u8> {
-    let Some(c) = checks::find(id) else {
-        let close: Vec<&str> = checks::all()
-            .iter()
-            .map(|c| c.id)
-            .filter(|c| c.starts_with(id.split('.').next().unwrap_or(id)))
-            .collect();
-        let hint = if close.is_empty() {
-            "`gpuaudit checks` lists them".to_string()
-        } else {
-            format!("did you mean {}?", close.join(", "))
-        };
-        anyhow::bail!("no check '{id}': {hint}");
+    let Some(c) = checks::find(&id.trim().to_ascii_lowercase()) else {
+        let ids: Vec<&str> = checks::all().iter().map(|c| c.id).collect();
+        anyhow::bail!("unknown check '{id}'; {}", did_you_mean(id, &ids));
     };
     let d = c.doc;
     let kind = match c.kind {
@@ -60,8 +52,44 @@ pub fn explain(id: &str) -> Result<u8> {
             let _ = write!(text, "\n  --profile {}: {}", p.profile, p.effect);
         }
     }
-    println!("{text}");
+    text.push('\n');
+    sink::print(text)?;
     Ok(0)
+}
+
+/// The most edits a typo may be from an id to be suggested: two (a letter swapped counts
+/// one), or a quarter of the id's length where it is longer.
+fn typo_distance(id: &str) -> usize {
+    (id.chars().count() / 4).max(2)
+}
+
+/// The ids nearest to a mistyped one (Damerau-Levenshtein, case aside); else those of the
+/// same area; else where to find them.
+fn did_you_mean(id: &str, ids: &[&str]) -> String {
+    let typed = id.trim().to_ascii_lowercase();
+    let distance = |c: &str| strsim::damerau_levenshtein(&typed, c);
+    let best = ids.iter().map(|c| distance(c)).min().unwrap_or(usize::MAX);
+    let mut close: Vec<&str> = if best <= typo_distance(&typed) {
+        ids.iter()
+            .copied()
+            .filter(|c| distance(c) == best)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if close.is_empty() {
+        let area = typed.split('.').next().unwrap_or(&typed);
+        close = ids
+            .iter()
+            .copied()
+            .filter(|c| c.split('.').next() == Some(area))
+            .collect();
+    }
+    if close.is_empty() {
+        "`gpuaudit checks` lists them".to_string()
+    } else {
+        format!("did you mean {}?", close.join(", "))
+    }
 }
 
 fn indent(s: &str) -> String {
@@ -69,4 +97,39 @@ fn indent(s: &str) -> String {
         .map(|l| format!("  {}", l.trim()))
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const IDS: &[&str] = &["pcie.link", "pcie.bandwidth", "power.limit", "gpu.present"];
+
+    #[test]
+    fn a_typo_gets_the_nearest_id() {
+        assert_eq!(did_you_mean("pcie.lnik", IDS), "did you mean pcie.link?");
+        assert_eq!(did_you_mean("PCIE.LINL", IDS), "did you mean pcie.link?");
+        assert_eq!(did_you_mean("powr.limt", IDS), "did you mean power.limit?");
+        // Nothing near: the ids of the same area, else where the ids are listed.
+        assert_eq!(
+            did_you_mean("pcie.nope", IDS),
+            "did you mean pcie.link, pcie.bandwidth?"
+        );
+        assert_eq!(did_you_mean("zzz", IDS), "`gpuaudit checks` lists them");
+    }
+
+    #[test]
+    fn how_far_a_typo_may_be() {
+        // Up to 11 characters two edits, then a quarter of the length.
+        assert_eq!(typo_distance("pcie.link"), 2);
+        assert_eq!(typo_distance("abcdefghijk"), 2);
+        assert_eq!(typo_distance("abcdefghijkl"), 3);
+        assert_eq!(typo_distance("gpu.driver-binding"), 4);
+        // Two edits away is suggested, three is not (for an id of 9 characters).
+        assert_eq!(did_you_mean("pcie.lixx", IDS), "did you mean pcie.link?");
+        assert_eq!(
+            did_you_mean("pcie.xxxx", IDS),
+            "did you mean pcie.link, pcie.bandwidth?"
+        );
+    }
 }

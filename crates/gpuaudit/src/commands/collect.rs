@@ -1,6 +1,7 @@
 //! `gpuaudit collect --out DIR`.
 
 use crate::cli::CollectArgs;
+use crate::sink;
 use anyhow::Result;
 use gpuaudit_core::render::escape::escape_line;
 use gpuaudit_probe::collect::{collect_base, collect_host, Collector};
@@ -27,22 +28,22 @@ pub fn run(args: &CollectArgs) -> Result<u8> {
     };
     collect_host(&mut c, &host);
     for n in &c.summary.notes {
-        eprintln!("gpuaudit collect: {}", escape_line(n));
+        sink::note(&format!("gpuaudit collect: {}", escape_line(n)));
     }
     let out = escape_line(&args.out.to_string_lossy()).into_owned();
     if !c.summary.failed.is_empty() {
         for f in &c.summary.failed {
-            eprintln!("gpuaudit collect: {}", escape_line(f));
+            sink::note(&format!("gpuaudit collect: {}", escape_line(f)));
         }
-        eprintln!(
+        sink::note(&format!(
             "gpuaudit collect: {} files could not be written: the snapshot in {out} is incomplete",
             c.summary.failed.len()
-        );
+        ));
         return Ok(2);
     }
-    eprintln!(
+    sink::note(&format!(
         "gpuaudit collect: wrote {} files to {out}; audit it with `gpuaudit --root {out}`",
         c.summary.files
-    );
+    ));
     Ok(0)
 }

@@ -1,11 +1,12 @@
 //! `gpuaudit models`: every GPU model the spec database knows, and the names `--expect`
 //! accepts for it.
 
-use anyhow::{bail, Result};
+use crate::cli::ListFormat;
+use crate::sink;
+use anyhow::Result;
 use gpuaudit_core::spec::{GpuSpec, SpecDb};
 use serde::Serialize;
 use std::fmt::Write;
-use std::io::Write as _;
 
 /// One model as `gpuaudit models --format json` shows it (schema `gpuaudit.models/1`).
 #[derive(Serialize)]
@@ -54,11 +55,11 @@ fn row(g: &GpuSpec) -> ModelRow<'_> {
     }
 }
 
-pub fn run(format: Option<&str>) -> Result<u8> {
+pub fn run(format: ListFormat) -> Result<u8> {
     let db = SpecDb::embedded();
-    let text = match format.unwrap_or("table") {
-        "table" => table(db),
-        "json" => {
+    let text = match format {
+        ListFormat::Table => table(db),
+        ListFormat::Json => {
             let list = ModelList {
                 schema: "gpuaudit.models/1",
                 models: db.gpus.iter().map(row).collect(),
@@ -67,14 +68,8 @@ pub fn run(format: Option<&str>) -> Result<u8> {
             s.push('\n');
             s
         }
-        other => bail!("--format '{other}': expected table or json"),
     };
-    let mut out = std::io::stdout().lock();
-    // A closed pipe (`gpuaudit models | head`) is not an error worth a message.
-    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        r => r?,
-    }
+    sink::print(text)?;
     Ok(0)
 }
 
