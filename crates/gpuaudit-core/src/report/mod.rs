@@ -1,8 +1,10 @@
 //! The report: `gpuaudit.report/1`, what every renderer and every script reads.
 
 mod measurements;
+mod series;
 
 pub use measurements::measurements;
+pub use series::{series, BurnTimeline, CopyCurve, Series, SizePoint};
 
 use crate::checks;
 use crate::facts::{Facts, GpuFacts, Libc, Measurement, Origin, VirtualizationMode};
@@ -22,6 +24,10 @@ pub struct Report {
     pub gpus: Vec<GpuSection>,
     pub findings: Vec<Finding>,
     pub measurements: Vec<Measurement>,
+    /// The curves behind the measurements (host copies by size, the burn's timeline); `{}`
+    /// where nothing was measured. Reports without it still read.
+    #[serde(default)]
+    pub series: Series,
     pub summary: Summary,
 }
 
@@ -171,6 +177,7 @@ impl Report {
                 .collect(),
             findings,
             measurements: measurements(facts),
+            series: series(facts),
             summary,
         }
     }

@@ -155,8 +155,45 @@ pub fn burn_gpu(tflops: f64, checksum: &str, throttle: Vec<ThrottleSeen>) -> Bur
             power_w: Some(stats(690.0)),
             temperature_c: Some(stats(70.0)),
             throttle,
+            series: vec![],
         }),
     }
+}
+
+/// The NVML samples of a burn of `seconds` every 200 ms as a healthy H200 at its power limit
+/// gives them: the clock starts at the 1980 MHz boost and settles near 1755 MHz once the
+/// power cap is reached (a fifth of the way in, `sw_power_cap` from then on), power rises to
+/// 690 W, the temperature from 40 to 70 °C. `hot_from`: from that second on, the GPU reports
+/// hardware thermal slowdown and its clock halves.
+pub fn burn_series(seconds: u64, hot_from: Option<u64>) -> Vec<TelemetrySample> {
+    let n = seconds * 5;
+    (0..n)
+        .map(|i| {
+            let t_ms = i * 200;
+            let x = i as f64 / n.max(1) as f64;
+            let capped = x >= 0.2;
+            let hot = hot_from.is_some_and(|h| t_ms >= h * 1000);
+            let mut throttle = Vec::new();
+            if capped {
+                throttle.push(ThrottleReason::SwPowerCap);
+            }
+            if hot {
+                throttle.push(ThrottleReason::HwThermalSlowdown);
+            }
+            let clock = match (hot, capped) {
+                (true, _) => 900,
+                (false, true) => 1755 + (i % 3) as u32 * 15,
+                (false, false) => 1980,
+            };
+            TelemetrySample {
+                t_ms,
+                sm_clock_mhz: Some(clock),
+                power_w: Some(if capped { 690.0 } else { 300.0 + 2000.0 * x }),
+                temperature_c: Some(40 + (30.0 * x.min(0.6) / 0.6) as u32),
+                throttle,
+            }
+        })
+        .collect()
 }
 
 /// Context creation taking `total` ms (cuInit three quarters of it), 2 GPUs visible, GPU
