@@ -113,8 +113,8 @@ pub struct AuditArgs {
     /// Only these GPU indices, e.g. 0,1 or 0-3.
     #[arg(long, value_name = "LIST")]
     pub gpus: Option<String>,
-    /// table | json | md | html. Default: table on a terminal, JSON otherwise (or from the
-    /// --output file's extension).
+    /// table | json | md | html. Default: table (also when piped), or from the --output
+    /// file's extension.
     #[arg(long, value_name = "FORMAT")]
     pub format: Option<String>,
     /// Write the report to FILE instead of standard output.
@@ -123,9 +123,13 @@ pub struct AuditArgs {
     /// Measure GPUs even when other processes use them.
     #[arg(long)]
     pub force: bool,
-    /// List every passing finding (by default a check whose GPUs all pass is one line).
+    /// List every finding and every measurement (by default: the problems, then one line per
+    /// area).
     #[arg(long, short)]
     pub verbose: bool,
+    /// Only the verdict and the problems.
+    #[arg(long, short, conflicts_with = "verbose")]
+    pub quiet: bool,
     /// auto | always | never.
     #[arg(long, value_name = "WHEN", default_value = "auto")]
     pub color: String,

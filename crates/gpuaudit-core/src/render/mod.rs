@@ -2,9 +2,11 @@
 
 pub mod bench;
 pub mod escape;
+pub mod group;
 mod html;
 mod json;
 mod markdown;
+pub mod overview;
 mod table;
 
 use crate::finding::{Finding, Status};
@@ -97,8 +99,8 @@ fn status_label(s: Status) -> &'static str {
     }
 }
 
-/// "2× NVIDIA H200, driver 580.159.04 (CUDA 13.0)".
-fn headline(report: &Report) -> String {
+/// "2× NVIDIA H200", "1× NVIDIA A100 + 1× NVIDIA A30", "no GPU found".
+fn gpu_names(report: &Report) -> String {
     let mut names: Vec<(String, usize)> = Vec::new();
     for g in &report.gpus {
         let n = g.name.clone().unwrap_or_else(|| "unknown GPU".into());
@@ -107,7 +109,7 @@ fn headline(report: &Report) -> String {
             None => names.push((n, 1)),
         }
     }
-    let gpus = if names.is_empty() {
+    if names.is_empty() {
         "no GPU found".to_string()
     } else {
         names
@@ -115,8 +117,12 @@ fn headline(report: &Report) -> String {
             .map(|(n, c)| format!("{c}× {n}"))
             .collect::<Vec<_>>()
             .join(" + ")
-    };
-    let mut s = gpus;
+    }
+}
+
+/// "2× NVIDIA H200, driver 580.159.04 (CUDA 13.0)".
+fn headline(report: &Report) -> String {
+    let mut s = gpu_names(report);
     if let Some(d) = &report.machine.driver_version {
         s.push_str(&format!(", driver {d}"));
         if let Some(c) = &report.machine.cuda_driver_version {
@@ -185,7 +191,7 @@ mod tests {
             Format::Table,
             &TableOptions {
                 color: true,
-                verbose: false,
+                ..TableOptions::default()
             },
         );
         assert!(coloured.contains("\u{1b}[") && coloured.contains("\\x1b]0;owned"));
