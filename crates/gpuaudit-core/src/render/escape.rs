@@ -82,8 +82,42 @@ pub fn html(s: &str) -> String {
 /// One table cell of Markdown: control characters as in [`escape_line`], `<` `>` `&` as
 /// entities (a renderer would otherwise run `<script>` or `<img onerror>`), and `|` escaped so
 /// that a cell cannot open another. Quotes stay as they are, for the text to read as text.
+/// Inside a `code span` (which every renderer shows as text) `<` `>` `&` stay as written, so
+/// that a command reads as the command; where the backticks do not pair up as single ones,
+/// they are escaped and no span is made.
 pub fn markdown_cell(s: &str) -> String {
-    entities(&escape_line(s), false, true)
+    markdown(s, true)
+}
+
+/// One line of Markdown outside a table: as [`markdown_cell`], `|` left as it is.
+pub fn markdown_text(s: &str) -> String {
+    markdown(s, false)
+}
+
+fn markdown(s: &str, pipe: bool) -> String {
+    let s = escape_line(s);
+    let spans = s.matches('`').count() % 2 == 0 && !s.contains("``");
+    if !spans {
+        return entities(&s, false, pipe).replace('`', "\\`");
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for (i, part) in s.split('`').enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        if i % 2 == 1 {
+            // A code span: shown as text. GFM splits table cells before it reads spans, so
+            // a pipe is escaped there too (and shown without the backslash).
+            if pipe {
+                out.push_str(&part.replace('|', "\\|"));
+            } else {
+                out.push_str(part);
+            }
+        } else {
+            out.push_str(&entities(part, false, pipe));
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -125,6 +159,23 @@ mod tests {
             "&lt;script&gt;alert(1)&lt;/script&gt;\\|&lt;img src=x onerror=y&gt;&amp;\\r\\n"
         );
         assert_eq!(markdown_cell("'a' \"b\""), "'a' \"b\"");
+        // Commands in code spans stay as written; pipes are escaped in cells only.
+        assert_eq!(
+            markdown_cell("run `a | b <x>` & <y>"),
+            "run `a \\| b <x>` &amp; &lt;y&gt;"
+        );
+        assert_eq!(
+            markdown_text("run `a | b <x>` & <y>|"),
+            "run `a | b <x>` &amp; &lt;y&gt;|"
+        );
+        // Backticks that do not pair up open no span: nothing stays raw.
+        assert_eq!(markdown_text("a `b <script>"), "a \\`b &lt;script&gt;");
+        assert_eq!(
+            markdown_text("``<img onerror=x>``"),
+            "\\`\\`&lt;img onerror=x&gt;\\`\\`"
+        );
+        // A span cannot carry a line break or a control character either.
+        assert_eq!(markdown_text("`a\nb\u{1b}`"), "`a\\nb\\x1b`");
         assert_eq!(
             html("<a href='x'>\"&\"</a>"),
             "&lt;a href=&#39;x&#39;&gt;&quot;&amp;&quot;&lt;/a&gt;"

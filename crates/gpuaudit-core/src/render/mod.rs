@@ -1,6 +1,7 @@
 //! Renderers: the report as a terminal table, JSON, Markdown or HTML. One file each.
 
 pub mod bench;
+pub mod document;
 pub mod escape;
 pub mod group;
 mod html;

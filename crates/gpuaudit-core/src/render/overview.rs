@@ -76,9 +76,20 @@ impl<'a> Overview<'a> {
     /// "1 problem on GPU 1", "2 problems (1 fail, 1 warning) on 8 GPUs", or the sentence
     /// that says none was found and what could not be checked.
     pub fn problems_sentence(&self) -> String {
+        let mut s = self.problems_count();
+        if let Some(nr) = self.not_run_sentence() {
+            s.push_str("; ");
+            s.push_str(&nr);
+        }
+        s
+    }
+
+    /// "1 problem (1 failed) on GPU 1", "no problem found in what was checked" (where
+    /// checks did not run), "no problem found; every check ran".
+    pub fn problems_count(&self) -> String {
         let (fails, warns) = (self.count(Status::Fail), self.count(Status::Warn));
         let n = fails + warns;
-        let mut s = if n == 0 {
+        if n == 0 {
             if self.not_run == 0 {
                 "no problem found; every check ran".to_string()
             } else {
@@ -97,12 +108,7 @@ impl<'a> Overview<'a> {
                 k => format!(" on {k} GPUs"),
             };
             format!("{}{kinds}{on}", plural(n, "problem", "problems"))
-        };
-        if let Some(nr) = self.not_run_sentence() {
-            s.push_str("; ");
-            s.push_str(&nr);
         }
-        s
     }
 
     /// "13 checks not run: snapshot audit: nothing is measured (10), other reasons (3)";
