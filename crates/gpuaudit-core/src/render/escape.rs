@@ -82,23 +82,21 @@ pub fn html(s: &str) -> String {
 /// One table cell of Markdown: control characters as in [`escape_line`], `<` `>` `&` as
 /// entities (a renderer would otherwise run `<script>` or `<img onerror>`), and `|` escaped so
 /// that a cell cannot open another. Quotes stay as they are, for the text to read as text.
-/// Inside a `code span` (which every renderer shows as text) `<` `>` `&` stay as written, so
-/// that a command reads as the command; where the backticks do not pair up as single ones,
-/// they are escaped and no span is made.
 pub fn markdown_cell(s: &str) -> String {
-    markdown(s, true)
+    entities(&escape_line(s), false, true)
 }
 
-/// One line of Markdown outside a table: as [`markdown_cell`], `|` left as it is.
+/// One line of Markdown outside a table (a finding, a fix): as [`markdown_cell`] (`|` left
+/// as it is), except that inside a `code span` (which CommonMark shows as text) `<` `>` `&`
+/// stay as written, so that a command reads as the command. Spans are kept only where
+/// nothing can change where they begin and end: single backticks that pair up, and no
+/// backslash in the line (`` \` `` is not a span's edge); otherwise the backticks are escaped
+/// and no span is made.
 pub fn markdown_text(s: &str) -> String {
-    markdown(s, false)
-}
-
-fn markdown(s: &str, pipe: bool) -> String {
     let s = escape_line(s);
-    let spans = s.matches('`').count() % 2 == 0 && !s.contains("``");
+    let spans = s.matches('`').count() % 2 == 0 && !s.contains("``") && !s.contains('\\');
     if !spans {
-        return entities(&s, false, pipe).replace('`', "\\`");
+        return entities(&s, false, false).replace('`', "\\`");
     }
     let mut out = String::with_capacity(s.len() + 8);
     for (i, part) in s.split('`').enumerate() {
@@ -106,15 +104,9 @@ fn markdown(s: &str, pipe: bool) -> String {
             out.push('`');
         }
         if i % 2 == 1 {
-            // A code span: shown as text. GFM splits table cells before it reads spans, so
-            // a pipe is escaped there too (and shown without the backslash).
-            if pipe {
-                out.push_str(&part.replace('|', "\\|"));
-            } else {
-                out.push_str(part);
-            }
+            out.push_str(part);
         } else {
-            out.push_str(&entities(part, false, pipe));
+            out.push_str(&entities(part, false, false));
         }
     }
     out
@@ -159,10 +151,10 @@ mod tests {
             "&lt;script&gt;alert(1)&lt;/script&gt;\\|&lt;img src=x onerror=y&gt;&amp;\\r\\n"
         );
         assert_eq!(markdown_cell("'a' \"b\""), "'a' \"b\"");
-        // Commands in code spans stay as written; pipes are escaped in cells only.
+        // Commands in code spans stay as written outside tables; a cell escapes everything.
         assert_eq!(
             markdown_cell("run `a | b <x>` & <y>"),
-            "run `a \\| b <x>` &amp; &lt;y&gt;"
+            "run `a \\| b &lt;x&gt;` &amp; &lt;y&gt;"
         );
         assert_eq!(
             markdown_text("run `a | b <x>` & <y>|"),
@@ -174,8 +166,11 @@ mod tests {
             markdown_text("``<img onerror=x>``"),
             "\\`\\`&lt;img onerror=x&gt;\\`\\`"
         );
-        // A span cannot carry a line break or a control character either.
-        assert_eq!(markdown_text("`a\nb\u{1b}`"), "`a\\nb\\x1b`");
+        // A backslash could change where a span ends (an escaped backtick is no edge):
+        // no span, everything escaped.
+        assert_eq!(markdown_text("\\`<script>\\`"), "\\\\`&lt;script&gt;\\\\`");
+        // A control character is written out with a backslash: no span either.
+        assert_eq!(markdown_text("`<a>\n`"), "\\`&lt;a&gt;\\n\\`");
         assert_eq!(
             html("<a href='x'>\"&\"</a>"),
             "&lt;a href=&#39;x&#39;&gt;&quot;&amp;&quot;&lt;/a&gt;"

@@ -222,8 +222,9 @@ pub fn ranges(v: &[u32]) -> String {
     parts.join(", ")
 }
 
-/// The evidence keys that say most about a check's finding, first; the others follow in
-/// the order the check wrote them. A key a check no longer writes is passed over.
+/// The evidence keys that say most about a check's finding, first (`a.b`: key `b` of the
+/// object under `a`); the others follow in the order the check wrote them. A key a check no
+/// longer writes is passed over.
 fn preferred_keys(check: &str) -> &'static [&'static str] {
     match check {
         "pcie.link" => &["width_current", "width_max", "gen_current", "gen_max"],
@@ -233,6 +234,16 @@ fn preferred_keys(check: &str) -> &'static [&'static str] {
         "memory.errors" => &["volatile_uncorrected", "aggregate_uncorrected", "xids"],
         "gpu.identity" => &["name", "memory_total_mib", "spec_memory_gb"],
         "host.shm" => &["size_bytes", "fstype"],
+        "stability.burn" => &[
+            "tflops.median",
+            "telemetry.sm_clock_mhz.median",
+            "telemetry.temperature_c.max",
+            "tflops_cv",
+        ],
+        "memory.bandwidth" => &["copy_gbps", "datasheet_gbps"],
+        "pcie.bandwidth" => &["h2d_pinned_gbps", "d2h_pinned_gbps", "link_gbps"],
+        "nccl.allreduce" => &["busbw_gbps", "expected_gbps", "latency_1mib_us"],
+        "cuda.context-latency" => &["total_ms.median", "expected_max_ms", "persistence_mode"],
         _ => &[],
     }
 }
@@ -248,7 +259,10 @@ fn brief_value(v: &Value) -> Option<String> {
     let s = match v {
         Value::Null => return None,
         Value::Bool(b) => b.to_string(),
-        Value::Number(n) => n.to_string(),
+        Value::Number(n) => match n.as_f64() {
+            Some(x) if n.is_f64() => short_number(x),
+            _ => n.to_string(),
+        },
         // Quoted where a space or comma would blur where the value ends.
         Value::String(s) if s.contains([' ', ',']) => format!("'{s}'"),
         Value::String(s) => s.clone(),
@@ -296,10 +310,15 @@ pub fn brief_evidence(g: &Group) -> Vec<(String, String)> {
     let mut keys: Vec<&str> = preferred_keys(g.check)
         .iter()
         .copied()
-        .filter(|k| ev.get(k).is_some())
+        .filter(|k| at_path(ev, k).is_some())
         .collect();
     for k in ev.0.keys() {
-        if !keys.contains(&k.as_str()) {
+        // An object shown by one of its values is not shown again whole.
+        let shown_inside = keys.iter().any(|p| {
+            p.strip_prefix(k.as_str())
+                .is_some_and(|rest| rest.starts_with('.'))
+        });
+        if !keys.contains(&k.as_str()) && !shown_inside {
             keys.push(k);
         }
     }
@@ -311,7 +330,8 @@ pub fn brief_evidence(g: &Group) -> Vec<(String, String)> {
         if k == "source" {
             continue;
         }
-        let values: Vec<Option<&Value>> = g.findings.iter().map(|f| f.evidence.get(k)).collect();
+        let values: Vec<Option<&Value>> =
+            g.findings.iter().map(|f| at_path(&f.evidence, k)).collect();
         let Some(Some(v0)) = values.first() else {
             continue;
         };
@@ -336,11 +356,31 @@ pub fn brief_evidence(g: &Group) -> Vec<(String, String)> {
     out
 }
 
+/// A number to about three significant digits: "700", "57.6", "6.25", "0.0480".
+/// The value at `a.b.c` of the evidence.
+fn at_path<'v>(ev: &'v Evidence, path: &str) -> Option<&'v Value> {
+    let mut parts = path.split('.');
+    let mut v = ev.get(parts.next()?)?;
+    for p in parts {
+        v = v.get(p)?;
+    }
+    Some(v)
+}
+
 fn short_number(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
+    let a = x.abs();
+    if x.fract() == 0.0 && a < 1e15 {
         format!("{x:.0}")
-    } else {
+    } else if a >= 100.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 || a == 0.0 {
         format!("{x:.2}")
+    } else {
+        // Three significant digits below 1.
+        let decimals = (2 - a.log10().floor() as i32).clamp(2, 12) as usize;
+        format!("{x:.decimals$}")
     }
 }
 
@@ -531,6 +571,40 @@ mod tests {
         assert_eq!(
             brief_evidence(&g[0])[0],
             ("width_current".into(), "4–8".into())
+        );
+        let f = Finding::warn("x.y", "m")
+            .with("cv", 0.04797817042217599)
+            .with("gbps", 57.64)
+            .with("error", 0.001);
+        let r = report(vec![f]);
+        let shown: Vec<String> = brief_evidence(&groups(&r)[0])
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        assert_eq!(shown, vec!["0.0480", "57.6", "0.00100"]);
+        // A preferred key may name a value inside an object.
+        let burn = Finding::fail("stability.burn", "m")
+            .with(
+                "tflops",
+                serde_json::json!({"n": 60, "median": 704.0, "min": 700.0}),
+            )
+            .with("tflops_cv", 0.01)
+            .with(
+                "telemetry",
+                serde_json::json!({"sm_clock_mhz": {"median": 1755}}),
+            );
+        let r = report(vec![burn]);
+        let keys: Vec<String> = brief_evidence(&groups(&r)[0])
+            .into_iter()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(
+            keys,
+            vec![
+                "tflops.median",
+                "telemetry.sm_clock_mhz.median",
+                "tflops_cv"
+            ]
         );
         let spaced = Finding::warn("x.y", "m").with("state", "In Progress");
         let r = report(vec![spaced]);

@@ -1,6 +1,7 @@
 //! Renderers: the report as a terminal table, JSON, Markdown or HTML. One file each.
 
 pub mod bench;
+pub mod charts;
 pub mod document;
 pub mod escape;
 pub mod group;
@@ -10,7 +11,7 @@ mod markdown;
 pub mod overview;
 mod table;
 
-use crate::finding::{Finding, Status};
+use crate::finding::Status;
 use crate::report::Report;
 use std::str::FromStr;
 
@@ -51,19 +52,6 @@ pub fn render(report: &Report, format: Format, table: &TableOptions) -> String {
 /// The area of a check id: "pcie.link" -> "pcie".
 fn area(check: &str) -> &str {
     check.split('.').next().unwrap_or(check)
-}
-
-/// Findings grouped by area, in report order.
-fn by_area(findings: &[Finding]) -> Vec<(&str, Vec<&Finding>)> {
-    let mut out: Vec<(&str, Vec<&Finding>)> = Vec::new();
-    for f in findings {
-        let a = area(&f.check);
-        match out.iter_mut().find(|(x, _)| *x == a) {
-            Some((_, v)) => v.push(f),
-            None => out.push((a, vec![f])),
-        }
-    }
-    out
 }
 
 fn area_title(area: &str) -> &str {
@@ -121,25 +109,18 @@ fn gpu_names(report: &Report) -> String {
     }
 }
 
-/// "2× NVIDIA H200, driver 580.159.04 (CUDA 13.0)".
-fn headline(report: &Report) -> String {
-    let mut s = gpu_names(report);
-    if let Some(d) = &report.machine.driver_version {
-        s.push_str(&format!(", driver {d}"));
-        if let Some(c) = &report.machine.cuda_driver_version {
-            s.push_str(&format!(" (CUDA {c})"));
-        }
-    }
-    s
-}
-
+/// A figure to about three significant digits: "789", "57.6", "6.00", "0.0480".
 fn fmt_value(v: f64) -> String {
-    if v.abs() >= 100.0 {
+    let a = v.abs();
+    if a >= 100.0 {
         format!("{v:.0}")
-    } else if v.abs() >= 10.0 {
+    } else if a >= 10.0 {
         format!("{v:.1}")
-    } else {
+    } else if a >= 0.1 || a == 0.0 {
         format!("{v:.2}")
+    } else {
+        let decimals = (2 - a.log10().floor() as i32).clamp(2, 12) as usize;
+        format!("{v:.decimals$}")
     }
 }
 
