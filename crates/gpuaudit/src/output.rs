@@ -46,6 +46,37 @@ fn width_from(terminal: Option<usize>, columns: Option<&str>) -> usize {
         .unwrap_or(TableOptions::default().width)
 }
 
+pub fn use_color(when: &str, output: Option<&Path>) -> Result<bool> {
+    match when {
+        "always" => Ok(true),
+        "never" => Ok(false),
+        "auto" => Ok(output.is_none()
+            && std::io::stdout().is_terminal()
+            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())),
+        other => anyhow::bail!("--color '{other}': expected auto, always or never"),
+    }
+}
+
+pub fn emit(
+    report: &Report,
+    format: Format,
+    table: &TableOptions,
+    output: Option<&Path>,
+) -> Result<()> {
+    let text = render::render(report, format, table);
+    match output {
+        Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display())),
+        None => {
+            let mut out = std::io::stdout().lock();
+            // A closed pipe (`gpuaudit | head`) is not an error worth a message.
+            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+                r => r.context("cannot write the report"),
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -76,36 +107,5 @@ mod tests {
         assert_eq!(width_from(None, Some("wide")), 80);
         assert_eq!(width_from(None, Some("0")), 80);
         assert_eq!(width_from(None, None), 80);
-    }
-}
-
-pub fn use_color(when: &str, output: Option<&Path>) -> Result<bool> {
-    match when {
-        "always" => Ok(true),
-        "never" => Ok(false),
-        "auto" => Ok(output.is_none()
-            && std::io::stdout().is_terminal()
-            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())),
-        other => anyhow::bail!("--color '{other}': expected auto, always or never"),
-    }
-}
-
-pub fn emit(
-    report: &Report,
-    format: Format,
-    table: &TableOptions,
-    output: Option<&Path>,
-) -> Result<()> {
-    let text = render::render(report, format, table);
-    match output {
-        Some(p) => std::fs::write(p, text).with_context(|| format!("cannot write {}", p.display())),
-        None => {
-            let mut out = std::io::stdout().lock();
-            // A closed pipe (`gpuaudit | head`) is not an error worth a message.
-            match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-                r => r.context("cannot write the report"),
-            }
-        }
     }
 }

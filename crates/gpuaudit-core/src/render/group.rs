@@ -369,9 +369,7 @@ fn at_path<'v>(ev: &'v Evidence, path: &str) -> Option<&'v Value> {
 
 fn short_number(x: f64) -> String {
     let a = x.abs();
-    if x.fract() == 0.0 && a < 1e15 {
-        format!("{x:.0}")
-    } else if a >= 100.0 {
+    if (x.fract() == 0.0 && a < 1e15) || a >= 100.0 {
         format!("{x:.0}")
     } else if a >= 10.0 {
         format!("{x:.1}")

@@ -127,7 +127,7 @@ fn fmt_value(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::{Facts, Origin};
+    use crate::facts::Origin;
     use crate::finding::Finding;
     use crate::policy::Policy;
     use crate::reading::Reading;
@@ -137,14 +137,46 @@ mod tests {
     const HOSTILE: &str =
         "n\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}1A\rPASS\n  PASS  gpu.present  <script>x</script>|";
 
+    /// Hostile text everywhere a report carries text from the machine: the hostname, a
+    /// GPU's product name, a finding's message, fix and evidence, a skip's reason, a
+    /// measurement's name, unit and method, the snapshot path.
     fn report() -> Report {
-        let mut facts = Facts::empty(Origin::Live, "not read");
+        let mut facts = crate::testing::Machine::healthy("h200-sxm-141gb", 2)
+            .gpu(0, |g| g.name = Reading::Value(HOSTILE.into()))
+            .build();
+        facts.origin = Origin::Snapshot {
+            path: HOSTILE.into(),
+            description: None,
+        };
         facts.machine.hostname = Reading::Value(HOSTILE.into());
         let findings = vec![
-            Finding::fail("os.platform", HOSTILE).fix(HOSTILE),
+            Finding::fail("os.platform", HOSTILE)
+                .fix(HOSTILE)
+                .with("value", HOSTILE)
+                .with("source", HOSTILE),
+            Finding::warn("pcie.link", format!("GPU 0 (00:06.0) {HOSTILE}"))
+                .gpu(0)
+                .fix(format!("`{HOSTILE}`")),
+            Finding::warn("pcie.link", format!("GPU 1 (00:07.0) {HOSTILE}"))
+                .gpu(1)
+                .fix(format!("`{HOSTILE}`")),
+            Finding::info("net.fabric", HOSTILE),
             Finding::skip("cuda.env", HOSTILE),
         ];
-        Report::from_findings(&facts, &Policy::default(), findings)
+        let mut r = Report::from_findings(&facts, &Policy::default(), findings);
+        r.measurements.push(crate::facts::Measurement {
+            name: HOSTILE.into(),
+            gpu: Some(0),
+            peer: Some(1),
+            value: 1.0,
+            unit: HOSTILE.into(),
+            expected: Some(2.0),
+            ratio: Some(0.5),
+            method: HOSTILE.into(),
+            size_bytes: None,
+            dtype: Some(HOSTILE.into()),
+        });
+        r
     }
 
     fn raw_controls(s: &str) -> Vec<char> {
@@ -154,7 +186,7 @@ mod tests {
     }
 
     #[test]
-    fn table_and_markdown_carry_no_raw_control_character() {
+    fn every_format_keeps_hostile_text_as_text() {
         let r = report();
         let table = render(&r, Format::Table, &TableOptions::default());
         assert_eq!(raw_controls(&table), Vec::<char>::new(), "{table}");
@@ -177,6 +209,20 @@ mod tests {
             },
         );
         assert!(coloured.contains("\u{1b}[") && coloured.contains("\\x1b]0;owned"));
+        // HTML: every text as text; no element, attribute or entity from the machine.
+        let html = render(&r, Format::Html, &TableOptions::default());
+        assert!(!html.contains("<script"), "{html}");
+        assert!(html.contains("&lt;script&gt;x&lt;/script&gt;"), "{html}");
+        assert!(!html.contains("<x>") && !html.contains("onerror"), "{html}");
+        assert_eq!(raw_controls(&html), Vec::<char>::new());
+        assert!(html.contains("\\x1b]0;owned"), "{html}");
+        // None of the machine's text turned into markup: one <title>, one <body>.
+        assert_eq!(html.matches("<title>").count(), 1);
+        assert_eq!(html.matches("<body>").count(), 1);
+        // The grouped finding (one cause on two GPUs) and its fix in a code span stay text.
+        let md = render(&r, Format::Markdown, &TableOptions::default());
+        assert!(md.contains("GPUs 0, 1"), "{md}");
+        assert!(!md.contains("<script>"), "{md}");
         // JSON keeps the text exactly (serde escapes it).
         let json = render(&r, Format::Json, &TableOptions::default());
         let back: serde_json::Value = serde_json::from_str(&json).unwrap();

@@ -317,9 +317,16 @@ impl Figure<'_> {
             .min_by(|a, b| a.0.total_cmp(&b.0))
     }
 
-    /// "GPU 3", "GPU 0→5", "" for a machine-wide figure.
+    /// "GPU 3", "GPU 0→5" where the GPUs (or pairs) differ; "" for a machine-wide figure
+    /// and where they measure alike (within [`ALIKE`]), as then no GPU is the low one.
     pub fn lowest_where(&self) -> String {
         if self.rows.len() < 2 {
+            return String::new();
+        }
+        let ratios: Vec<f64> = self.rows.iter().filter_map(|m| m.ratio).collect();
+        let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        if hi - lo <= ALIKE * hi.abs() {
             return String::new();
         }
         self.lowest().map(|(_, m)| place(m)).unwrap_or_default()
@@ -328,6 +335,8 @@ impl Figure<'_> {
 
 /// Where GPUs differ by more than this fraction, the table shows their range.
 const SPREAD_SHOWN: f64 = 0.02;
+/// GPUs whose ratios are this close measure alike: none is named as the lowest.
+const ALIKE: f64 = 0.01;
 
 /// "GPU 3", "GPU 0→1", "" for a machine-wide figure.
 pub fn place(m: &Measurement) -> String {
@@ -748,6 +757,8 @@ mod tests {
         assert_eq!(f[0].value_text(), "31.5–55.0");
         assert_eq!(f[0].expected(), Some(63.0));
         assert_eq!(f[0].lowest_where(), "GPU 1");
+        // Alike within 1%: no GPU is the low one.
+        assert_eq!(f[1].lowest_where(), "");
         // Within 2%: one figure, the median.
         assert_eq!(f[1].value_text(), "54.8");
         assert_eq!(f[2].label, "all-reduce bus bandwidth, 1 GiB");

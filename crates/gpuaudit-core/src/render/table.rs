@@ -360,11 +360,7 @@ fn measurements(out: &mut Out, report: &Report, verbose: bool) {
                 f.lowest()
                     .map(|(r, _)| percent(r))
                     .unwrap_or_else(|| "-".into()),
-                if lowest.is_empty() {
-                    String::new()
-                } else {
-                    format!("lowest: {lowest}")
-                },
+                lowest,
             ]);
         }
     }
@@ -373,7 +369,7 @@ fn measurements(out: &mut Out, report: &Report, verbose: bool) {
         "measured".to_string(),
         "expected".to_string(),
         "ratio".to_string(),
-        String::new(),
+        if verbose { "" } else { "lowest" }.to_string(),
     ];
     let all: Vec<&[String; 5]> = std::iter::once(&header).chain(rows.iter()).collect();
     let w: Vec<usize> = (0..5)
@@ -410,7 +406,7 @@ fn measurements(out: &mut Out, report: &Report, verbose: bool) {
         };
         // Too wide for the terminal: let it wrap under its label rather than cut it.
         if textwrap::core::display_width(&line) > out.width.max(MIN_WIDTH) {
-            out.para("", st, line.trim_start(), st, 6);
+            out.para("  ", st, line.trim_start(), st, 6);
         } else {
             let _ = writeln!(out.s, "{}", line.style(st));
         }

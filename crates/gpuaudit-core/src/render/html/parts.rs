@@ -7,9 +7,10 @@ use crate::render::escape;
 use crate::render::status_label;
 use std::fmt::Write;
 
-/// HTML's special characters as entities.
+/// HTML's special characters as entities, and control characters written out as in the
+/// terminal (`\x1b`, `\r`: a page shows them rather than swallowing them).
 pub fn esc(s: &str) -> String {
-    escape::html(s)
+    escape::html(&escape::escape_line(s))
 }
 
 /// Text with its `code spans` as `<code>` (gpuaudit's fixes write commands so); where the
@@ -115,9 +116,9 @@ pub fn figure(
             o.push_str("</figure>\n");
         }
         Err(why) => {
-            let _ = write!(
+            let _ = writeln!(
                 o,
-                "<p class=\"chart-omitted\" data-chart=\"{}\"><b>{}</b>: not drawn: {}.</p>\n",
+                "<p class=\"chart-omitted\" data-chart=\"{}\"><b>{}</b>: not drawn: {}.</p>",
                 esc(id),
                 esc(caption),
                 text(why.trim_end_matches('.'))
