@@ -141,11 +141,18 @@ pub fn digest(report: &Value) -> String {
 }
 
 /// Render a fixture with the real binary in `format` (table, md, html), with `extra`
-/// arguments: (exit code, output).
+/// arguments: (exit code, output). Run from the workspace with the fixture's relative path
+/// (`fixtures/snapshots/NAME`), so that the output is the same in any checkout.
 pub fn render(name: &str, format: &str, extra: &[&str]) -> (i32, String) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let relative = match name.strip_prefix("real/") {
+        Some(slug) => format!("fixtures/real/{slug}"),
+        None => format!("fixtures/snapshots/{name}"),
+    };
     let out = gpuaudit()
+        .current_dir(root)
         .arg("--root")
-        .arg(fixture(name))
+        .arg(relative)
         .args(["--format", format])
         .args(extra)
         .env("COLUMNS", "80")

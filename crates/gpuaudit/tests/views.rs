@@ -138,9 +138,16 @@ fn table_of_a_snapshot_says_what_was_not_checked() {
     let (code, t) = render("h200-x2-vm", "table", &[]);
     assert_eq!(code, 0);
     assert_fits("vm", &t, 80);
-    let first = t.lines().next().unwrap_or("");
+    let mut lines = t.lines();
+    let first = lines.next().unwrap_or("");
     assert!(
-        first.contains("no problem found in what was checked;"),
+        first.ends_with(": no problem found in what was checked"),
+        "{t}"
+    );
+    // The second line says how many checks could not run, and why.
+    let second = lines.next().unwrap_or("");
+    assert!(
+        second.contains(" checks not run: snapshot audit: nothing is measured"),
         "{t}"
     );
     assert!(t.contains("snapshot audit: nothing is measured"), "{t}");
@@ -365,4 +372,22 @@ fn a_quick_audit_page_says_why_each_missing_chart_is_missing() {
         "{html}"
     );
     assert!(html.contains("data-chart=\"chart-burn\""), "{html}");
+}
+
+/// The README's example is what the binary prints (at 80 columns).
+#[test]
+fn readme_example_is_the_real_output() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
+        .expect("README.md");
+    let start = readme.find("## Example").expect("an Example section");
+    let block = &readme[start..];
+    let open = block.find("```\n").expect("the example block") + 4;
+    let close = open + block[open..].find("```").expect("its end");
+    let (_, t) = render("h200-x2-x8-link", "table", &[]);
+    assert_eq!(
+        &block[open..close],
+        t,
+        "README.md's example differs from `gpuaudit --root fixtures/snapshots/h200-x2-x8-link` \
+         at 80 columns: paste the output above in"
+    );
 }

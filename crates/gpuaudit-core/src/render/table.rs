@@ -146,10 +146,13 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
     out.para(
         &format!("{what}: "),
         bold,
-        &o.problems_sentence(),
+        &o.problems_count(),
         verdict_style,
         4,
     );
+    if let Some(nr) = o.not_run_sentence() {
+        out.para("", plain, &nr, plain, 4);
+    }
     if !opts.quiet {
         out.para("", plain, &escape_line(&context_line(report)), dim, 4);
     }
@@ -183,7 +186,7 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
                 one_line(&mut out, g);
             }
         }
-        not_run(&mut out, &o, report);
+        not_run(&mut out, &o);
         out.title("By area");
         let areas = o.areas();
         let w = areas
@@ -284,7 +287,7 @@ fn one_line(out: &mut Out, g: &Group) {
 
 /// The checks that could not run: those of the main reason on one line, each other with
 /// its own reason.
-fn not_run(out: &mut Out, o: &Overview, report: &Report) {
+fn not_run(out: &mut Out, o: &Overview) {
     let skips: Vec<&Group> = o
         .groups
         .iter()
@@ -300,17 +303,25 @@ fn not_run(out: &mut Out, o: &Overview, report: &Report) {
     let (of_main, others): (Vec<&Group>, Vec<&Group>) = skips
         .iter()
         .partition(|g| main.is_some_and(|r| g.message.contains(r)));
-    if let Some(r) = main.filter(|_| !of_main.is_empty()) {
-        let mut ids: Vec<&str> = of_main.iter().map(|g| g.check).collect();
+    let ids = |v: &[&Group]| {
+        let mut ids: Vec<&str> = v.iter().map(|g| g.check).collect();
         ids.dedup();
-        let text = format!("{}: {}", escape_line(r), ids.join(", "));
+        ids.join(", ")
+    };
+    if let Some(r) = main.filter(|_| !of_main.is_empty()) {
+        let text = format!("{}: {}", escape_line(r), ids(&of_main));
         out.para("  ", plain, &text, dim, 6);
+        if !others.is_empty() {
+            let text = format!("other reasons (-v says why): {}", ids(&others));
+            out.para("  ", plain, &text, dim, 6);
+        }
+    } else {
+        // No reason shared: each with its own.
+        for g in others {
+            let text = format!("{}: {}", g.check, escape_line(&g.message));
+            out.para("  ", plain, &text, dim, 6);
+        }
     }
-    for g in others {
-        let text = format!("{}: {}", g.check, escape_line(&g.message));
-        out.para("  ", plain, &text, dim, 6);
-    }
-    let _ = report;
 }
 
 /// `-v`: every finding by area, the problems' fixes given above.
