@@ -367,18 +367,12 @@ fn at_path<'v>(ev: &'v Evidence, path: &str) -> Option<&'v Value> {
     Some(v)
 }
 
+/// A whole number as it is, any other to about three significant digits.
 fn short_number(x: f64) -> String {
-    let a = x.abs();
-    if (x.fract() == 0.0 && a < 1e15) || a >= 100.0 {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
         format!("{x:.0}")
-    } else if a >= 10.0 {
-        format!("{x:.1}")
-    } else if a >= 1.0 || a == 0.0 {
-        format!("{x:.2}")
     } else {
-        // Three significant digits below 1.
-        let decimals = (2 - a.log10().floor() as i32).clamp(2, 12) as usize;
-        format!("{x:.decimals$}")
+        super::fmt_value(x)
     }
 }
 

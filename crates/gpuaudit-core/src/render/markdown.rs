@@ -68,21 +68,15 @@ pub fn render(report: &Report) -> String {
     context.push(format!("profile {}", text(&report.audit.profile)));
     let _ = writeln!(out, "{}\n", context.join(" · "));
 
-    let problems = o.problems();
+    let problems = o.problems_with_fix_repeated();
     if !problems.is_empty() {
         let _ = writeln!(out, "#### Problems\n");
-        let mut previous_fix = None;
-        for g in &problems {
-            problem(&mut out, g, previous_fix);
-            previous_fix = g.fix;
+        for (g, repeated) in problems {
+            problem(&mut out, g, repeated);
         }
     }
 
-    let infos: Vec<&Group> = o
-        .groups
-        .iter()
-        .filter(|g| g.status == Status::Info)
-        .collect();
+    let infos = o.infos();
     if !infos.is_empty() {
         let _ = writeln!(out, "#### Worth knowing\n");
         for g in infos {
@@ -135,7 +129,7 @@ pub fn render(report: &Report) -> String {
     out
 }
 
-fn problem(out: &mut String, g: &Group, previous_fix: Option<&str>) {
+fn problem(out: &mut String, g: &Group, fix_repeated: bool) {
     let _ = writeln!(
         out,
         "**{}** `{}`: {}\n",
@@ -152,7 +146,7 @@ fn problem(out: &mut String, g: &Group, previous_fix: Option<&str>) {
         let _ = writeln!(out, "- evidence: {line}");
     }
     if let Some(fix) = g.fix {
-        if previous_fix == Some(fix) {
+        if fix_repeated {
             let _ = writeln!(out, "- fix: the same as above");
         } else {
             let _ = writeln!(out, "- fix: {}", text(fix));

@@ -116,7 +116,7 @@ fn fmt_value(v: f64) -> String {
         format!("{v:.0}")
     } else if a >= 10.0 {
         format!("{v:.1}")
-    } else if a >= 0.1 || a == 0.0 {
+    } else if a >= 1.0 || a == 0.0 {
         format!("{v:.2}")
     } else {
         let decimals = (2 - a.log10().floor() as i32).clamp(2, 12) as usize;

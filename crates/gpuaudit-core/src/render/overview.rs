@@ -57,6 +57,28 @@ impl<'a> Overview<'a> {
         p
     }
 
+    /// The problems in order, each with whether its fix is the one of the problem before
+    /// (the views then say "the same as above" rather than repeat it).
+    pub fn problems_with_fix_repeated(&self) -> Vec<(&Group<'a>, bool)> {
+        let mut previous = None;
+        self.problems()
+            .into_iter()
+            .map(|g| {
+                let repeated = g.fix.is_some() && g.fix == previous;
+                previous = g.fix;
+                (g, repeated)
+            })
+            .collect()
+    }
+
+    /// The info findings ("worth knowing"), in report order.
+    pub fn infos(&self) -> Vec<&Group<'a>> {
+        self.groups
+            .iter()
+            .filter(|g| g.status == Status::Info)
+            .collect()
+    }
+
     pub fn count(&self, s: Status) -> usize {
         self.groups.iter().filter(|g| g.status == s).count()
     }
@@ -616,6 +638,27 @@ mod tests {
         );
         // Fails first.
         assert_eq!(o.problems()[0].check, "nvlink.status");
+        // The second warning has no fix; a fix is "repeated" only when it is the same one.
+        let rep: Vec<bool> = o
+            .problems_with_fix_repeated()
+            .iter()
+            .map(|(_, r)| *r)
+            .collect();
+        assert_eq!(rep, vec![false, false, false]);
+        let same = vec![
+            fabric(1),
+            Finding::fail("nvlink.status", "the fabric").fix("Start the fabric manager."),
+            Finding::warn("cuda.env", "x"),
+        ];
+        let r = report_of(same, &Policy::default(), None);
+        let o = Overview::of(&r);
+        let rep: Vec<bool> = o
+            .problems_with_fix_repeated()
+            .iter()
+            .map(|(_, r)| *r)
+            .collect();
+        assert_eq!(rep, vec![false, true, false]);
+        assert_eq!(o.infos().len(), 0);
         let r = report_of(
             vec![Finding::warn("cuda.env", "x")],
             &Policy::default(),

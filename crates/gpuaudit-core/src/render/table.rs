@@ -157,15 +157,13 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
         out.para("", plain, &escape_line(&context_line(report)), dim, 4);
     }
 
-    let problems = o.problems();
+    let problems = o.problems_with_fix_repeated();
     if !problems.is_empty() {
         if !opts.quiet {
             out.title("Problems");
         }
-        let mut previous_fix = None;
-        for g in &problems {
-            problem(&mut out, g, previous_fix);
-            previous_fix = g.fix;
+        for (g, repeated) in &problems {
+            problem(&mut out, g, *repeated);
         }
     }
     if opts.quiet {
@@ -175,11 +173,7 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
     if opts.verbose {
         every_finding(&mut out, &o);
     } else {
-        let infos: Vec<&Group> = o
-            .groups
-            .iter()
-            .filter(|g| g.status == Status::Info)
-            .collect();
+        let infos = o.infos();
         if !infos.is_empty() {
             out.title("Worth knowing");
             for g in infos {
@@ -207,7 +201,7 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
     if !opts.verbose {
         hints.push("every finding: -v".to_string());
     }
-    if let Some(g) = problems.first() {
+    if let Some((g, _)) = problems.first() {
         hints.push(format!(
             "why and how to check by hand: gpuaudit explain {}",
             g.check
@@ -245,7 +239,7 @@ fn context_line(report: &Report) -> String {
 }
 
 /// A problem: its status and check, the sentence, the key evidence, the fix.
-fn problem(out: &mut Out, g: &Group, previous_fix: Option<&str>) {
+fn problem(out: &mut Out, g: &Group, fix_repeated: bool) {
     let st = style(g.status, out.color);
     let head = format!("{} ", status_label(g.status));
     let text = format!("{}: {}", g.check, escape_line(&g.message));
@@ -263,7 +257,7 @@ fn problem(out: &mut Out, g: &Group, previous_fix: Option<&str>) {
     if let Some(fix) = g.fix {
         let head = " ".repeat(STATUS_COLS) + "fix: ";
         // The same fix twice in a row is said once.
-        let text = if previous_fix == Some(fix) {
+        let text = if fix_repeated {
             "the same as above".into()
         } else {
             escape_line(fix)

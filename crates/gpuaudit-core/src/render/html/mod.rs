@@ -23,22 +23,16 @@ pub fn render(report: &Report) -> String {
 
     verdict(&mut b, report, &o, &doc);
 
-    let problems = o.problems();
+    let problems = o.problems_with_fix_repeated();
     if !problems.is_empty() {
         let _ = writeln!(b, "<section id=problems><h2>Problems</h2>");
-        let mut previous_fix = None;
-        for g in &problems {
-            problem(&mut b, g, previous_fix);
-            previous_fix = g.fix;
+        for (g, repeated) in problems {
+            problem(&mut b, g, repeated);
         }
         b.push_str("</section>\n");
     }
 
-    let infos: Vec<&Group> = o
-        .groups
-        .iter()
-        .filter(|g| g.status == Status::Info)
-        .collect();
+    let infos = o.infos();
     if !infos.is_empty() {
         b.push_str("<section id=notes><h2>Worth knowing</h2><ul class=compact>\n");
         for g in infos {
@@ -165,7 +159,7 @@ fn headline(b: &mut String, report: &Report) {
     }
 }
 
-fn problem(b: &mut String, g: &Group, previous_fix: Option<&str>) {
+fn problem(b: &mut String, g: &Group, fix_repeated: bool) {
     let _ = writeln!(b, "<article class=\"problem {}\">", class(g.status));
     let _ = writeln!(
         b,
@@ -188,7 +182,7 @@ fn problem(b: &mut String, g: &Group, previous_fix: Option<&str>) {
         let _ = write!(b, "<dt>evidence</dt><dd>{line}</dd>");
     }
     if let Some(fix) = g.fix {
-        let shown = if previous_fix == Some(fix) {
+        let shown = if fix_repeated {
             "the same as above".to_string()
         } else {
             text(fix)
@@ -326,8 +320,9 @@ fn machine(b: &mut String, doc: &Document) {
             .into_iter()
             .map(|r| r.iter().map(|c| esc(c)).collect())
             .collect();
-        b.push_str("<h3>GPUs</h3>\n");
+        b.push_str("<h3>GPUs</h3>\n<div class=scroll>");
         b.push_str(&table("gpus", &header, &rows, &[3]));
+        b.push_str("</div>\n");
     }
     b.push_str("</section>\n");
 }

@@ -169,6 +169,8 @@ table{border-collapse:collapse;width:100%;margin:6px 0 12px;font-size:.93em}
 th,td{border-bottom:1px solid #eaeef2;padding:5px 8px;text-align:left;vertical-align:top}
 th{background:var(--soft);font-weight:600}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
+.scroll{overflow-x:auto}
+table.gpus td{white-space:nowrap}
 table.kv th{width:11em;background:none;color:#57606a;font-weight:normal}
 ul.compact{margin:6px 0;padding-left:1.2em}
 ul.compact li{margin:3px 0}
