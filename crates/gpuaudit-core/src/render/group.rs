@@ -506,6 +506,27 @@ mod tests {
         assert!(!is_pci_address("00:06"));
         assert!(!is_pci_address("/dev/nvidia0"));
         assert!(!is_pci_address("zz:06.0"));
+        assert!(!is_pci_address("00:zz.0"));
+        assert!(!is_pci_address("00:06.z"));
+        // With a domain, each of its parts must be hexadecimal too.
+        assert!(!is_pci_address("zzzz:c1:00.0"));
+        assert!(!is_pci_address("0000:zz:00.0"));
+        assert!(!is_pci_address("0000:c1:zz.0"));
+        assert!(!is_pci_address("0:c1:00.0"));
+        assert!(!is_pci_address("a:b:c:00.0"));
+    }
+
+    #[test]
+    fn problems_are_fails_and_warnings() {
+        let r = report(vec![
+            Finding::fail("a.b", "x"),
+            Finding::warn("a.c", "x"),
+            Finding::info("a.d", "x"),
+            Finding::pass("a.e", "x"),
+            Finding::skip("a.f", "x"),
+        ]);
+        let p: Vec<bool> = groups(&r).iter().map(Group::is_problem).collect();
+        assert_eq!(p, vec![true, true, false, false, false]);
     }
 
     #[test]
