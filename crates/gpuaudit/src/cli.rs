@@ -190,7 +190,7 @@ pub struct AuditArgs {
     /// Only these GPU indices, e.g. 0,1 or 0-3.
     #[arg(long, value_name = "LIST")]
     pub gpus: Option<String>,
-    /// Default: table on a terminal, JSON otherwise (or from the --output file's extension).
+    /// Default: table (also when piped), or from the --output file's extension.
     #[arg(long, value_enum, ignore_case = true)]
     pub format: Option<FormatArg>,
     /// Write the report to FILE instead of standard output.
@@ -199,9 +199,13 @@ pub struct AuditArgs {
     /// Measure GPUs even when other processes use them.
     #[arg(long)]
     pub force: bool,
-    /// List every passing finding (by default a check whose GPUs all pass is one line).
+    /// List every finding and every measurement (by default: the problems, then one line per
+    /// area).
     #[arg(long, short)]
     pub verbose: bool,
+    /// Only the verdict and the problems.
+    #[arg(long, short, conflicts_with = "verbose")]
+    pub quiet: bool,
     #[arg(long, value_name = "WHEN", value_enum, default_value_t)]
     pub color: ColorWhen,
 }
@@ -211,15 +215,19 @@ pub struct ReportArgs {
     /// A report gpuaudit wrote as JSON (`--format json`, `--output FILE.json`).
     #[arg(value_name = "REPORT.json")]
     pub report: PathBuf,
-    /// Default: table on a terminal, JSON otherwise (or from the --output file's extension).
+    /// Default: table (also when piped), or from the --output file's extension.
     #[arg(long, value_enum, ignore_case = true)]
     pub format: Option<FormatArg>,
     /// Write the report to FILE instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// List every passing finding (by default a check whose GPUs all pass is one line).
+    /// List every finding and every measurement (by default: the problems, then one line per
+    /// area).
     #[arg(long, short)]
     pub verbose: bool,
+    /// Only the verdict and the problems.
+    #[arg(long, short, conflicts_with = "verbose")]
+    pub quiet: bool,
     #[arg(long, value_name = "WHEN", value_enum, default_value_t)]
     pub color: ColorWhen,
 }

@@ -25,11 +25,27 @@ pub fn choose_format(format: Option<Format>, output: Option<&Path>) -> Result<Fo
             _ => Format::Table,
         });
     }
-    Ok(if std::io::stdout().is_terminal() {
-        Format::Table
+    // The report for a person also when piped (`| less`, `| tee`, `ssh host gpuaudit`), as
+    // ruff and ripgrep do; a script asks for JSON.
+    Ok(Format::Table)
+}
+
+/// The columns the table wraps to: the terminal's width where stdout is one, else
+/// `$COLUMNS` where set, else 80.
+pub fn table_width(output: Option<&Path>) -> usize {
+    let terminal = if output.is_none() && std::io::stdout().is_terminal() {
+        terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| usize::from(w.0))
     } else {
-        Format::Json
-    })
+        None
+    };
+    width_from(terminal, std::env::var("COLUMNS").ok().as_deref())
+}
+
+fn width_from(terminal: Option<usize>, columns: Option<&str>) -> usize {
+    terminal
+        .filter(|w| *w > 0)
+        .or_else(|| columns?.trim().parse::<usize>().ok().filter(|w| *w > 0))
+        .unwrap_or(TableOptions::default().width)
 }
 
 pub fn use_color(when: ColorWhen, output: Option<&Path>) -> bool {
@@ -52,4 +68,40 @@ pub fn emit(
 ) -> Result<()> {
     let text = render::render(report, format, table);
     sink::deliver(text, output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_is_the_default_unless_json_is_asked_for() {
+        assert_eq!(choose_format(None, None).unwrap(), Format::Table);
+        assert_eq!(
+            choose_format(None, Some(Path::new("r.json"))).unwrap(),
+            Format::Json
+        );
+        assert_eq!(
+            choose_format(Some(Format::Json), None).unwrap(),
+            Format::Json
+        );
+        assert_eq!(
+            choose_format(None, Some(Path::new("r.HTML"))).unwrap(),
+            Format::Html
+        );
+        assert_eq!(
+            choose_format(None, Some(Path::new("r.txt"))).unwrap(),
+            Format::Table
+        );
+    }
+
+    #[test]
+    fn width_from_terminal_then_columns_then_80() {
+        assert_eq!(width_from(Some(120), Some("100")), 120);
+        assert_eq!(width_from(None, Some("100")), 100);
+        assert_eq!(width_from(Some(0), Some(" 90 ")), 90);
+        assert_eq!(width_from(None, Some("wide")), 80);
+        assert_eq!(width_from(None, Some("0")), 80);
+        assert_eq!(width_from(None, None), 80);
+    }
 }

@@ -93,9 +93,9 @@ fn table_output_reads_at_a_glance() {
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("2× NVIDIA H200"), "{text}");
-    assert!(text.contains("FAIL  pcie.link"), "{text}");
+    assert!(text.contains("FAIL pcie.link"), "{text}");
     assert!(text.contains("fix: Reseat the card"), "{text}");
-    assert!(text.contains("Summary:"), "{text}");
+    assert!(text.contains("1 problem (1 failed) on GPU 1"), "{text}");
     assert!(
         !text.contains('\u{1b}'),
         "no colour codes with NO_COLOR / not a terminal"
@@ -106,9 +106,9 @@ fn table_output_reads_at_a_glance() {
 fn every_format_renders() {
     for (fmt, needle) in [
         ("json", "\"schema\": \"gpuaudit.report/1\""),
-        ("md", "| status | check |"),
+        ("md", "| area | status | check | finding |"),
         ("html", "<!doctype html>"),
-        ("table", "Summary:"),
+        ("table", "no problem found in what was checked"),
     ] {
         gpuaudit()
             .args(["--format", fmt, "--root"])

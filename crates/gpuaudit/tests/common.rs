@@ -153,3 +153,47 @@ pub fn digest(report: &Value) -> String {
     }
     s
 }
+
+/// Render a fixture with the real binary in `format` (table, md, html), with `extra`
+/// arguments: (exit code, output). Run from the workspace with the fixture's relative path
+/// (`fixtures/snapshots/NAME`), so that the output is the same in any checkout.
+pub fn render(name: &str, format: &str, extra: &[&str]) -> (i32, String) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let relative = match name.strip_prefix("real/") {
+        Some(slug) => format!("fixtures/real/{slug}"),
+        None => format!("fixtures/snapshots/{name}"),
+    };
+    let out = gpuaudit()
+        .current_dir(root)
+        .arg("--root")
+        .arg(relative)
+        .args(["--format", format])
+        .args(extra)
+        .env("COLUMNS", "80")
+        .output()
+        .expect("gpuaudit runs");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+/// A report with everything `--full` measures, on `n` healthy H200s (the figures of
+/// `gpuaudit_core::testing::measured::full_run`), after `change`.
+pub fn measured_report(
+    n: u32,
+    change: impl FnOnce(&mut gpuaudit_core::facts::MeasuredFacts),
+) -> gpuaudit_core::Report {
+    use gpuaudit_core::testing::{measured, Machine};
+    let facts = Machine::healthy("h200-sxm-141gb", n)
+        .measured(|m| {
+            measured::full_run(m, n);
+            change(m);
+        })
+        .build();
+    let policy = gpuaudit_core::Policy {
+        full: true,
+        ..gpuaudit_core::Policy::default()
+    };
+    gpuaudit_core::Report::build(&facts, &policy)
+}

@@ -210,7 +210,10 @@ mod tests {
         let none = Machine::healthy("h200-sxm-141gb", 1)
             .with(|f| f.gpus = Reading::Value(vec![]))
             .build();
-        assert_eq!(no_gpu_reason(&none), "no NVIDIA GPU found (see gpu.present)");
+        assert_eq!(
+            no_gpu_reason(&none),
+            "no NVIDIA GPU found (see gpu.present)"
+        );
         let two = Machine::healthy("h200-sxm-141gb", 2).build();
         assert_eq!(
             no_gpu_reason(&two),
@@ -233,12 +236,18 @@ mod tests {
         let one = |g: &GpuFacts| Finding::pass("t", g.label());
         let two = |g: &GpuFacts| vec![Finding::pass("t", g.label()), Finding::info("t", "x")];
         let gpus = |v: Vec<Finding>| v.iter().map(|f| f.gpu).collect::<Vec<_>>();
-        assert_eq!(gpus(per_gpu("t", &f, &all, one)), [Some(0), Some(1), Some(2)]);
+        assert_eq!(
+            gpus(per_gpu("t", &f, &all, one)),
+            [Some(0), Some(1), Some(2)]
+        );
         assert_eq!(gpus(per_gpu("t", &f, &some, one)), [Some(0), Some(2)]);
         let skipped = per_gpu("t", &f, &none, one);
         assert_eq!(skipped.len(), 1);
         assert_eq!(skipped[0].status, crate::finding::Status::Skip);
-        assert_eq!(skipped[0].message, "none of the GPUs chosen with --gpus exists");
+        assert_eq!(
+            skipped[0].message,
+            "none of the GPUs chosen with --gpus exists"
+        );
         assert_eq!(
             gpus(per_gpu_many("t", &f, &some, two)),
             [Some(0), Some(0), Some(2), Some(2)]

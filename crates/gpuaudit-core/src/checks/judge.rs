@@ -367,12 +367,16 @@ mod tests {
                 .with(|f| f.topology = Reading::unavailable("nvidia-smi topo not read"))
                 .gpu(0, |g| {
                     if let Reading::Value(l) = &mut g.nvlinks {
-                        l.iter_mut().enumerate().for_each(|(i, x)| x.active = i < links0);
+                        l.iter_mut()
+                            .enumerate()
+                            .for_each(|(i, x)| x.active = i < links0);
                     }
                 })
                 .gpu(1, |g| {
                     if let Reading::Value(l) = &mut g.nvlinks {
-                        l.iter_mut().enumerate().for_each(|(i, x)| x.active = i < links1);
+                        l.iter_mut()
+                            .enumerate()
+                            .for_each(|(i, x)| x.active = i < links1);
                     }
                 })
                 .build()

@@ -165,7 +165,7 @@ pub fn normalize_bus_id(id: &str) -> String {
 }
 
 /// Where a GPU fact's value came from, for facts that are not always read from the GPU.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ValueSource {
     /// Read through NVML.
@@ -267,7 +267,19 @@ pub struct Clocks {
 }
 
 /// One clock event (throttle) reason, as NVML's bits and nvidia-smi's elements name them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum ThrottleReason {
     /// Nothing runs: clocks are down to save power. Harmless.

@@ -617,6 +617,27 @@ pub struct Telemetry {
     /// Each throttle reason seen, with how many samples had it.
     #[serde(default)]
     pub throttle: Vec<ThrottleSeen>,
+    /// Every sample in order, for the burn's timeline (the report's `series.burn`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub series: Vec<TelemetrySample>,
+}
+
+/// One NVML sample of one GPU during the burn. A value NVML did not give is `None` (left
+/// out of the JSON), never 0.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct TelemetrySample {
+    /// Milliseconds since the burn's first sample of this GPU (when the parent received it:
+    /// within 50 ms of when NVML was read).
+    pub t_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub power_w: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature_c: Option<u32>,
+    /// The clock-event reasons active in this sample, each on its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub throttle: Vec<ThrottleReason>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

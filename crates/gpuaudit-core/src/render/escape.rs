@@ -86,6 +86,32 @@ pub fn markdown_cell(s: &str) -> String {
     entities(&escape_line(s), false, true)
 }
 
+/// One line of Markdown outside a table (a finding, a fix): as [`markdown_cell`] (`|` left
+/// as it is), except that inside a `code span` (which CommonMark shows as text) `<` `>` `&`
+/// stay as written, so that a command reads as the command. Spans are kept only where
+/// nothing can change where they begin and end: single backticks that pair up, and no
+/// backslash in the line (`` \` `` is not a span's edge); otherwise the backticks are escaped
+/// and no span is made.
+pub fn markdown_text(s: &str) -> String {
+    let s = escape_line(s);
+    let spans = s.matches('`').count() % 2 == 0 && !s.contains("``") && !s.contains('\\');
+    if !spans {
+        return entities(&s, false, false).replace('`', "\\`");
+    }
+    let mut out = String::with_capacity(s.len() + 8);
+    for (i, part) in s.split('`').enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        if i % 2 == 1 {
+            out.push_str(part);
+        } else {
+            out.push_str(&entities(part, false, false));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,6 +151,26 @@ mod tests {
             "&lt;script&gt;alert(1)&lt;/script&gt;\\|&lt;img src=x onerror=y&gt;&amp;\\r\\n"
         );
         assert_eq!(markdown_cell("'a' \"b\""), "'a' \"b\"");
+        // Commands in code spans stay as written outside tables; a cell escapes everything.
+        assert_eq!(
+            markdown_cell("run `a | b <x>` & <y>"),
+            "run `a \\| b &lt;x&gt;` &amp; &lt;y&gt;"
+        );
+        assert_eq!(
+            markdown_text("run `a | b <x>` & <y>|"),
+            "run `a | b <x>` &amp; &lt;y&gt;|"
+        );
+        // Backticks that do not pair up open no span: nothing stays raw.
+        assert_eq!(markdown_text("a `b <script>"), "a \\`b &lt;script&gt;");
+        assert_eq!(
+            markdown_text("``<img onerror=x>``"),
+            "\\`\\`&lt;img onerror=x&gt;\\`\\`"
+        );
+        // A backslash could change where a span ends (an escaped backtick is no edge):
+        // no span, everything escaped.
+        assert_eq!(markdown_text("\\`<script>\\`"), "\\\\`&lt;script&gt;\\\\`");
+        // A control character is written out with a backslash: no span either.
+        assert_eq!(markdown_text("`<a>\n`"), "\\`&lt;a&gt;\\n\\`");
         assert_eq!(
             html("<a href='x'>\"&\"</a>"),
             "&lt;a href=&#39;x&#39;&gt;&quot;&amp;&quot;&lt;/a&gt;"

@@ -1,84 +1,233 @@
-//! The report as Markdown, for tickets and pull requests.
+//! The report as Markdown, to paste into a GitHub issue or a ticket: the verdict, each
+//! problem with its evidence and fix, the measured figures, and the rest folded in
+//! `<details>` (the passing checks, every measurement, the machine's GPUs). Status shows as
+//! an emoji and a word, which GitHub renders everywhere. Every value from the machine goes
+//! through [`escape::markdown_cell`].
 
-use super::{area_title, by_area, escape, fmt_value, headline, status_label};
+use super::document::Document;
+use super::escape;
+use super::group::{brief_evidence, evidence_source, evidence_text, Group};
+use super::overview::{figures, measurement_label, percent, place, Overview};
+use super::{area, area_title, fmt_value, status_label};
+use crate::finding::Status;
 use crate::report::Report;
 use std::fmt::Write;
 
-/// Text from the machine in a cell or a heading: see [`escape::markdown_cell`].
+/// Text from the machine in a table cell: see [`escape::markdown_cell`].
 fn cell(s: &str) -> String {
     escape::markdown_cell(s)
 }
 
+/// Text from the machine outside a table: see [`escape::markdown_text`].
+fn text(s: &str) -> String {
+    escape::markdown_text(s)
+}
+
+/// The status as GitHub shows it at a glance.
+pub fn badge(s: Status) -> String {
+    let icon = match s {
+        Status::Pass => "✅",
+        Status::Info => "ℹ️",
+        Status::Warn => "⚠️",
+        Status::Fail => "❌",
+        Status::Skip => "⏭️",
+    };
+    format!("{icon} {}", status_label(s))
+}
+
 pub fn render(report: &Report) -> String {
+    let o = Overview::of(report);
+    let doc = Document::of(report);
     let mut out = String::new();
-    let host = report.machine.hostname.as_deref().unwrap_or("unknown host");
-    let _ = writeln!(out, "# gpuaudit report: {}\n", cell(host));
-    let _ = writeln!(out, "{}\n", cell(&headline(report)));
-    let m = &report.machine;
-    let _ = writeln!(out, "| machine | |\n|---|---|");
-    for (k, v) in [
-        ("OS", m.os.clone()),
-        ("kernel", m.kernel.clone()),
-        ("CPU", m.cpu.clone()),
-        ("virtualization", m.virtualization.clone()),
-        ("driver", m.driver_version.clone()),
-        ("CUDA (driver)", m.cuda_driver_version.clone()),
-        (
-            "audit",
-            Some(format!(
-                "{} · profile {}",
-                report.audit.mode, report.audit.profile
-            )),
-        ),
-    ] {
-        let _ = writeln!(out, "| {k} | {} |", cell(v.as_deref().unwrap_or("-")));
-    }
-    for (area, findings) in by_area(&report.findings) {
-        let _ = writeln!(out, "\n## {}\n", area_title(area));
-        let _ = writeln!(
-            out,
-            "| status | check | GPU | finding | fix |\n|---|---|---|---|---|"
-        );
-        for f in findings {
-            let _ = writeln!(
-                out,
-                "| {} | `{}` | {} | {} | {} |",
-                status_label(f.status),
-                cell(&f.check),
-                f.gpu.map(|g| g.to_string()).unwrap_or_else(|| "-".into()),
-                cell(&f.message),
-                cell(f.fix.as_deref().unwrap_or(""))
-            );
-        }
-    }
-    if !report.measurements.is_empty() {
-        let _ = writeln!(out, "\n## Measurements\n");
-        let _ = writeln!(out, "| name | GPU | value | unit | expected | ratio | method |\n|---|---|---|---|---|---|---|");
-        for x in &report.measurements {
-            let _ = writeln!(
-                out,
-                "| {} | {} | {} | {} | {} | {} | {} |",
-                cell(&x.name),
-                match (x.gpu, x.peer) {
-                    (Some(a), Some(b)) => format!("{a}→{b}"),
-                    (Some(a), None) => a.to_string(),
-                    _ => "-".into(),
-                },
-                fmt_value(x.value),
-                cell(&x.unit),
-                x.expected.map(fmt_value).unwrap_or_else(|| "-".into()),
-                x.ratio
-                    .map(|r| format!("{:.0}%", r * 100.0))
-                    .unwrap_or_else(|| "-".into()),
-                cell(&x.method)
-            );
-        }
-    }
-    let s = &report.summary;
+
+    let icon = match o.problems().first().map(|g| g.status) {
+        Some(Status::Fail) => "❌",
+        Some(_) => "⚠️",
+        None => "✅",
+    };
     let _ = writeln!(
         out,
-        "\n**Summary:** {} pass, {} info, {} warn, {} fail, {} skip",
-        s.pass, s.info, s.warn, s.fail, s.skip
+        "### {icon} {}: {}\n",
+        text(&o.what_you_got(report)),
+        text(&o.problems_count())
     );
+    if let Some(nr) = o.not_run_sentence() {
+        let _ = writeln!(out, "{}\n", text(&nr));
+    }
+    let mut context = vec![format!("gpuaudit {}", text(&report.tool.version))];
+    context.push(text(
+        report.machine.hostname.as_deref().unwrap_or("unknown host"),
+    ));
+    if let Some(at) = doc.audited_at() {
+        context.push(text(&at));
+    }
+    context.push(match &report.audit.snapshot {
+        Some(s) => format!("snapshot {}", text(s)),
+        None => "live".into(),
+    });
+    context.push(format!("profile {}", text(&report.audit.profile)));
+    let _ = writeln!(out, "{}\n", context.join(" · "));
+
+    let problems = o.problems_with_fix_repeated();
+    if !problems.is_empty() {
+        let _ = writeln!(out, "#### Problems\n");
+        for (g, repeated) in problems {
+            problem(&mut out, g, repeated);
+        }
+    }
+
+    let infos = o.infos();
+    if !infos.is_empty() {
+        let _ = writeln!(out, "#### Worth knowing\n");
+        for g in infos {
+            let _ = writeln!(
+                out,
+                "- {} `{}`: {}",
+                badge(g.status),
+                g.check,
+                text(&g.message)
+            );
+        }
+        let _ = writeln!(out);
+    }
+
+    measurements(&mut out, report);
+
+    // Everything else, folded: each check by area.
+    let rest: Vec<&Group> = o
+        .groups
+        .iter()
+        .filter(|g| !g.is_problem() && g.status != Status::Info)
+        .collect();
+    if !rest.is_empty() {
+        let pass = rest.iter().filter(|g| g.status == Status::Pass).count();
+        let skip = rest.len() - pass;
+        let mut summary = format!("✅ {pass} passing");
+        if skip > 0 {
+            summary.push_str(&format!(", ⏭️ {skip} not run"));
+        }
+        summary.push_str(" (each check, by area)");
+        let _ = writeln!(out, "<details><summary>{summary}</summary>\n");
+        let _ = writeln!(
+            out,
+            "| area | status | check | finding |\n|---|---|---|---|"
+        );
+        for g in rest {
+            let _ = writeln!(
+                out,
+                "| {} | {} | `{}` | {} |",
+                area_title(area(g.check)),
+                badge(g.status),
+                g.check,
+                cell(&g.message)
+            );
+        }
+        let _ = writeln!(out, "\n</details>\n");
+    }
+
+    machine(&mut out, &doc);
     out
+}
+
+fn problem(out: &mut String, g: &Group, fix_repeated: bool) {
+    let _ = writeln!(
+        out,
+        "**{}** `{}`: {}\n",
+        badge(g.status),
+        g.check,
+        text(&g.message)
+    );
+    let ev = brief_evidence(g);
+    if !ev.is_empty() {
+        let mut line = text(&evidence_text(&ev));
+        if let Some(src) = evidence_source(g) {
+            line.push_str(&format!(" (from {})", text(src)));
+        }
+        let _ = writeln!(out, "- evidence: {line}");
+    }
+    if let Some(fix) = g.fix {
+        if fix_repeated {
+            let _ = writeln!(out, "- fix: the same as above");
+        } else {
+            let _ = writeln!(out, "- fix: {}", text(fix));
+        }
+    }
+    let _ = writeln!(out);
+}
+
+fn measurements(out: &mut String, report: &Report) {
+    if report.measurements.is_empty() {
+        if let Some(r) = &report.audit.measurements_not_run {
+            let _ = writeln!(out, "Measurements: none ({}).\n", text(r));
+        }
+        return;
+    }
+    let _ = writeln!(out, "#### Measured\n");
+    let _ = writeln!(
+        out,
+        "| measurement | measured | expected | ratio | lowest on |\n|---|--:|--:|--:|---|"
+    );
+    for f in figures(report) {
+        let _ = writeln!(
+            out,
+            "| {} | {} {} | {} | {} | {} |",
+            cell(&f.label),
+            f.value_text(),
+            cell(f.unit),
+            f.expected().map(fmt_value).unwrap_or_else(|| "-".into()),
+            f.lowest()
+                .map(|(r, _)| percent(r))
+                .unwrap_or_else(|| "-".into()),
+            cell(&f.lowest_where())
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nexpected: the datasheet's figure (or the link's rate); ratio: measured / expected, \
+         the lowest over the GPUs.\n"
+    );
+    let _ = writeln!(
+        out,
+        "<details><summary>Every measurement ({})</summary>\n",
+        report.measurements.len()
+    );
+    let _ = writeln!(
+        out,
+        "| measurement | GPU | value | expected | ratio | method |\n|---|---|--:|--:|--:|---|"
+    );
+    for m in &report.measurements {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} {} | {} | {} | {} |",
+            cell(&measurement_label(m)),
+            cell(&place(m)),
+            fmt_value(m.value),
+            cell(&m.unit),
+            m.expected.map(fmt_value).unwrap_or_else(|| "-".into()),
+            m.ratio.map(percent).unwrap_or_else(|| "-".into()),
+            cell(&m.method)
+        );
+    }
+    let _ = writeln!(out, "\n</details>\n");
+}
+
+fn machine(out: &mut String, doc: &Document) {
+    let _ = writeln!(
+        out,
+        "<details><summary>The machine and its GPUs</summary>\n"
+    );
+    let _ = writeln!(out, "| machine | |\n|---|---|");
+    for (k, v) in doc.machine_rows() {
+        let _ = writeln!(out, "| {k} | {} |", cell(&v));
+    }
+    let (header, rows) = doc.gpu_rows();
+    if !rows.is_empty() {
+        let _ = writeln!(out, "\n| {} |", header.join(" | "));
+        let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+        for r in rows {
+            let cells: Vec<String> = r.iter().map(|c| cell(c)).collect();
+            let _ = writeln!(out, "| {} |", cells.join(" | "));
+        }
+    }
+    let _ = writeln!(out, "\n</details>");
 }

@@ -1,13 +1,17 @@
 //! Renderers: the report as a terminal table, JSON, Markdown or HTML. One file each.
 
 pub mod bench;
+pub mod charts;
+pub mod document;
 pub mod escape;
+pub mod group;
 mod html;
 mod json;
 mod markdown;
+pub mod overview;
 mod table;
 
-use crate::finding::{Finding, Status};
+use crate::finding::Status;
 use crate::report::Report;
 use std::str::FromStr;
 
@@ -50,19 +54,6 @@ fn area(check: &str) -> &str {
     check.split('.').next().unwrap_or(check)
 }
 
-/// Findings grouped by area, in report order.
-fn by_area(findings: &[Finding]) -> Vec<(&str, Vec<&Finding>)> {
-    let mut out: Vec<(&str, Vec<&Finding>)> = Vec::new();
-    for f in findings {
-        let a = area(&f.check);
-        match out.iter_mut().find(|(x, _)| *x == a) {
-            Some((_, v)) => v.push(f),
-            None => out.push((a, vec![f])),
-        }
-    }
-    out
-}
-
 fn area_title(area: &str) -> &str {
     match area {
         "gpu" => "GPUs",
@@ -97,8 +88,8 @@ fn status_label(s: Status) -> &'static str {
     }
 }
 
-/// "2× NVIDIA H200, driver 580.159.04 (CUDA 13.0)".
-fn headline(report: &Report) -> String {
+/// "2× NVIDIA H200", "1× NVIDIA A100 + 1× NVIDIA A30", "no GPU found".
+fn gpu_names(report: &Report) -> String {
     let mut names: Vec<(String, usize)> = Vec::new();
     for g in &report.gpus {
         let n = g.name.clone().unwrap_or_else(|| "unknown GPU".into());
@@ -107,7 +98,7 @@ fn headline(report: &Report) -> String {
             None => names.push((n, 1)),
         }
     }
-    let gpus = if names.is_empty() {
+    if names.is_empty() {
         "no GPU found".to_string()
     } else {
         names
@@ -115,31 +106,28 @@ fn headline(report: &Report) -> String {
             .map(|(n, c)| format!("{c}× {n}"))
             .collect::<Vec<_>>()
             .join(" + ")
-    };
-    let mut s = gpus;
-    if let Some(d) = &report.machine.driver_version {
-        s.push_str(&format!(", driver {d}"));
-        if let Some(c) = &report.machine.cuda_driver_version {
-            s.push_str(&format!(" (CUDA {c})"));
-        }
     }
-    s
 }
 
+/// A figure to about three significant digits: "789", "57.6", "6.00", "0.0480".
 fn fmt_value(v: f64) -> String {
-    if v.abs() >= 100.0 {
+    let a = v.abs();
+    if a >= 100.0 {
         format!("{v:.0}")
-    } else if v.abs() >= 10.0 {
+    } else if a >= 10.0 {
         format!("{v:.1}")
-    } else {
+    } else if a >= 1.0 || a == 0.0 {
         format!("{v:.2}")
+    } else {
+        let decimals = (2 - a.log10().floor() as i32).clamp(2, 12) as usize;
+        format!("{v:.decimals$}")
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::facts::{Facts, Origin};
+    use crate::facts::Origin;
     use crate::finding::Finding;
     use crate::policy::Policy;
     use crate::reading::Reading;
@@ -149,14 +137,47 @@ mod tests {
     const HOSTILE: &str =
         "n\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}1A\rPASS\n  PASS  gpu.present  <script>x</script>|";
 
+    /// Hostile text everywhere a report carries text from the machine: the hostname, a
+    /// GPU's product name, a finding's message, fix and evidence, a skip's reason, a
+    /// measurement's name, unit and method, the snapshot path.
     fn report() -> Report {
-        let mut facts = Facts::empty(Origin::Live, "not read");
+        let mut facts = crate::testing::Machine::healthy("h200-sxm-141gb", 2)
+            .gpu(0, |g| g.name = Reading::Value(HOSTILE.into()))
+            .build();
+        facts.origin = Origin::Snapshot {
+            path: HOSTILE.into(),
+            description: None,
+            collected_at: None,
+        };
         facts.machine.hostname = Reading::Value(HOSTILE.into());
         let findings = vec![
-            Finding::fail("os.platform", HOSTILE).fix(HOSTILE),
+            Finding::fail("os.platform", HOSTILE)
+                .fix(HOSTILE)
+                .with("value", HOSTILE)
+                .with("source", HOSTILE),
+            Finding::warn("pcie.link", format!("GPU 0 (00:06.0) {HOSTILE}"))
+                .gpu(0)
+                .fix(format!("`{HOSTILE}`")),
+            Finding::warn("pcie.link", format!("GPU 1 (00:07.0) {HOSTILE}"))
+                .gpu(1)
+                .fix(format!("`{HOSTILE}`")),
+            Finding::info("net.fabric", HOSTILE),
             Finding::skip("cuda.env", HOSTILE),
         ];
-        Report::from_findings(&facts, &Policy::default(), findings)
+        let mut r = Report::from_findings(&facts, &Policy::default(), findings);
+        r.measurements.push(crate::facts::Measurement {
+            name: HOSTILE.into(),
+            gpu: Some(0),
+            peer: Some(1),
+            value: 1.0,
+            unit: HOSTILE.into(),
+            expected: Some(2.0),
+            ratio: Some(0.5),
+            method: HOSTILE.into(),
+            size_bytes: None,
+            dtype: Some(HOSTILE.into()),
+        });
+        r
     }
 
     fn raw_controls(s: &str) -> Vec<char> {
@@ -166,7 +187,7 @@ mod tests {
     }
 
     #[test]
-    fn table_and_markdown_carry_no_raw_control_character() {
+    fn every_format_keeps_hostile_text_as_text() {
         let r = report();
         let table = render(&r, Format::Table, &TableOptions::default());
         assert_eq!(raw_controls(&table), Vec::<char>::new(), "{table}");
@@ -185,10 +206,24 @@ mod tests {
             Format::Table,
             &TableOptions {
                 color: true,
-                verbose: false,
+                ..TableOptions::default()
             },
         );
         assert!(coloured.contains("\u{1b}[") && coloured.contains("\\x1b]0;owned"));
+        // HTML: every text as text; no element, attribute or entity from the machine.
+        let html = render(&r, Format::Html, &TableOptions::default());
+        assert!(!html.contains("<script"), "{html}");
+        assert!(html.contains("&lt;script&gt;x&lt;/script&gt;"), "{html}");
+        assert!(!html.contains("<x>") && !html.contains("onerror"), "{html}");
+        assert_eq!(raw_controls(&html), Vec::<char>::new());
+        assert!(html.contains("\\x1b]0;owned"), "{html}");
+        // None of the machine's text turned into markup: one <title>, one <body>.
+        assert_eq!(html.matches("<title>").count(), 1);
+        assert_eq!(html.matches("<body>").count(), 1);
+        // The grouped finding (one cause on two GPUs) and its fix in a code span stay text.
+        let md = render(&r, Format::Markdown, &TableOptions::default());
+        assert!(md.contains("GPUs 0, 1"), "{md}");
+        assert!(!md.contains("<script>"), "{md}");
         // JSON keeps the text exactly (serde escapes it).
         let json = render(&r, Format::Json, &TableOptions::default());
         let back: serde_json::Value = serde_json::from_str(&json).unwrap();

@@ -1,18 +1,43 @@
-//! The report for a person at a terminal: grouped by area, one line per finding, coloured by
-//! status, the fix under each failing or warning finding.
+//! The report for a person at a terminal: the verdict first, then each problem with its
+//! evidence in brief and its fix, then what is worth knowing, one line per area, and the
+//! measured figures. `verbose` lists every finding and every measurement; `quiet` only the
+//! verdict and the problems. Lines are wrapped to `width` with a hanging indent.
 
 use super::escape::escape_line;
-use super::{area_title, by_area, fmt_value, headline, status_label};
-use crate::finding::{Finding, Status};
+use super::group::{brief_evidence, evidence_source, evidence_text, Group};
+use super::overview::{figures, percent, Overview};
+use super::{area, area_title, fmt_value, status_label};
+use crate::finding::Status;
 use crate::report::Report;
 use owo_colors::{OwoColorize, Style};
 use std::fmt::Write;
+use textwrap::{Options, WordSplitter};
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct TableOptions {
     pub color: bool,
-    /// Show every passing finding; by default a check whose GPUs all pass is one line.
+    /// Every finding and every measurement.
     pub verbose: bool,
+    /// The verdict and the problems only.
+    pub quiet: bool,
+    /// Columns to wrap to (the terminal's width; 80 where there is no terminal).
+    pub width: usize,
+}
+
+/// Narrower than this and nothing reads well: wrap as if the terminal had this much.
+pub const MIN_WIDTH: usize = 40;
+/// Where no terminal says how wide it is.
+pub const DEFAULT_WIDTH: usize = 80;
+
+impl Default for TableOptions {
+    fn default() -> Self {
+        TableOptions {
+            color: false,
+            verbose: false,
+            quiet: false,
+            width: DEFAULT_WIDTH,
+        }
+    }
 }
 
 fn style(s: Status, color: bool) -> Style {
@@ -28,170 +53,367 @@ fn style(s: Status, color: bool) -> Style {
     }
 }
 
-pub fn render(report: &Report, opts: &TableOptions) -> String {
-    let c = opts.color;
-    let dim = if c {
-        Style::new().dimmed()
-    } else {
+/// Writes wrapped lines; colour is put on after wrapping, so widths count only the text.
+struct Out {
+    s: String,
+    width: usize,
+    color: bool,
+}
+
+impl Out {
+    fn plain_style(&self) -> Style {
         Style::new()
-    };
-    let bold = if c { Style::new().bold() } else { Style::new() };
-    let mut out = String::new();
-
-    let host = report.machine.hostname.as_deref().unwrap_or("unknown host");
-    let _ = writeln!(
-        out,
-        "{} {} — {} — {}",
-        "gpuaudit".style(bold),
-        report.tool.version,
-        escape_line(host),
-        escape_line(&headline(report))
-    );
-    let mut sub = Vec::new();
-    if let Some(s) = &report.audit.snapshot {
-        sub.push(format!("snapshot {s}"));
-    } else {
-        sub.push("live".to_string());
     }
-    sub.push(format!("profile {}", report.audit.profile));
-    if let Some(e) = &report.audit.expect {
-        sub.push(format!("expect {e}"));
+    fn bold_style(&self) -> Style {
+        if self.color {
+            Style::new().bold()
+        } else {
+            Style::new()
+        }
     }
-    if let Some(r) = &report.audit.measurements_not_run {
-        sub.push(format!("not measured: {r}"));
-    }
-    let _ = writeln!(out, "{}", escape_line(&sub.join(" · ")).style(dim));
-
-    let width = report
-        .findings
-        .iter()
-        .map(|f| f.check.len())
-        .max()
-        .unwrap_or(10);
-
-    for (area, findings) in by_area(&report.findings) {
-        let _ = writeln!(out, "\n{}", area_title(area).style(bold));
-        for group in group_by_check(&findings) {
-            render_check(&mut out, &group, width, opts);
+    fn dim_style(&self) -> Style {
+        if self.color {
+            Style::new().dimmed()
+        } else {
+            Style::new()
         }
     }
 
-    if !report.measurements.is_empty() {
-        let _ = writeln!(out, "\n{}", "Measurements".style(bold));
-        let mut t = comfy_table::Table::new();
-        t.load_style(comfy_table::presets::NOTHING);
-        t.set_header(vec!["name", "gpu", "value", "unit", "expected", "ratio"]);
-        for m in &report.measurements {
-            let gpu = match (m.gpu, m.peer) {
-                (Some(a), Some(b)) => format!("{a}→{b}"),
-                (Some(a), None) => a.to_string(),
-                _ => "-".into(),
+    /// `head` (shown in `head_style`) then `text`, wrapped; continuation lines indented by
+    /// `indent` columns. `text` is the report's (already escaped for the terminal).
+    fn para(
+        &mut self,
+        head: &str,
+        head_style: Style,
+        text: &str,
+        text_style: Style,
+        indent: usize,
+    ) {
+        let head_cols = textwrap::core::display_width(head);
+        let first_pad = " ".repeat(head_cols);
+        let rest_pad = " ".repeat(indent);
+        let opts = Options::new(self.width.max(MIN_WIDTH))
+            .initial_indent(&first_pad)
+            .subsequent_indent(&rest_pad)
+            .word_splitter(WordSplitter::NoHyphenation);
+        let lines = textwrap::wrap(text, opts);
+        for (i, line) in lines.iter().enumerate() {
+            let (pad, body) = if i == 0 {
+                (
+                    head.style(head_style).to_string(),
+                    line.get(first_pad.len()..).unwrap_or(""),
+                )
+            } else {
+                (rest_pad.clone(), line.get(rest_pad.len()..).unwrap_or(""))
             };
-            t.add_row(vec![
-                escape_line(&m.name).into_owned(),
-                gpu,
-                fmt_value(m.value),
-                escape_line(&m.unit).into_owned(),
-                m.expected.map(fmt_value).unwrap_or_else(|| "-".into()),
-                m.ratio
-                    .map(|r| format!("{:.0}%", r * 100.0))
-                    .unwrap_or_else(|| "-".into()),
-            ]);
+            let _ = writeln!(self.s, "{pad}{}", body.style(text_style));
         }
-        for line in t.to_string().lines() {
-            let _ = writeln!(out, "  {}", line.trim_end());
+        if lines.is_empty() {
+            let _ = writeln!(self.s, "{}", head.style(head_style));
         }
     }
 
-    let s = &report.summary;
-    let verdict = if s.fail > 0 {
-        format!("{} failed", s.fail)
-            .style(style(Status::Fail, c))
-            .to_string()
-    } else if s.warn > 0 {
-        "no failures, some warnings"
-            .style(style(Status::Warn, c))
-            .to_string()
-    } else {
-        "all good".style(style(Status::Pass, c)).to_string()
+    fn title(&mut self, t: &str) {
+        let b = self.bold_style();
+        let _ = writeln!(self.s, "\n{}", t.style(b));
+    }
+}
+
+/// Status label and a space: "FAIL ".
+const STATUS_COLS: usize = 5;
+
+pub fn render(report: &Report, opts: &TableOptions) -> String {
+    let o = Overview::of(report);
+    let mut out = Out {
+        s: String::new(),
+        width: opts.width,
+        color: opts.color,
     };
-    let _ = writeln!(
-        out,
-        "\n{}: {} pass, {} info, {} warn, {} fail, {} skip — {verdict}",
-        "Summary".style(bold),
-        s.pass,
-        s.info,
-        s.warn,
-        s.fail,
-        s.skip
-    );
-    if s.fail + s.warn > 0 {
-        let _ = writeln!(
-            out,
-            "{}",
-            "Details: `gpuaudit explain <check>`; all evidence: `--format json`.".style(dim)
-        );
-    }
-    out
-}
+    let (plain, dim, bold) = (out.plain_style(), out.dim_style(), out.bold_style());
 
-fn group_by_check<'a>(findings: &[&'a Finding]) -> Vec<Vec<&'a Finding>> {
-    let mut out: Vec<Vec<&Finding>> = Vec::new();
-    for f in findings {
-        match out.last_mut() {
-            Some(g) if g[0].check == f.check => g.push(f),
-            _ => out.push(vec![f]),
+    // The verdict, coloured by the worst problem.
+    let worst = o
+        .problems()
+        .first()
+        .map(|g| g.status)
+        .unwrap_or(Status::Pass);
+    let verdict_style = if opts.color {
+        style(worst, true).bold()
+    } else {
+        plain
+    };
+    let what = escape_line(&o.what_you_got(report)).into_owned();
+    out.para(
+        &format!("{what}: "),
+        bold,
+        &o.problems_count(),
+        verdict_style,
+        4,
+    );
+    if let Some(nr) = o.not_run_sentence() {
+        out.para("", plain, &nr, plain, 4);
+    }
+    if !opts.quiet {
+        out.para("", plain, &escape_line(&context_line(report)), dim, 4);
+    }
+
+    let problems = o.problems_with_fix_repeated();
+    if !problems.is_empty() {
+        if !opts.quiet {
+            out.title("Problems");
+        }
+        for (g, repeated) in &problems {
+            problem(&mut out, g, *repeated);
         }
     }
-    out
+    if opts.quiet {
+        return out.s;
+    }
+
+    if opts.verbose {
+        every_finding(&mut out, &o);
+    } else {
+        let infos = o.infos();
+        if !infos.is_empty() {
+            out.title("Worth knowing");
+            for g in infos {
+                one_line(&mut out, g);
+            }
+        }
+        not_run(&mut out, &o);
+        out.title("By area");
+        let areas = o.areas();
+        let w = areas
+            .iter()
+            .map(|a| a.title.chars().count())
+            .max()
+            .unwrap_or(0);
+        for a in &areas {
+            let head = format!("  {:<w$}  ", a.title);
+            let cols = textwrap::core::display_width(&head);
+            out.para(&head, plain, &a.sentence(), plain, cols);
+        }
+    }
+
+    measurements(&mut out, report, opts.verbose);
+
+    let mut hints = Vec::new();
+    if !opts.verbose {
+        hints.push("every finding: -v".to_string());
+    }
+    if let Some((g, _)) = problems.first() {
+        hints.push(format!(
+            "why and how to check by hand: gpuaudit explain {}",
+            g.check
+        ));
+    }
+    hints.push("all evidence: --format json".into());
+    let _ = writeln!(out.s);
+    out.para("", plain, &hints.join(" · "), dim, 0);
+    let _ = bold;
+    out.s
 }
 
-fn render_check(out: &mut String, group: &[&Finding], width: usize, opts: &TableOptions) {
-    let all_pass = group.iter().all(|f| f.status == Status::Pass);
-    let per_gpu = group.iter().filter(|f| f.gpu.is_some()).count();
-    if all_pass && per_gpu > 1 && !opts.verbose {
-        let first = group[0];
-        let more = per_gpu - 1;
-        let note = format!(
-            "  (+{more} more GPU{} pass{}; -v lists each)",
-            if more == 1 { "" } else { "s" },
-            if more == 1 { "es" } else { "" }
-        );
-        line(out, first, width, opts, Some(&note));
+/// "gpuaudit 0.1.0 · host · snapshot DIR · profile general · CUDA 13.0".
+fn context_line(report: &Report) -> String {
+    let mut parts = vec![format!("gpuaudit {}", report.tool.version)];
+    parts.push(
+        report
+            .machine
+            .hostname
+            .clone()
+            .unwrap_or_else(|| "unknown host".into()),
+    );
+    match &report.audit.snapshot {
+        Some(s) => parts.push(format!("snapshot {s}")),
+        None => parts.push("live".into()),
+    }
+    parts.push(format!("profile {}", report.audit.profile));
+    if let Some(e) = &report.audit.expect {
+        parts.push(format!("expect {e}"));
+    }
+    if let Some(c) = &report.machine.cuda_driver_version {
+        parts.push(format!("CUDA {c} (driver)"));
+    }
+    parts.join(" · ")
+}
+
+/// A problem: its status and check, the sentence, the key evidence, the fix.
+fn problem(out: &mut Out, g: &Group, fix_repeated: bool) {
+    let st = style(g.status, out.color);
+    let head = format!("{} ", status_label(g.status));
+    let text = format!("{}: {}", g.check, escape_line(&g.message));
+    out.para(&head, st, &text, out.plain_style(), STATUS_COLS);
+    let ev = brief_evidence(g);
+    if !ev.is_empty() {
+        let mut line = escape_line(&evidence_text(&ev)).into_owned();
+        if let Some(src) = evidence_source(g) {
+            line.push_str(&format!(" (from {})", escape_line(src)));
+        }
+        let head = " ".repeat(STATUS_COLS) + "evidence: ";
+        let dim = out.dim_style();
+        out.para(&head, dim, &line, dim, STATUS_COLS + 10);
+    }
+    if let Some(fix) = g.fix {
+        let head = " ".repeat(STATUS_COLS) + "fix: ";
+        // The same fix twice in a row is said once.
+        let text = if fix_repeated {
+            "the same as above".into()
+        } else {
+            escape_line(fix)
+        };
+        out.para(&head, st, &text, out.plain_style(), STATUS_COLS + 5);
+    }
+}
+
+/// A finding on one line (wrapped): "INFO cuda.framework: no PyTorch …".
+fn one_line(out: &mut Out, g: &Group) {
+    let st = style(g.status, out.color);
+    let head = format!("{} ", status_label(g.status));
+    let text = format!("{}: {}", g.check, escape_line(&g.message));
+    let text_style = if g.status == Status::Skip {
+        out.dim_style()
+    } else {
+        out.plain_style()
+    };
+    out.para(&head, st, &text, text_style, STATUS_COLS);
+}
+
+/// The checks that could not run: those of the main reason on one line, each other with
+/// its own reason.
+fn not_run(out: &mut Out, o: &Overview) {
+    let skips: Vec<&Group> = o
+        .groups
+        .iter()
+        .filter(|g| g.status == Status::Skip)
+        .collect();
+    if skips.is_empty() {
         return;
     }
-    for f in group {
-        line(out, f, width, opts, None);
+    out.title("Not run");
+    let plain = out.plain_style();
+    let dim = out.dim_style();
+    let main = o.not_run_reason.as_ref().map(|(r, _)| r.as_str());
+    let (of_main, others): (Vec<&Group>, Vec<&Group>) = skips
+        .iter()
+        .partition(|g| main.is_some_and(|r| g.message.contains(r)));
+    let ids = |v: &[&Group]| {
+        let mut ids: Vec<&str> = v.iter().map(|g| g.check).collect();
+        ids.dedup();
+        ids.join(", ")
+    };
+    if let Some(r) = main.filter(|_| !of_main.is_empty()) {
+        let text = format!("{}: {}", escape_line(r), ids(&of_main));
+        out.para("  ", plain, &text, dim, 6);
+        if !others.is_empty() {
+            let text = format!("other reasons (-v says why): {}", ids(&others));
+            out.para("  ", plain, &text, dim, 6);
+        }
+    } else {
+        // No reason shared: each with its own.
+        for g in others {
+            let text = format!("{}: {}", g.check, escape_line(&g.message));
+            out.para("  ", plain, &text, dim, 6);
+        }
     }
 }
 
-fn line(out: &mut String, f: &Finding, width: usize, opts: &TableOptions, note: Option<&str>) {
-    let c = opts.color;
-    let st = style(f.status, c);
-    let dim = if c {
-        Style::new().dimmed()
+/// `-v`: every finding by area, the problems' fixes given above.
+fn every_finding(out: &mut Out, o: &Overview) {
+    let mut current = "";
+    for g in &o.groups {
+        let a = area(g.check);
+        if a != current {
+            out.title(area_title(a));
+            current = a;
+        }
+        one_line(out, g);
+    }
+}
+
+fn measurements(out: &mut Out, report: &Report, verbose: bool) {
+    if report.measurements.is_empty() {
+        return;
+    }
+    let mut rows: Vec<[String; 5]> = Vec::new();
+    if verbose {
+        out.title("Measurements");
+        for m in &report.measurements {
+            rows.push([
+                format!(
+                    "{}{}",
+                    super::overview::measurement_label(m),
+                    match super::overview::place(m) {
+                        p if p.is_empty() => String::new(),
+                        p => format!(" ({p})"),
+                    }
+                ),
+                format!("{} {}", fmt_value(m.value), m.unit),
+                m.expected.map(fmt_value).unwrap_or_else(|| "-".into()),
+                m.ratio.map(percent).unwrap_or_else(|| "-".into()),
+                String::new(),
+            ]);
+        }
     } else {
-        Style::new()
-    };
-    let message = escape_line(&f.message);
-    let msg = if f.status == Status::Skip {
-        message.style(dim).to_string()
-    } else {
-        message.into_owned()
-    };
-    let _ = writeln!(
-        out,
-        "  {}  {:<width$}  {}{}",
-        status_label(f.status).style(st),
-        escape_line(&f.check),
-        msg,
-        note.unwrap_or("").style(dim),
-        width = width
-    );
-    if matches!(f.status, Status::Fail | Status::Warn) {
-        if let Some(fix) = &f.fix {
-            let pad = " ".repeat(width + 8);
-            let _ = writeln!(out, "{pad}{} {}", "fix:".style(st), escape_line(fix));
+        out.title("Measured");
+        for f in figures(report) {
+            let lowest = f.lowest_where();
+            rows.push([
+                f.label.clone(),
+                format!("{} {}", f.value_text(), f.unit),
+                f.expected().map(fmt_value).unwrap_or_else(|| "-".into()),
+                f.lowest()
+                    .map(|(r, _)| percent(r))
+                    .unwrap_or_else(|| "-".into()),
+                lowest,
+            ]);
+        }
+    }
+    let header = [
+        "".to_string(),
+        "measured".to_string(),
+        "expected".to_string(),
+        "ratio".to_string(),
+        if verbose { "" } else { "lowest" }.to_string(),
+    ];
+    let all: Vec<&[String; 5]> = std::iter::once(&header).chain(rows.iter()).collect();
+    let w: Vec<usize> = (0..5)
+        .map(|c| {
+            all.iter()
+                .map(|r| textwrap::core::display_width(&escape_line(&r[c])))
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for (i, r) in all.iter().enumerate() {
+        let cell = |c: usize| {
+            let s = escape_line(&r[c]).into_owned();
+            let pad = w[c].saturating_sub(textwrap::core::display_width(&s));
+            (s, pad)
+        };
+        let (a, pa) = cell(0);
+        let (b, pb) = cell(1);
+        let (c, pc) = cell(2);
+        let (d, pd) = cell(3);
+        let (e, _) = cell(4);
+        let line = format!(
+            "  {a}{}  {}{b}  {}{c}  {}{d}  {e}",
+            " ".repeat(pa),
+            " ".repeat(pb),
+            " ".repeat(pc),
+            " ".repeat(pd)
+        );
+        let line = line.trim_end().to_string();
+        let st = if i == 0 {
+            out.dim_style()
+        } else {
+            out.plain_style()
+        };
+        // Too wide for the terminal: let it wrap under its label rather than cut it.
+        if textwrap::core::display_width(&line) > out.width.max(MIN_WIDTH) {
+            out.para("  ", st, line.trim_start(), st, 6);
+        } else {
+            let _ = writeln!(out.s, "{}", line.style(st));
         }
     }
 }

@@ -5,10 +5,12 @@
 mod measurements;
 mod read;
 mod schema;
+mod series;
 
 pub use measurements::measurements;
 pub use read::{from_json, ReadError};
 pub use schema::{json_schema, json_schema_text};
+pub use series::{series, BurnTimeline, CopyCurve, Series, SizePoint};
 
 use crate::checks;
 use crate::facts::{Facts, GpuFacts, Libc, Measurement, Origin, ValueSource, VirtualizationMode};
@@ -33,6 +35,10 @@ pub struct Report {
     pub gpus: Vec<GpuSection>,
     pub findings: Vec<Finding>,
     pub measurements: Vec<Measurement>,
+    /// The curves behind the measurements (host copies by size, the burn's timeline); `{}`
+    /// where nothing was measured. Reports without it still read.
+    #[serde(default)]
+    pub series: Series,
     pub summary: Summary,
 }
 
@@ -235,6 +241,7 @@ impl Report {
                 .collect(),
             findings,
             measurements: measurements(facts),
+            series: series(facts),
             summary,
         }
     }

@@ -639,14 +639,21 @@ fn unreadable_pci_ids_name_nothing() {
         (0x1577_10de, Some(0x1577)),
     ] {
         g.pci_subsystem_id = Reading::Value(sub);
-        assert_eq!(GpuEvidence::of(&g).pci_subsystem_device_id, read, "{sub:#x}");
+        assert_eq!(
+            GpuEvidence::of(&g).pci_subsystem_device_id,
+            read,
+            "{sub:#x}"
+        );
     }
     // One MiB, one SM and a name of one letter are readings.
     g.memory.total_mib = Reading::Value(1);
     g.sm_count = Reading::Value(1);
     g.name = Reading::Value(" x ".into());
     let e = GpuEvidence::of(&g);
-    assert_eq!((e.memory_mib, e.sm_count, e.name), (Some(1), Some(1), Some(" x ")));
+    assert_eq!(
+        (e.memory_mib, e.sm_count, e.name),
+        (Some(1), Some(1), Some(" x "))
+    );
 }
 
 #[test]

@@ -155,8 +155,45 @@ pub fn burn_gpu(tflops: f64, checksum: &str, throttle: Vec<ThrottleSeen>) -> Bur
             power_w: Some(stats(690.0)),
             temperature_c: Some(stats(70.0)),
             throttle,
+            series: vec![],
         }),
     }
+}
+
+/// The NVML samples of a burn of `seconds` every 200 ms as a healthy H200 at its power limit
+/// gives them: the clock starts at the 1980 MHz boost and settles near 1755 MHz once the
+/// power cap is reached (a fifth of the way in, `sw_power_cap` from then on), power rises to
+/// 690 W, the temperature from 40 to 70 °C. `hot_from`: from that second on, the GPU reports
+/// hardware thermal slowdown and its clock halves.
+pub fn burn_series(seconds: u64, hot_from: Option<u64>) -> Vec<TelemetrySample> {
+    let n = seconds * 5;
+    (0..n)
+        .map(|i| {
+            let t_ms = i * 200;
+            let x = i as f64 / n.max(1) as f64;
+            let capped = x >= 0.2;
+            let hot = hot_from.is_some_and(|h| t_ms >= h * 1000);
+            let mut throttle = Vec::new();
+            if capped {
+                throttle.push(ThrottleReason::SwPowerCap);
+            }
+            if hot {
+                throttle.push(ThrottleReason::HwThermalSlowdown);
+            }
+            let clock = match (hot, capped) {
+                (true, _) => 900,
+                (false, true) => 1755 + (i % 3) as u32 * 15,
+                (false, false) => 1980,
+            };
+            TelemetrySample {
+                t_ms,
+                sm_clock_mhz: Some(clock),
+                power_w: Some(if capped { 690.0 } else { 300.0 + 2000.0 * x }),
+                temperature_c: Some(40 + (30.0 * x.min(0.6) / 0.6) as u32),
+                throttle,
+            }
+        })
+        .collect()
 }
 
 /// Context creation taking `total` ms (cuInit three quarters of it), 2 GPUs visible, GPU
@@ -175,4 +212,154 @@ pub fn ctx(total: f64, persistence: bool) -> ContextLatency {
         }]),
         failures: vec![],
     }
+}
+
+/// Everything `gpuaudit --full` measures on `n` H200s (SXM, NVLink), at the figures a
+/// healthy 2×H200 VM gave against the anchors (BENCHMARKS.md, 2026-11-30): host copies by
+/// size 4 KiB … 1 GiB, device memory, GEMM per dtype, the P2P matrix, the all-reduce sweep,
+/// context creation and a 60 s burn with its NVML samples. For the reports' views and their
+/// tests: change what a test is about afterwards.
+pub fn full_run(m: &mut MeasuredFacts, n: u32) {
+    let gpus: Vec<u32> = (0..n).collect();
+    m.context = Reading::Value(ctx(454.6, true));
+    let sweep = |g: u32| {
+        let mut points = Vec::new();
+        for (dir, mem, top) in [
+            (Direction::H2d, HostMemory::Pinned, 54.6),
+            (Direction::D2h, HostMemory::Pinned, 55.3),
+            (Direction::H2d, HostMemory::Pageable, 20.3),
+            (Direction::D2h, HostMemory::Pageable, 15.6),
+        ] {
+            // A copy costs a fixed ~10 us plus its bytes at the top rate.
+            for k in (12..=30).step_by(2) {
+                let size = 1u64 << k;
+                let secs = 10e-6 + size as f64 / (top * 1e9);
+                points.push(CopyPoint {
+                    direction: dir,
+                    host_memory: mem,
+                    size_bytes: size,
+                    gbps: size as f64 / secs / 1e9 * (1.0 - 0.002 * g as f64),
+                    repeats: 5,
+                });
+            }
+        }
+        let mut p = pcie_gpu(54.6, 55.3);
+        p.points = points;
+        p
+    };
+    m.pcie = Reading::Value(PcieBandwidth {
+        per_gpu: gpus
+            .iter()
+            .map(|g| OnGpu::new(*g, Reading::Value(sweep(*g))))
+            .collect(),
+        all_at_once: Reading::Value(vec![ConcurrentCopy {
+            direction: Direction::H2d,
+            size_bytes: GIB,
+            per_gpu: gpus
+                .iter()
+                .map(|g| GpuValue {
+                    gpu: *g,
+                    value: 53.9,
+                })
+                .collect(),
+            total_gbps: 53.9 * n as f64,
+        }]),
+    });
+    m.memory = Reading::Value(
+        gpus.iter()
+            .map(|g| {
+                let mut b = membw(3959.3);
+                b.memcpy_gbps = Some(4265.7);
+                b.read_gbps = Some(4410.0);
+                b.write_gbps = Some(4330.0);
+                b.triad_gbps = Some(4120.0);
+                OnGpu::new(*g, Reading::Value(b))
+            })
+            .collect(),
+    );
+    let tflops = [
+        (GemmDtype::Bf16, 822.0),
+        (GemmDtype::Fp16, 771.6),
+        (GemmDtype::Fp8, 1616.9),
+        (GemmDtype::Tf32, 419.3),
+        (GemmDtype::Fp32, 51.3),
+        (GemmDtype::Fp64, 56.7),
+    ];
+    m.gemm = Reading::Value(
+        gpus.iter()
+            .map(|g| {
+                OnGpu::new(
+                    *g,
+                    Reading::Value(
+                        tflops
+                            .iter()
+                            .map(|(d, t)| GemmResult {
+                                dtype: *d,
+                                result: Reading::Value(gemm_point(*t, true)),
+                            })
+                            .collect(),
+                    ),
+                )
+            })
+            .collect(),
+    );
+    let mut pairs = Vec::new();
+    let mut bidirectional = Vec::new();
+    for a in 0..n {
+        for b in 0..n {
+            if a == b {
+                continue;
+            }
+            pairs.push(P2pPair {
+                src: a,
+                dst: b,
+                peer_access: true,
+                gbps: Reading::Value(396.8 - 0.3 * (a + b) as f64),
+                latency_us: Reading::Value(2.4),
+                verify: None,
+            });
+            if a < b {
+                bidirectional.push(P2pBidir {
+                    a,
+                    b,
+                    gbps: Reading::Value(742.0),
+                });
+            }
+        }
+    }
+    m.p2p = Reading::Value(P2pMatrix {
+        gpus: gpus.clone(),
+        size_bytes: GIB,
+        pairs,
+        bidirectional,
+    });
+    let mut ar = allreduce(331.8, true);
+    ar.gpus = gpus.clone();
+    m.nccl = Reading::Value(ar);
+    m.burn = Reading::Value(Burn {
+        seconds: 60.0,
+        dtype: GemmDtype::Bf16,
+        size: 8192,
+        per_gpu: gpus
+            .iter()
+            .map(|g| {
+                let mut b = burn_gpu(
+                    700.0,
+                    "9f2c",
+                    vec![ThrottleSeen {
+                        reason: ThrottleReason::SwPowerCap,
+                        samples: 240,
+                    }],
+                );
+                b.tflops = (0..60).map(|i| 700.0 + (i % 4) as f64 * 3.0).collect();
+                b.tflops_stats = Stats::of(&b.tflops);
+                b.tflops_cv = coefficient_of_variation(&b.tflops);
+                if let Reading::Value(t) = &mut b.telemetry {
+                    t.series = burn_series(60, None);
+                    t.samples = t.series.len() as u32;
+                }
+                OnGpu::new(*g, Reading::Value(b))
+            })
+            .collect(),
+    });
 }

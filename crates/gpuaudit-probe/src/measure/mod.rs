@@ -478,6 +478,7 @@ fn sampler(
     stop: &AtomicBool,
     out: &Mutex<Vec<Sample>>,
 ) {
+    let started = Instant::now();
     while !stop.load(Ordering::Relaxed) {
         let (group, loaded) = phase.lock().map(|p| *p).unwrap_or((None, false));
         // The link's generation drops between copies on an idle GPU: sample the host-copy
@@ -493,9 +494,11 @@ fn sampler(
             continue;
         }
         if let Ok(mut o) = out.lock() {
+            let at_ms = started.elapsed().as_millis() as u64;
             o.extend(batch.into_iter().map(|nvml| Sample {
                 group,
                 loaded,
+                at_ms,
                 nvml,
             }));
         }

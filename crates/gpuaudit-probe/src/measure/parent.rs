@@ -6,7 +6,9 @@ use super::plan::{Budget, Group, Plan};
 use super::protocol::{ChildMsg, ChildRequest, CtxProbeLine, CtxSample, GroupResult};
 use crate::nvml::WatchSample;
 use crate::process::{self, Caps, Cmd, Ended, Event, Input, Running};
-use gpuaudit_core::facts::{PcieLinkState, Stats, Telemetry, ThrottleReason, ThrottleSeen};
+use gpuaudit_core::facts::{
+    PcieLinkState, Stats, Telemetry, TelemetrySample, ThrottleReason, ThrottleSeen,
+};
 use gpuaudit_core::Reading;
 use std::collections::VecDeque;
 use std::ffi::OsString;
@@ -316,6 +318,8 @@ pub struct Sample {
     pub group: Option<Group>,
     /// The group had reported progress (past its setup) when the sample was taken.
     pub loaded: bool,
+    /// Milliseconds since the sampler started, when the sample arrived.
+    pub at_ms: u64,
     pub nvml: WatchSample,
 }
 
@@ -372,6 +376,21 @@ pub fn telemetry(samples: &[Sample], gpu: u32, interval_ms: u32) -> Reading<Tele
             });
         }
     }
+    let start = s.first().map_or(0, |x| x.at_ms);
+    let series = s
+        .iter()
+        .map(|x| TelemetrySample {
+            t_ms: x.at_ms.saturating_sub(start),
+            sm_clock_mhz: x.nvml.sm_mhz,
+            power_w: x.nvml.power_w,
+            temperature_c: x.nvml.temp_c,
+            throttle: x
+                .nvml
+                .throttle
+                .map(ThrottleReason::decode)
+                .unwrap_or_default(),
+        })
+        .collect();
     Reading::Value(Telemetry {
         samples: s.len() as u32,
         interval_ms,
@@ -381,6 +400,7 @@ pub fn telemetry(samples: &[Sample], gpu: u32, interval_ms: u32) -> Reading<Tele
         power_w: Stats::of(&power),
         temperature_c: Stats::of(&temp),
         throttle,
+        series,
     })
 }
 
@@ -542,6 +562,7 @@ mod tests {
         Sample {
             group: Some(group),
             loaded: true,
+            at_ms: 0,
             nvml: WatchSample {
                 gpu,
                 sm_mhz: Some(sm),
@@ -559,8 +580,23 @@ mod tests {
         let mut v: Vec<Sample> = (0..8).map(|_| sample(0, Group::Burn, 1980, 0x4)).collect();
         v.extend((0..8).map(|_| sample(0, Group::Burn, 1700, 0x4 | 0x40)));
         v.push(sample(1, Group::Burn, 100, 0x8));
+        for (i, x) in v.iter_mut().enumerate() {
+            x.at_ms = 1000 + 200 * i as u64;
+        }
         let t = telemetry(&v, 0, 200).into_value().unwrap();
         assert_eq!(t.samples, 16);
+        // The timeline: every sample of the GPU in order, time from its first sample, each
+        // reason on its own.
+        assert_eq!(t.series.len(), 16);
+        assert_eq!((t.series[0].t_ms, t.series[15].t_ms), (0, 3000));
+        assert_eq!(t.series[0].sm_clock_mhz, Some(1980));
+        assert_eq!(
+            t.series[8].throttle,
+            vec![
+                ThrottleReason::SwPowerCap,
+                ThrottleReason::HwThermalSlowdown
+            ]
+        );
         assert_eq!(t.sm_clock_first_mhz, Some(1980.0));
         assert_eq!(t.sm_clock_last_mhz, Some(1700.0));
         assert_eq!(

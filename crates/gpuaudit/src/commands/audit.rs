@@ -89,6 +89,8 @@ pub fn run(args: &AuditArgs) -> Result<u8> {
     let table = TableOptions {
         color,
         verbose: args.verbose,
+        quiet: args.quiet,
+        width: output::table_width(args.output.as_deref()),
     };
     output::emit(&report, format, &table, args.output.as_deref())?;
     Ok(report.exit_code() as u8)

@@ -472,7 +472,9 @@ mod tests {
         }
         let out = run(&id_only, None);
         assert_eq!(statuses(&out), vec![Status::Info]);
-        assert!(out[0].message.contains("is an unknown model that the spec database does not know"));
+        assert!(out[0]
+            .message
+            .contains("is an unknown model that the spec database does not know"));
         let mut name_only = f.clone();
         if let Reading::Value(g) = &mut name_only.gpus {
             g[0].pci_device_id = Reading::unavailable("N/A");
@@ -550,7 +552,10 @@ mod tests {
             let f = Machine::healthy("a100-sxm4-80gb", 1)
                 .with(|f| f.driver.attached_gpus = Reading::Value(attached))
                 .build();
-            assert_eq!(run(&f, Some("a100:1"))[0].message, "1 GPU, as ordered (a100:1)");
+            assert_eq!(
+                run(&f, Some("a100:1"))[0].message,
+                "1 GPU, as ordered (a100:1)"
+            );
             assert_eq!(
                 run(&f, Some("a100:2"))[0].message,
                 "1 GPU found, 2 ordered (a100:2)"

@@ -223,6 +223,7 @@ mod tests {
         f.origin = Origin::Snapshot {
             path: "/snap".into(),
             description: None,
+            collected_at: None,
         };
     }
 

@@ -203,8 +203,9 @@ fn check_burn(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 }
                 // A GPU held by the software power cap at its default limit settles its SM
                 // clock where the limit holds it as it warms: expected, not a sag.
-                let power_bound = gpu_facts(facts, gpu)
-                    .is_some_and(|gf| crate::checks::clocks::throttle::power_bound_at_default(gf, t));
+                let power_bound = gpu_facts(facts, gpu).is_some_and(|gf| {
+                    crate::checks::clocks::throttle::power_bound_at_default(gf, t)
+                });
                 if let (Some(first), Some(last)) = (t.sm_clock_first_mhz, t.sm_clock_last_mhz) {
                     if first > 0.0 && last / first < SAG_WARN && !power_bound {
                         status = status.max(Status::Warn);
@@ -326,7 +327,8 @@ mod tests {
         let g1 = out.iter().find(|x| x.gpu == Some(1)).unwrap();
         assert_eq!(g1.status, Status::Pass, "{}", g1.message);
         assert!(
-            g1.message.contains("hw_slowdown in 3 of 300 samples, see clocks.throttle"),
+            g1.message
+                .contains("hw_slowdown in 3 of 300 samples, see clocks.throttle"),
             "{}",
             g1.message
         );
@@ -527,7 +529,8 @@ mod tests {
         );
         assert_eq!(g.status, Status::Pass, "{}", g.message);
         assert!(
-            g.message.contains("in 31 of 300 samples, see clocks.throttle"),
+            g.message
+                .contains("in 31 of 300 samples, see clocks.throttle"),
             "{}",
             g.message
         );

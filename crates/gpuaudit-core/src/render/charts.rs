@@ -1,0 +1,566 @@
+//! Charts as inline SVG (plotters' SVG backend: `<text>` elements in `sans-serif`, no font
+//! files), from plain data, so that any view (the HTML report, a later `compare`) can draw
+//! them. Each function returns the SVG, or why it could not draw it; the legend is left to
+//! the page (HTML lays out many entries better than a box inside the plot).
+
+use plotters::coord::types::RangedCoordf64;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+/// One line of a line chart.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    pub name: String,
+    /// CSS colour (`#rrggbb`), also the legend's.
+    pub color: String,
+    pub points: Vec<(f64, f64)>,
+    /// Drawn thinner and lighter (a secondary curve, e.g. pageable copies).
+    pub faint: bool,
+}
+
+/// One bar of [`ratio_bars`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bar {
+    pub label: String,
+    /// Measured / expected.
+    pub ratio: f64,
+    /// Written at the bar's end: "88% (GPU 1)".
+    pub note: String,
+}
+
+/// A span of time in which a clock-event reason was active on one row (GPU) of the
+/// timeline's event strip.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Event {
+    /// The strip's row: a GPU index.
+    pub row: u32,
+    pub from_s: f64,
+    pub to_s: f64,
+    /// CSS colour of its kind.
+    pub color: String,
+}
+
+/// One panel of [`timeline`]: a quantity over time, one line per GPU.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Panel {
+    /// "SM clock (MHz)".
+    pub y_label: String,
+    pub lines: Vec<Line>,
+}
+
+/// The colours of GPU 0, 1, ... (then round again): distinct on white and for the common
+/// forms of colour blindness (Okabe–Ito, with black left out for the lines).
+pub const PALETTE: [&str; 8] = [
+    "#0072b2", "#d55e00", "#009e73", "#cc79a7", "#e69f00", "#56b4e9", "#7f6000", "#6a3d9a",
+];
+
+pub fn gpu_color(i: usize) -> &'static str {
+    PALETTE[i % PALETTE.len()]
+}
+
+pub const WIDTH: u32 = 900;
+const FONT: &str = "sans-serif";
+
+/// `n` rows (segments 0 … n−1). Plotters' integer ranges include their end, so `0..n−1`.
+fn rows_of(
+    n: usize,
+) -> plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordusize> {
+    (0..n.saturating_sub(1)).into_segmented()
+}
+
+fn rgb(css: &str) -> RGBColor {
+    let hex = css.trim_start_matches('#');
+    let byte = |i: usize| {
+        hex.get(i..i + 2)
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .unwrap_or(0x80)
+    };
+    RGBColor(byte(0), byte(2), byte(4))
+}
+
+/// Plotters' errors as text (a chart that cannot be drawn is a sentence, not a panic).
+fn err<E: std::fmt::Debug>(e: E) -> String {
+    format!("the chart could not be drawn: {e:?}")
+}
+
+fn svg(
+    height: u32,
+    draw: impl FnOnce(&DrawingArea<SVGBackend, Shift>) -> Result<(), String>,
+) -> Result<String, String> {
+    let mut out = String::new();
+    {
+        let root = SVGBackend::with_string(&mut out, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        draw(&root)?;
+        root.present().map_err(err)?;
+    }
+    Ok(out)
+}
+
+/// Horizontal bars of measured / expected, one per figure, a dashed line at 100% (the
+/// datasheet). The axis reaches past the longest bar and past 100%.
+pub fn ratio_bars(bars: &[Bar]) -> Result<String, String> {
+    if bars.is_empty() {
+        return Err("no figure has a datasheet value to be held against".into());
+    }
+    let n = bars.len();
+    let top = bars
+        .iter()
+        .map(|b| b.ratio)
+        .filter(|r| r.is_finite())
+        .fold(1.0f64, f64::max)
+        * 1.18;
+    let height = 60 + 26 * n as u32;
+    svg(height, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(12)
+            .x_label_area_size(28)
+            .y_label_area_size(250)
+            .build_cartesian_2d(0f64..top, rows_of(n))
+            .map_err(err)?;
+        let label_of = |v: &SegmentValue<usize>| match v {
+            SegmentValue::CenterOf(i) if *i < n => bars
+                .get(n - 1 - *i)
+                .map(|b| b.label.clone())
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n)
+            .y_label_formatter(&label_of)
+            .x_label_formatter(&|x| format!("{:.0}%", x * 100.0))
+            .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
+            .x_desc("measured / expected")
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 13))
+            .draw()
+            .map_err(err)?;
+        let bar_color = rgb("#0072b2");
+        chart
+            .draw_series(bars.iter().enumerate().map(|(i, b)| {
+                let row = n - 1 - i;
+                let mut r = Rectangle::new(
+                    [
+                        (0.0, SegmentValue::Exact(row)),
+                        (b.ratio.clamp(0.0, top), SegmentValue::Exact(row + 1)),
+                    ],
+                    bar_color.mix(0.85).filled(),
+                );
+                r.set_margin(4, 4, 0, 0);
+                r
+            }))
+            .map_err(err)?;
+        let note = TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+        chart
+            .draw_series(bars.iter().enumerate().map(|(i, b)| {
+                let row = n - 1 - i;
+                Text::new(
+                    format!(" {}", b.note),
+                    (b.ratio.clamp(0.0, top), SegmentValue::CenterOf(row)),
+                    note.clone(),
+                )
+            }))
+            .map_err(err)?;
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(1.0, SegmentValue::Exact(0)), (1.0, SegmentValue::Exact(n))],
+                6,
+                4,
+                BLACK.mix(0.6).stroke_width(1),
+            ))
+            .map_err(err)?;
+        Ok(())
+    })
+}
+
+/// Bandwidth against transfer size: x is log2 of the size (labelled "4 KiB" … "1 GiB"),
+/// one line per curve.
+pub fn by_size(lines: &[Line], y_label: &str) -> Result<String, String> {
+    let pts: Vec<(f64, f64)> = lines
+        .iter()
+        .flat_map(|l| l.points.iter().copied())
+        .collect();
+    if pts.iter().filter(|p| p.0 > 0.0).count() < 2 {
+        return Err("fewer than two sizes were measured".into());
+    }
+    let lx: Vec<f64> = pts
+        .iter()
+        .filter(|p| p.0 > 0.0)
+        .map(|p| p.0.log2())
+        .collect();
+    let x0 = lx.iter().copied().fold(f64::INFINITY, f64::min).floor();
+    let x1 = lx
+        .iter()
+        .copied()
+        .fold(f64::NEG_INFINITY, f64::max)
+        .ceil()
+        .max(x0 + 1.0);
+    let y1 = pts.iter().map(|p| p.1).fold(0.0f64, f64::max) * 1.12;
+    let y1 = if y1 > 0.0 { y1 } else { 1.0 };
+    svg(380, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(x0..x1, 0f64..y1)
+            .map_err(err)?;
+        let steps = (x1 - x0) as usize;
+        chart
+            .configure_mesh()
+            .x_labels(steps.min(12) + 1)
+            .x_label_formatter(&|x| size_label(*x))
+            .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
+            .y_label_formatter(&|y| axis_number(*y))
+            .x_desc("copy size")
+            .y_desc(y_label)
+            .label_style((FONT, 12))
+            .axis_desc_style((FONT, 13))
+            .draw()
+            .map_err(err)?;
+        for l in lines {
+            draw_line(&mut chart, l, |(x, y)| (x.max(1.0).log2(), y))?;
+        }
+        Ok(())
+    })
+}
+
+fn draw_line<F: Fn((f64, f64)) -> (f64, f64)>(
+    chart: &mut ChartContext<SVGBackend, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    l: &Line,
+    map: F,
+) -> Result<(), String> {
+    let c = rgb(&l.color);
+    let style = if l.faint {
+        c.mix(0.55).stroke_width(1)
+    } else {
+        c.stroke_width(2)
+    };
+    let pts: Vec<(f64, f64)> = l.points.iter().copied().map(map).collect();
+    chart
+        .draw_series(LineSeries::new(pts.clone(), style))
+        .map_err(err)?;
+    if pts.len() <= 40 {
+        chart
+            .draw_series(pts.iter().map(|p| Circle::new(*p, 2, c.filled())))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
+/// An axis number without needless decimals: "60", "2.5".
+fn axis_number(y: f64) -> String {
+    if (y - y.round()).abs() < 1e-9 {
+        format!("{y:.0}")
+    } else {
+        format!("{y}")
+    }
+}
+
+/// "4 KiB", "1 MiB" for integer log2 sizes; nothing between them.
+fn size_label(log2: f64) -> String {
+    if (log2 - log2.round()).abs() > 1e-6 || !(0.0..63.0).contains(&log2) {
+        return String::new();
+    }
+    crate::units::bytes(1u64 << (log2.round() as u32))
+}
+
+/// A GPU×GPU matrix: one cell per ordered pair (row: from, column: to), coloured by
+/// `shade` (0 light … 1 dark), the value written in it; the diagonal and missing pairs grey.
+pub fn heat_map(gpus: &[u32], cells: &[(u32, u32, f64, f64)]) -> Result<String, String> {
+    if gpus.len() < 2 || cells.is_empty() {
+        return Err("it needs two GPUs or more".into());
+    }
+    let n = gpus.len();
+    let side = (44 * n as u32).clamp(200, 620);
+    let height = side + 70;
+    svg(height, |root| {
+        let (area, _) = root.split_horizontally(side + 110);
+        let mut chart = ChartBuilder::on(&area)
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(rows_of(n), rows_of(n))
+            .map_err(err)?;
+        let gpu_at = |v: &SegmentValue<usize>, flip: bool| match v {
+            SegmentValue::CenterOf(i) if *i < n => {
+                let k = if flip { n - 1 - *i } else { *i };
+                gpus.get(k).map(|g| format!("GPU {g}")).unwrap_or_default()
+            }
+            _ => String::new(),
+        };
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_labels(n)
+            .y_labels(n)
+            .x_label_formatter(&|v| gpu_at(v, false))
+            .y_label_formatter(&|v| gpu_at(v, true))
+            .x_desc("to")
+            .y_desc("from")
+            .label_style((FONT, 12))
+            .axis_desc_style((FONT, 13))
+            .draw()
+            .map_err(err)?;
+        let low = RGBColor(0xe8, 0xf1, 0xfa);
+        let high = RGBColor(0x08, 0x45, 0x94);
+        let mut rects = Vec::new();
+        let mut texts = Vec::new();
+        let small = TextStyle::from((FONT, if n > 6 { 10 } else { 12 }).into_font())
+            .pos(Pos::new(HPos::Center, VPos::Center));
+        for (ri, src) in gpus.iter().enumerate() {
+            for (ci, dst) in gpus.iter().enumerate() {
+                let row = n - 1 - ri;
+                let cell = cells.iter().find(|c| c.0 == *src && c.1 == *dst);
+                let color = match cell {
+                    Some(c) => blend(low, high, c.3.clamp(0.0, 1.0)),
+                    None => RGBColor(0xee, 0xee, 0xee),
+                };
+                let mut r = Rectangle::new(
+                    [
+                        (SegmentValue::Exact(ci), SegmentValue::Exact(row)),
+                        (SegmentValue::Exact(ci + 1), SegmentValue::Exact(row + 1)),
+                    ],
+                    color.filled(),
+                );
+                r.set_margin(1, 1, 1, 1);
+                rects.push(r);
+                if let Some(c) = cell {
+                    let fg: &RGBColor = if c.3 > 0.55 { &WHITE } else { &BLACK };
+                    texts.push(Text::new(
+                        super::fmt_value(c.2),
+                        (SegmentValue::CenterOf(ci), SegmentValue::CenterOf(row)),
+                        small.clone().color(fg),
+                    ));
+                }
+            }
+        }
+        chart.draw_series(rects).map_err(err)?;
+        chart.draw_series(texts).map_err(err)?;
+        Ok(())
+    })
+}
+
+fn blend(a: RGBColor, b: RGBColor, t: f64) -> RGBColor {
+    let m = |x: u8, y: u8| (x as f64 + (y as f64 - x as f64) * t).round() as u8;
+    RGBColor(m(a.0, b.0), m(a.1, b.1), m(a.2, b.2))
+}
+
+/// Panels over a shared time axis (seconds), one line per GPU in each, and below them a
+/// strip with one row per GPU where clock-event reasons were active.
+pub fn timeline(
+    seconds: f64,
+    panels: &[Panel],
+    rows: &[u32],
+    events: &[Event],
+) -> Result<String, String> {
+    if panels
+        .iter()
+        .all(|p| p.lines.iter().all(|l| l.points.is_empty()))
+    {
+        return Err("no sample was taken during the burn".into());
+    }
+    let end = if seconds > 0.0 { seconds } else { 1.0 };
+    const PANEL: u32 = 150;
+    let strip = 46 + 16 * rows.len().max(1) as u32;
+    let height = PANEL * panels.len() as u32 + strip;
+    svg(height, |root| {
+        let mut rest = root.clone();
+        for p in panels {
+            let (top, below) = rest.split_vertically(PANEL);
+            rest = below;
+            let ys: Vec<f64> = p
+                .lines
+                .iter()
+                .flat_map(|l| l.points.iter().map(|x| x.1))
+                .collect();
+            let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let (lo, hi) = if lo.is_finite() && hi.is_finite() {
+                let pad = ((hi - lo) * 0.15).max(hi.abs() * 0.02).max(1.0);
+                ((lo - pad).max(0.0), hi + pad)
+            } else {
+                (0.0, 1.0)
+            };
+            let mut chart = ChartBuilder::on(&top)
+                .margin_left(12)
+                .margin_right(12)
+                .margin_top(8)
+                .x_label_area_size(18)
+                .y_label_area_size(70)
+                .build_cartesian_2d(0f64..end, lo..hi)
+                .map_err(err)?;
+            chart
+                .configure_mesh()
+                .y_labels(4)
+                .x_labels(8)
+                .x_label_formatter(&|x| format!("{x:.0} s"))
+                .light_line_style(RGBColor(0xf4, 0xf4, 0xf4))
+                .y_label_formatter(&|y| axis_number(*y))
+                .y_desc(p.y_label.as_str())
+                .label_style((FONT, 11))
+                .axis_desc_style((FONT, 12))
+                .draw()
+                .map_err(err)?;
+            for l in &p.lines {
+                draw_line(&mut chart, l, |p| p)?;
+            }
+        }
+        let n = rows.len().max(1);
+        let mut chart = ChartBuilder::on(&rest)
+            .margin_left(12)
+            .margin_right(12)
+            .margin_top(6)
+            .x_label_area_size(26)
+            .y_label_area_size(70)
+            .build_cartesian_2d(0f64..end, rows_of(n))
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .x_labels(8)
+            .y_labels(n)
+            .x_label_formatter(&|x| format!("{x:.0} s"))
+            .y_label_formatter(&|v| match v {
+                SegmentValue::CenterOf(i) if *i < n => rows
+                    .get(n - 1 - *i)
+                    .map(|g| format!("GPU {g}"))
+                    .unwrap_or_default(),
+                _ => String::new(),
+            })
+            .x_desc("time since the burn began")
+            .label_style((FONT, 11))
+            .axis_desc_style((FONT, 12))
+            .draw()
+            .map_err(err)?;
+        chart
+            .draw_series(events.iter().filter_map(|e| {
+                let i = rows.iter().position(|r| *r == e.row)?;
+                let row = n - 1 - i;
+                let mut r = Rectangle::new(
+                    [
+                        (e.from_s.clamp(0.0, end), SegmentValue::Exact(row)),
+                        (e.to_s.clamp(0.0, end), SegmentValue::Exact(row + 1)),
+                    ],
+                    rgb(&e.color).filled(),
+                );
+                r.set_margin(2, 2, 0, 0);
+                Some(r)
+            }))
+            .map_err(err)?;
+        Ok(())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn count(svg: &str, tag: &str) -> usize {
+        svg.matches(&format!("<{tag}")).count()
+    }
+
+    #[test]
+    fn bars_draw_one_rectangle_per_figure_and_the_datasheet_line() {
+        let bars = vec![
+            Bar {
+                label: "memory copy".into(),
+                ratio: 0.89,
+                note: "89%".into(),
+            },
+            Bar {
+                label: "GEMM bf16 <b>".into(),
+                ratio: 0.8,
+                note: "80% (GPU 1)".into(),
+            },
+        ];
+        let s = ratio_bars(&bars).unwrap();
+        assert!(s.starts_with("<svg"), "{s}");
+        // The background, two bars.
+        assert!(count(&s, "rect") >= 3, "{s}");
+        assert!(s.contains("80% (GPU 1)"));
+        // Each label once, at its bar (no row left over at the top).
+        assert_eq!(s.matches("memory copy").count(), 1, "{s}");
+        // Text is escaped by the backend; no font is loaded to lay it out.
+        assert!(
+            s.contains("GEMM bf16 &lt;b&gt;") && !s.contains("<b>"),
+            "{s}"
+        );
+        assert!(s.contains("font-family=\"sans-serif\""));
+        assert!(ratio_bars(&[]).is_err());
+    }
+
+    #[test]
+    fn sizes_are_labelled_in_binary_units() {
+        assert_eq!(size_label(12.0), "4 KiB");
+        assert_eq!(size_label(30.0), "1 GiB");
+        assert_eq!(size_label(12.5), "");
+        let line = Line {
+            name: "GPU 0".into(),
+            color: gpu_color(0).into(),
+            points: vec![(4096.0, 3.0), (1048576.0, 40.0), (1073741824.0, 55.0)],
+            faint: false,
+        };
+        let s = by_size(&[line], "GB/s").unwrap();
+        assert!(s.contains("1 GiB") && s.contains("4 KiB"), "{s}");
+        assert!(count(&s, "polyline") >= 1, "{s}");
+        let one = Line {
+            name: "x".into(),
+            color: "#000000".into(),
+            points: vec![(4096.0, 3.0)],
+            faint: false,
+        };
+        assert!(by_size(&[one], "GB/s").is_err());
+    }
+
+    #[test]
+    fn heat_map_has_a_cell_per_pair_and_grey_diagonal() {
+        let cells = vec![(0, 1, 396.8, 0.9), (1, 0, 396.9, 0.95)];
+        let s = heat_map(&[0, 1], &cells).unwrap();
+        assert!(s.contains(">\n397\n<") || s.contains("397"), "{s}");
+        assert!(s.contains("GPU 0") && s.contains("GPU 1"));
+        // 4 cells (2 measured, 2 diagonal) and the background.
+        assert!(count(&s, "rect") >= 5, "{s}");
+        assert!(s.contains("#EEEEEE"), "{s}");
+        assert!(heat_map(&[0], &[]).is_err());
+    }
+
+    #[test]
+    fn timeline_has_its_panels_and_events() {
+        let line = |v: f64| Line {
+            name: "GPU 0".into(),
+            color: gpu_color(0).into(),
+            points: (0..50).map(|i| (i as f64 * 0.2, v)).collect(),
+            faint: false,
+        };
+        let panels = vec![
+            Panel {
+                y_label: "SM clock (MHz)".into(),
+                lines: vec![line(1755.0)],
+            },
+            Panel {
+                y_label: "power (W)".into(),
+                lines: vec![line(690.0)],
+            },
+        ];
+        let events = vec![Event {
+            row: 0,
+            from_s: 2.0,
+            to_s: 4.0,
+            color: "#d55e00".into(),
+        }];
+        let s = timeline(10.0, &panels, &[0], &events).unwrap();
+        assert!(
+            s.contains("SM clock (MHz)") && s.contains("power (W)"),
+            "{s}"
+        );
+        assert!(s.contains("#D55E00"), "{s}");
+        let empty = vec![Panel {
+            y_label: "x".into(),
+            lines: vec![],
+        }];
+        assert!(timeline(10.0, &empty, &[0], &[]).is_err());
+    }
+}

@@ -1,0 +1,346 @@
+//! The report's charts: what of the report each chart shows, and why one is not drawn.
+
+use super::parts::figure;
+use crate::facts::ThrottleReason;
+use crate::finding::Status;
+use crate::render::charts::{self, gpu_color, Bar, Event, Line, Panel};
+use crate::render::overview::{figures, percent};
+use crate::report::Report;
+
+/// Every chart of the report, or for each the sentence why it is not drawn; one sentence
+/// for all where nothing was measured.
+pub fn section(report: &Report) -> String {
+    if report.measurements.is_empty() && report.series.is_empty() {
+        let why = report
+            .audit
+            .measurements_not_run
+            .clone()
+            .unwrap_or_else(|| "no measurement gave a figure".into());
+        return format!(
+            "<p class=chart-omitted>No charts: nothing was measured ({}). Run gpuaudit on the \
+             machine itself for the quick measurements, with <code>--full</code> for every \
+             chart.</p>\n",
+            super::parts::esc(&why)
+        );
+    }
+    let mut o = String::new();
+    o.push_str(&ratio_chart(report));
+    o.push_str(&host_copy_charts(report));
+    o.push_str(&p2p_chart(report));
+    o.push_str(&burn_chart(report));
+    o
+}
+
+/// Why the figures of `check` are missing: its skip message where it was skipped.
+fn skipped_because(report: &Report, check: &str, otherwise: &str) -> String {
+    report
+        .findings
+        .iter()
+        .find(|f| f.check == check && f.status == Status::Skip)
+        .map(|f| f.message.clone())
+        .unwrap_or_else(|| otherwise.to_string())
+}
+
+fn ratio_chart(report: &Report) -> String {
+    let bars: Vec<Bar> = figures(report)
+        .iter()
+        .filter_map(|f| {
+            let (r, _) = f.lowest()?;
+            let at = f.lowest_where();
+            Some(Bar {
+                label: f.label.clone(),
+                ratio: r,
+                note: if at.is_empty() {
+                    percent(r)
+                } else {
+                    format!("{} (lowest: {at})", percent(r))
+                },
+            })
+        })
+        .collect();
+    figure(
+        "chart-ratios",
+        "Measured against the datasheet",
+        charts::ratio_bars(&bars),
+        &[],
+        "Each bar is the lowest GPU's figure divided by what the datasheet (or the PCIe or \
+         NVLink link) promises; the dashed line is 100%. A healthy GPU measures somewhat below \
+         its datasheet peak: `gpuaudit explain CHECK` gives the fraction each check expects.",
+    )
+}
+
+fn host_copy_charts(report: &Report) -> String {
+    let curves = &report.series.host_copy;
+    if curves.is_empty() {
+        return figure(
+            "chart-host-copy",
+            "Host↔GPU copy bandwidth by size",
+            Err(skipped_because(
+                report,
+                "pcie.bandwidth",
+                "host copies were not measured",
+            )),
+            &[],
+            "",
+        );
+    }
+    let mut gpus: Vec<u32> = curves.iter().map(|c| c.gpu).collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    let mut o = String::new();
+    for (dir, title) in [
+        ("h2d", "Host→GPU copy bandwidth by size"),
+        ("d2h", "GPU→host copy bandwidth by size"),
+    ] {
+        let mut lines = Vec::new();
+        let mut legend: Vec<(String, String)> = Vec::new();
+        for c in curves.iter().filter(|c| c.direction == dir) {
+            let i = gpus.iter().position(|g| *g == c.gpu).unwrap_or(0);
+            let color = gpu_color(i).to_string();
+            let pinned = c.host_memory == "pinned";
+            let name = format!("GPU {} {}", c.gpu, c.host_memory);
+            let gpu = format!("GPU {}", c.gpu);
+            if !legend.iter().any(|(n, _)| *n == gpu) {
+                legend.push((gpu, color.clone()));
+            }
+            lines.push(Line {
+                name,
+                color,
+                points: c
+                    .points
+                    .iter()
+                    .map(|p| (p.size_bytes as f64, p.gbps))
+                    .collect(),
+                faint: !pinned,
+            });
+        }
+        if lines.is_empty() {
+            continue;
+        }
+        o.push_str(&figure(
+            &format!("chart-host-copy-{dir}"),
+            title,
+            charts::by_size(&lines, "GB/s"),
+            &legend,
+            "Thick: pinned host memory, which should reach the link's rate at large sizes; thin: \
+             pageable memory, which goes through the driver's staging buffers and stays below. \
+             GPUs that measure alike lie on top of each other.",
+        ));
+    }
+    o
+}
+
+fn p2p_chart(report: &Report) -> String {
+    let cells: Vec<&crate::facts::Measurement> = report
+        .measurements
+        .iter()
+        .filter(|m| m.name == "p2p_bandwidth" && m.gpu.is_some() && m.peer.is_some())
+        .collect();
+    if cells.is_empty() {
+        let why = if report.gpus.len() < 2 {
+            "the machine has fewer than two GPUs".to_string()
+        } else {
+            skipped_because(
+                report,
+                "p2p.bandwidth",
+                "GPU-to-GPU copies were not measured",
+            )
+        };
+        return figure("chart-p2p", "GPU→GPU bandwidth (P2P)", Err(why), &[], "");
+    }
+    let mut gpus: Vec<u32> = cells
+        .iter()
+        .flat_map(|m| [m.gpu.unwrap_or(0), m.peer.unwrap_or(0)])
+        .collect();
+    gpus.sort_unstable();
+    gpus.dedup();
+    // Shade by the ratio to the link's rate where every pair has one, else by the value
+    // against the best pair.
+    let by_ratio = cells.iter().all(|m| m.ratio.is_some());
+    let max = cells.iter().map(|m| m.value).fold(0.0f64, f64::max);
+    let data: Vec<(u32, u32, f64, f64)> = cells
+        .iter()
+        .map(|m| {
+            let shade = if by_ratio {
+                m.ratio.unwrap_or(0.0)
+            } else if max > 0.0 {
+                m.value / max
+            } else {
+                0.0
+            };
+            (m.gpu.unwrap_or(0), m.peer.unwrap_or(0), m.value, shade)
+        })
+        .collect();
+    let note = if by_ratio {
+        "GB/s of one-direction copies from the row's GPU to the column's; the darker, the \
+         closer to the link's rate."
+    } else {
+        "GB/s of one-direction copies from the row's GPU to the column's; the darker, the \
+         closer to the best pair."
+    };
+    figure(
+        "chart-p2p",
+        "GPU→GPU bandwidth (P2P)",
+        charts::heat_map(&gpus, &data),
+        &[],
+        note,
+    )
+}
+
+/// What kind of clock event a reason is, for the timeline's strip: its name and colour.
+/// Idle, sync boost and display clocks are not events of a loaded GPU.
+fn event_kind(r: ThrottleReason) -> Option<(&'static str, &'static str)> {
+    use ThrottleReason::*;
+    match r {
+        HwSlowdown | HwThermalSlowdown | HwPowerBrakeSlowdown => {
+            Some(("hardware slowdown (a fault)", "#cf222e"))
+        }
+        // Pale, so that they do not read as a GPU's line colour.
+        SwThermalSlowdown => Some(("thermal slowdown", "#f5b971")),
+        SwPowerCap => Some(("at the power limit", "#b6c8dc")),
+        ApplicationsClocksSetting => Some(("application clocks set low", "#c9b3e6")),
+        GpuIdle | SyncBoost | DisplayClocksSetting => None,
+    }
+}
+
+fn burn_chart(report: &Report) -> String {
+    let burn = &report.series.burn;
+    const CAPTION: &str = "The burn: clock, power, temperature, TFLOPS and clock events";
+    if burn.is_empty() {
+        return figure(
+            "chart-burn",
+            CAPTION,
+            Err(skipped_because(report, "stability.burn", "no burn ran")),
+            &[],
+            "",
+        );
+    }
+    let seconds = burn.iter().map(|b| b.seconds).fold(0.0f64, f64::max);
+    let color = |i: usize| gpu_color(i).to_string();
+    let line = |i: usize, gpu: u32, points: Vec<(f64, f64)>| Line {
+        name: format!("GPU {gpu}"),
+        color: color(i),
+        points,
+        faint: false,
+    };
+    let sample_line = |f: &dyn Fn(&crate::facts::TelemetrySample) -> Option<f64>| -> Vec<Line> {
+        burn.iter()
+            .enumerate()
+            .map(|(i, b)| {
+                line(
+                    i,
+                    b.gpu,
+                    b.samples
+                        .iter()
+                        .filter_map(|s| f(s).map(|v| (s.t_ms as f64 / 1000.0, v)))
+                        .collect(),
+                )
+            })
+            .collect()
+    };
+    let mut panels = vec![
+        Panel {
+            y_label: "SM clock (MHz)".into(),
+            lines: sample_line(&|s| s.sm_clock_mhz.map(f64::from)),
+        },
+        Panel {
+            y_label: "power (W)".into(),
+            lines: sample_line(&|s| s.power_w),
+        },
+        Panel {
+            y_label: "temperature (°C)".into(),
+            lines: sample_line(&|s| s.temperature_c.map(f64::from)),
+        },
+        Panel {
+            y_label: "TFLOPS".into(),
+            lines: burn
+                .iter()
+                .enumerate()
+                .map(|(i, b)| {
+                    let step = if b.tflops.is_empty() {
+                        1.0
+                    } else {
+                        b.seconds / b.tflops.len() as f64
+                    };
+                    line(
+                        i,
+                        b.gpu,
+                        b.tflops
+                            .iter()
+                            .enumerate()
+                            .map(|(k, v)| ((k as f64 + 0.5) * step, *v))
+                            .collect(),
+                    )
+                })
+                .collect(),
+        },
+    ];
+    panels.retain(|p| p.lines.iter().any(|l| !l.points.is_empty()));
+    let rows: Vec<u32> = burn.iter().map(|b| b.gpu).collect();
+    let mut events = Vec::new();
+    let mut kinds_seen: Vec<(String, String)> = Vec::new();
+    for b in burn {
+        let step = b.interval_ms.unwrap_or(200) as f64 / 1000.0;
+        for s in &b.samples {
+            for r in &s.throttle {
+                let Some((name, c)) = event_kind(*r) else {
+                    continue;
+                };
+                let t = s.t_ms as f64 / 1000.0;
+                // A reason held from one sample to the next is one span.
+                match events.iter_mut().rev().find(|e: &&mut Event| {
+                    e.row == b.gpu && e.color == c && (t - e.to_s) <= step * 1.5
+                }) {
+                    Some(e) => e.to_s = t + step,
+                    None => events.push(Event {
+                        row: b.gpu,
+                        from_s: t,
+                        to_s: t + step,
+                        color: c.into(),
+                    }),
+                }
+                if !kinds_seen.iter().any(|(n, _)| n == name) {
+                    kinds_seen.push((name.into(), c.into()));
+                }
+            }
+        }
+    }
+    let mut legend: Vec<(String, String)> = burn
+        .iter()
+        .enumerate()
+        .map(|(i, b)| (format!("GPU {}", b.gpu), color(i)))
+        .collect();
+    legend.extend(
+        kinds_seen
+            .iter()
+            .map(|(n, c)| (format!("event: {n}"), c.clone())),
+    );
+    let missing: Vec<String> = burn
+        .iter()
+        .filter_map(|b| {
+            b.samples_unavailable
+                .as_ref()
+                .map(|r| format!("GPU {}: no NVML samples ({r})", b.gpu))
+        })
+        .collect();
+    let mut note = String::from(
+        "Lines: one per GPU (GPUs that run alike lie on top of each other). The strip at the \
+         bottom marks, per GPU, when NVML reported a clock-event reason: at the power limit is \
+         how a GPU under full load runs; hardware slowdown is a fault.",
+    );
+    if kinds_seen.is_empty() && burn.iter().any(|b| !b.samples.is_empty()) {
+        note.push_str(" No clock event was reported during the burn.");
+    }
+    for m in missing {
+        note.push(' ');
+        note.push_str(&m);
+        note.push('.');
+    }
+    figure(
+        "chart-burn",
+        CAPTION,
+        charts::timeline(seconds, &panels, &rows, &events),
+        &legend,
+        &note,
+    )
+}

@@ -1,0 +1,811 @@
+//! What every view says first, computed once from the report: the verdict (what you got and
+//! how many problems, counted as causes, not copies), what could not be checked and why, a
+//! tally per area, the measured figures against the datasheet, and the key ratios the HTML
+//! headline gives. The table, Markdown and HTML renderers (and a later `compare`) word it
+//! each in their own form.
+
+use super::group::{gpus_label, groups, Group};
+use super::{area, area_title, fmt_value, gpu_names};
+use crate::facts::Measurement;
+use crate::finding::Status;
+use crate::report::Report;
+use crate::units::bytes;
+
+/// The report as the views summarise it.
+pub struct Overview<'a> {
+    pub groups: Vec<Group<'a>>,
+    /// The checks that ran into nothing to report but could not run: the skip groups.
+    pub not_run: usize,
+    /// The reason most of them give, with how many give it.
+    pub not_run_reason: Option<(String, usize)>,
+    /// Whether the GPUs are what `--expect` ordered: `None` without `--expect`.
+    pub as_ordered: Option<bool>,
+}
+
+impl<'a> Overview<'a> {
+    pub fn of(report: &'a Report) -> Overview<'a> {
+        let groups = groups(report);
+        let skips: Vec<&Group> = groups.iter().filter(|g| g.status == Status::Skip).collect();
+        let not_run = skips.len();
+        let not_run_reason = main_reason(report, &skips);
+        let as_ordered = report.audit.expect.as_ref().map(|_| {
+            let identity: Vec<&Group> = groups
+                .iter()
+                .filter(|g| g.check == "gpu.identity")
+                .collect();
+            !identity.is_empty()
+                && identity
+                    .iter()
+                    .all(|g| matches!(g.status, Status::Pass | Status::Info))
+        });
+        Overview {
+            groups,
+            not_run,
+            not_run_reason,
+            as_ordered,
+        }
+    }
+
+    /// The problems (fail, then warn), in report order within each.
+    pub fn problems(&self) -> Vec<&Group<'a>> {
+        let mut p: Vec<&Group> = self
+            .groups
+            .iter()
+            .filter(|g| g.status == Status::Fail)
+            .collect();
+        p.extend(self.groups.iter().filter(|g| g.status == Status::Warn));
+        p
+    }
+
+    /// The problems in order, each with whether its fix is the one of the problem before
+    /// (the views then say "the same as above" rather than repeat it).
+    pub fn problems_with_fix_repeated(&self) -> Vec<(&Group<'a>, bool)> {
+        let mut previous = None;
+        self.problems()
+            .into_iter()
+            .map(|g| {
+                let repeated = g.fix.is_some() && g.fix == previous;
+                previous = g.fix;
+                (g, repeated)
+            })
+            .collect()
+    }
+
+    /// The info findings ("worth knowing"), in report order.
+    pub fn infos(&self) -> Vec<&Group<'a>> {
+        self.groups
+            .iter()
+            .filter(|g| g.status == Status::Info)
+            .collect()
+    }
+
+    pub fn count(&self, s: Status) -> usize {
+        self.groups.iter().filter(|g| g.status == s).count()
+    }
+
+    /// The GPUs some problem is about.
+    pub fn gpus_with_problems(&self) -> Vec<u32> {
+        let mut v: Vec<u32> = self
+            .problems()
+            .iter()
+            .flat_map(|g| g.gpus.iter().copied())
+            .collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// "1 problem on GPU 1", "2 problems (1 fail, 1 warning) on 8 GPUs", or the sentence
+    /// that says none was found and what could not be checked.
+    pub fn problems_sentence(&self) -> String {
+        let mut s = self.problems_count();
+        if let Some(nr) = self.not_run_sentence() {
+            s.push_str("; ");
+            s.push_str(&nr);
+        }
+        s
+    }
+
+    /// "1 problem (1 failed) on GPU 1", "no problem found in what was checked" (where
+    /// checks did not run), "no problem found; every check ran".
+    pub fn problems_count(&self) -> String {
+        let (fails, warns) = (self.count(Status::Fail), self.count(Status::Warn));
+        let n = fails + warns;
+        if n == 0 {
+            if self.not_run == 0 {
+                "no problem found; every check ran".to_string()
+            } else {
+                "no problem found in what was checked".to_string()
+            }
+        } else {
+            let kinds = match (fails, warns) {
+                (0, w) => format!(" ({})", plural(w, "warning", "warnings")),
+                (f, 0) => format!(" ({f} failed)"),
+                (f, w) => format!(" ({f} failed, {})", plural(w, "warning", "warnings")),
+            };
+            let gpus = self.gpus_with_problems();
+            let on = match gpus.len() {
+                0 => String::new(),
+                1 | 2 => format!(" on {}", gpus_label(&gpus)),
+                k => format!(" on {k} GPUs"),
+            };
+            format!("{}{kinds}{on}", plural(n, "problem", "problems"))
+        }
+    }
+
+    /// "13 checks not run: snapshot audit: nothing is measured (10), other reasons (3)";
+    /// `None` when every check ran.
+    pub fn not_run_sentence(&self) -> Option<String> {
+        if self.not_run == 0 {
+            return None;
+        }
+        let head = format!("{} not run", plural(self.not_run, "check", "checks"));
+        Some(match &self.not_run_reason {
+            Some((r, k)) if *k == self.not_run => format!("{head}: {r}"),
+            Some((r, k)) => format!("{head}: {r} ({k}), other reasons ({})", self.not_run - k),
+            None => format!("{head}, each for its own reason"),
+        })
+    }
+
+    /// The verdict in one line: "2× NVIDIA H200 (as ordered), driver 580.159.04: 1 problem
+    /// (1 failed) on GPU 1".
+    pub fn verdict(&self, report: &Report) -> String {
+        format!(
+            "{}: {}",
+            self.what_you_got(report),
+            self.problems_sentence()
+        )
+    }
+
+    /// "2× NVIDIA H200 (as ordered), driver 580.159.04".
+    pub fn what_you_got(&self, report: &Report) -> String {
+        let mut s = gpu_names(report);
+        match self.as_ordered {
+            Some(true) => s.push_str(" (as ordered)"),
+            Some(false) => s.push_str(" (not as ordered)"),
+            None => {}
+        }
+        if let Some(d) = &report.machine.driver_version {
+            s.push_str(&format!(", driver {d}"));
+        }
+        s
+    }
+
+    /// One tally per area, in report order: how its checks came out.
+    pub fn areas(&self) -> Vec<AreaTally> {
+        let mut out: Vec<AreaTally> = Vec::new();
+        // A check's outcome is the worst of its findings (skip only where all are skips).
+        let mut checks: Vec<(&str, Status)> = Vec::new();
+        for g in &self.groups {
+            match checks.iter_mut().find(|(c, _)| *c == g.check) {
+                Some((_, s)) => *s = (*s).max(g.status),
+                None => checks.push((g.check, g.status)),
+            }
+        }
+        for (check, status) in checks {
+            let a = area(check);
+            let t = match out.iter_mut().position(|t| t.area == a) {
+                Some(i) => &mut out[i],
+                None => {
+                    out.push(AreaTally {
+                        area: a.to_string(),
+                        title: area_title(a).to_string(),
+                        ..AreaTally::default()
+                    });
+                    let last = out.len() - 1;
+                    &mut out[last]
+                }
+            };
+            match status {
+                Status::Pass => t.pass += 1,
+                Status::Info => t.info += 1,
+                Status::Warn | Status::Fail => t.problem += 1,
+                Status::Skip => t.not_run += 1,
+            }
+        }
+        out
+    }
+}
+
+/// How the checks of one area came out: each check counted once, by its worst finding.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AreaTally {
+    pub area: String,
+    pub title: String,
+    pub pass: usize,
+    pub info: usize,
+    pub problem: usize,
+    pub not_run: usize,
+}
+
+impl AreaTally {
+    /// "2 checks pass", "1 pass, 1 with a problem, 1 not run".
+    pub fn sentence(&self) -> String {
+        let total = self.pass + self.info + self.problem + self.not_run;
+        if self.pass == total {
+            return if total == 1 {
+                "1 check passes".into()
+            } else {
+                format!("{total} checks pass")
+            };
+        }
+        if self.not_run == total {
+            return format!("{} not run", plural(total, "check", "checks"));
+        }
+        let mut parts = Vec::new();
+        if self.pass > 0 {
+            parts.push(format!("{} pass", self.pass));
+        }
+        if self.info > 0 {
+            parts.push(format!("{} to note", self.info));
+        }
+        if self.problem > 0 {
+            parts.push(format!("{} with a problem", self.problem));
+        }
+        if self.not_run > 0 {
+            parts.push(format!("{} not run", self.not_run));
+        }
+        parts.join(", ")
+    }
+}
+
+/// The reason most skips give: the audit's reason for measuring nothing where there is one
+/// (the skips that quote it), else the most common skip message given twice or more.
+fn main_reason(report: &Report, skips: &[&Group]) -> Option<(String, usize)> {
+    if let Some(r) = &report.audit.measurements_not_run {
+        let k = skips
+            .iter()
+            .filter(|g| g.message.contains(r.as_str()))
+            .count();
+        if k > 0 {
+            return Some((r.clone(), k));
+        }
+    }
+    let mut counts: Vec<(&str, usize)> = Vec::new();
+    for g in skips {
+        match counts.iter_mut().find(|(m, _)| *m == g.message) {
+            Some((_, c)) => *c += 1,
+            None => counts.push((&g.message, 1)),
+        }
+    }
+    counts
+        .into_iter()
+        .filter(|(_, c)| *c >= 2)
+        .max_by_key(|(_, c)| *c)
+        .map(|(m, c)| (m.to_string(), c))
+}
+
+pub fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+// ---------------------------------------------------------------- figures
+
+/// One measured figure over the GPUs (or pairs) it was taken on.
+#[derive(Clone, Debug)]
+pub struct Figure<'a> {
+    /// "host→GPU copy, pinned", "GEMM bf16".
+    pub label: String,
+    pub unit: &'a str,
+    pub rows: Vec<&'a Measurement>,
+}
+
+impl Figure<'_> {
+    pub fn values(&self) -> Vec<f64> {
+        self.rows.iter().map(|m| m.value).collect()
+    }
+
+    /// The median over the GPUs (or pairs).
+    pub fn median(&self) -> f64 {
+        let mut v = self.values();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n == 0 {
+            return f64::NAN;
+        }
+        if n % 2 == 1 {
+            v[n / 2]
+        } else {
+            (v[n / 2 - 1] + v[n / 2]) / 2.0
+        }
+    }
+
+    /// "55.4", or "52.1–55.4" where the GPUs differ by more than 2%.
+    pub fn value_text(&self) -> String {
+        let v = self.values();
+        let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if v.len() > 1 && hi > 0.0 && (hi - lo) / hi > SPREAD_SHOWN {
+            format!("{}–{}", fmt_value(lo), fmt_value(hi))
+        } else {
+            fmt_value(self.median())
+        }
+    }
+
+    /// The datasheet (or link) figure, where every row has the same.
+    pub fn expected(&self) -> Option<f64> {
+        let e = self.rows.first()?.expected?;
+        self.rows
+            .iter()
+            .all(|m| m.expected.is_some_and(|x| (x - e).abs() <= e * 1e-9))
+            .then_some(e)
+    }
+
+    /// The lowest ratio to the expectation, and on which row.
+    pub fn lowest(&self) -> Option<(f64, &Measurement)> {
+        self.rows
+            .iter()
+            .filter_map(|m| m.ratio.map(|r| (r, *m)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+    }
+
+    /// "GPU 3", "GPU 0→5" where the GPUs (or pairs) differ; "" for a machine-wide figure
+    /// and where they measure alike (within [`ALIKE`]), as then no GPU is the low one.
+    pub fn lowest_where(&self) -> String {
+        if self.rows.len() < 2 {
+            return String::new();
+        }
+        let ratios: Vec<f64> = self.rows.iter().filter_map(|m| m.ratio).collect();
+        let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+        if hi - lo <= ALIKE * hi.abs() {
+            return String::new();
+        }
+        self.lowest().map(|(_, m)| place(m)).unwrap_or_default()
+    }
+}
+
+/// Where GPUs differ by more than this fraction, the table shows their range.
+const SPREAD_SHOWN: f64 = 0.02;
+/// GPUs whose ratios are this close measure alike: none is named as the lowest.
+const ALIKE: f64 = 0.01;
+
+/// "GPU 3", "GPU 0→1", "" for a machine-wide figure.
+pub fn place(m: &Measurement) -> String {
+    match (m.gpu, m.peer) {
+        (Some(a), Some(b)) => format!("GPU {a}→{b}"),
+        (Some(a), None) => format!("GPU {a}"),
+        _ => String::new(),
+    }
+}
+
+/// A person's name for a measurement.
+pub fn measurement_label(m: &Measurement) -> String {
+    let size = m.size_bytes.map(bytes).unwrap_or_default();
+    let dtype = m.dtype.as_deref().unwrap_or("");
+    match m.name.as_str() {
+        "context_create_ms" => "context creation, median".into(),
+        "context_create_ms_max" => "context creation, slowest".into(),
+        "cuinit_ms" => "cuInit, median".into(),
+        "h2d_pinned_bandwidth" => "host→GPU copy, pinned".into(),
+        "d2h_pinned_bandwidth" => "GPU→host copy, pinned".into(),
+        "h2d_pageable_bandwidth" => "host→GPU copy, pageable".into(),
+        "d2h_pageable_bandwidth" => "GPU→host copy, pageable".into(),
+        "h2d_pinned_bandwidth_all_gpus" => "host→GPU, all GPUs at once".into(),
+        "d2h_pinned_bandwidth_all_gpus" => "GPU→host, all GPUs at once".into(),
+        "memory_copy_bandwidth" => "memory copy (kernel)".into(),
+        "memory_memcpy_bandwidth" => "memory copy (memcpy)".into(),
+        "memory_read_bandwidth" => "memory read".into(),
+        "memory_write_bandwidth" => "memory write".into(),
+        "memory_triad_bandwidth" => "memory triad".into(),
+        "gemm_tflops" => format!("GEMM {dtype}"),
+        "p2p_bandwidth" => "GPU→GPU copy (P2P)".into(),
+        "p2p_bidir_bandwidth" => "GPU↔GPU both ways".into(),
+        "p2p_latency_us" => "GPU→GPU 4-byte latency".into(),
+        "allreduce_busbw" => format!("all-reduce bus bandwidth, {size}"),
+        "allreduce_latency_us" => format!("all-reduce time, {size}"),
+        "burn_tflops" => format!("burn {dtype}, median"),
+        "burn_tflops_cv" => "burn steadiness (CV)".into(),
+        "burn_sm_clock_mhz" => "burn SM clock, median".into(),
+        "burn_power_w" => "burn power, median".into(),
+        "burn_temperature_c" => "burn temperature, hottest".into(),
+        other => other.to_string(),
+    }
+}
+
+/// The report's measurements as figures: one per name (and dtype; and size for the
+/// machine-wide ones), in report order.
+pub fn figures(report: &Report) -> Vec<Figure<'_>> {
+    let mut out: Vec<(String, Figure)> = Vec::new();
+    for m in &report.measurements {
+        let key = format!(
+            "{}\u{0}{}\u{0}{}",
+            m.name,
+            m.dtype.as_deref().unwrap_or(""),
+            if m.gpu.is_none() {
+                m.size_bytes.unwrap_or(0)
+            } else {
+                0
+            }
+        );
+        match out.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, f)) => f.rows.push(m),
+            None => out.push((
+                key,
+                Figure {
+                    label: measurement_label(m),
+                    unit: &m.unit,
+                    rows: vec![m],
+                },
+            )),
+        }
+    }
+    out.into_iter().map(|(_, f)| f).collect()
+}
+
+// ---------------------------------------------------------------- key ratios
+
+/// The three figures the headline holds against the datasheet, each the lowest over the
+/// GPUs, and N, their geometric mean.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KeyRatios {
+    /// Device memory: per GPU the better of the copy kernel and memcpy, against the
+    /// datasheet bandwidth.
+    pub memory: Option<f64>,
+    /// bf16 GEMM against the datasheet's dense peak.
+    pub bf16: Option<f64>,
+    /// Pinned host copies (either direction) against the PCIe link's rate.
+    pub host_link: Option<f64>,
+}
+
+impl KeyRatios {
+    pub fn of(report: &Report) -> KeyRatios {
+        let lowest = |pred: &dyn Fn(&Measurement) -> bool| {
+            report
+                .measurements
+                .iter()
+                .filter(|m| pred(m))
+                .filter_map(|m| m.ratio)
+                .min_by(f64::total_cmp)
+        };
+        // Per GPU the better memory figure (as memory.bandwidth judges it), then the lowest.
+        let mut gpus: Vec<u32> = report.measurements.iter().filter_map(|m| m.gpu).collect();
+        gpus.sort_unstable();
+        gpus.dedup();
+        let memory = gpus
+            .iter()
+            .filter_map(|g| {
+                report
+                    .measurements
+                    .iter()
+                    .filter(|m| {
+                        m.gpu == Some(*g)
+                            && matches!(
+                                m.name.as_str(),
+                                "memory_copy_bandwidth" | "memory_memcpy_bandwidth"
+                            )
+                    })
+                    .filter_map(|m| m.ratio)
+                    .max_by(f64::total_cmp)
+            })
+            .min_by(f64::total_cmp);
+        KeyRatios {
+            memory,
+            bf16: lowest(&|m| m.name == "gemm_tflops" && m.dtype.as_deref() == Some("bf16")),
+            host_link: lowest(&|m| {
+                matches!(
+                    m.name.as_str(),
+                    "h2d_pinned_bandwidth" | "d2h_pinned_bandwidth"
+                )
+            }),
+        }
+    }
+
+    /// (label, ratio) of the ratios measured.
+    pub fn parts(&self) -> Vec<(&'static str, f64)> {
+        [
+            ("memory bandwidth", self.memory),
+            ("bf16", self.bf16),
+            ("host link", self.host_link),
+        ]
+        .into_iter()
+        .filter_map(|(l, r)| r.map(|r| (l, r)))
+        .collect()
+    }
+
+    /// The geometric mean of the ratios measured; `None` when none was.
+    pub fn overall(&self) -> Option<f64> {
+        let p = self.parts();
+        if p.is_empty() || p.iter().any(|(_, r)| *r <= 0.0) {
+            return None;
+        }
+        let log_sum: f64 = p.iter().map(|(_, r)| r.ln()).sum();
+        Some((log_sum / p.len() as f64).exp())
+    }
+}
+
+/// "NVIDIA H200 SXM 141GB" where every GPU matched the same datasheet entry.
+pub fn datasheet_name(report: &Report) -> Option<&str> {
+    let first = report.gpus.first()?.spec.as_ref()?;
+    report
+        .gpus
+        .iter()
+        .all(|g| g.spec.as_ref().is_some_and(|s| s.key == first.key))
+        .then_some(first.name.as_str())
+}
+
+pub fn percent(r: f64) -> String {
+    format!("{:.0}%", r * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::{Facts, Origin};
+    use crate::finding::Finding;
+    use crate::policy::{Expectation, Policy};
+    use crate::testing::Machine;
+
+    fn report_of(findings: Vec<Finding>, policy: &Policy, not_run: Option<&str>) -> Report {
+        let mut facts: Facts = Machine::healthy("h200-sxm-141gb", 8).build();
+        facts.measured.not_run = not_run.map(str::to_string);
+        Report::from_findings(&facts, policy, findings)
+    }
+
+    fn fabric(i: u32) -> Finding {
+        Finding::fail(
+            "nvlink.status",
+            format!("GPU {i} (00:{:02x}.0): fabric down", 6 + i),
+        )
+        .gpu(i)
+        .fix("Start the fabric manager.")
+    }
+
+    #[test]
+    fn counts_causes_not_copies() {
+        let mut f: Vec<Finding> = (0..8).map(fabric).collect();
+        f.push(Finding::pass("pcie.link", "ok"));
+        let r = report_of(f, &Policy::default(), None);
+        let o = Overview::of(&r);
+        assert_eq!(o.problems().len(), 1);
+        assert_eq!(o.problems_sentence(), "1 problem (1 failed) on 8 GPUs");
+        assert!(
+            o.verdict(&r).starts_with("8× NVIDIA H200, driver 580"),
+            "{}",
+            o.verdict(&r)
+        );
+    }
+
+    #[test]
+    fn never_all_good_when_checks_did_not_run() {
+        let reason = "snapshot audit: nothing is measured";
+        let mut f = vec![Finding::pass("pcie.link", "ok")];
+        for c in ["pcie.bandwidth", "compute.gemm", "memory.bandwidth"] {
+            f.push(Finding::skip(c, reason));
+        }
+        f.push(Finding::skip(
+            "net.loopback",
+            format!("not measured: {reason}"),
+        ));
+        f.push(Finding::skip(
+            "cuda.env",
+            "the snapshot has no cmd/env.json",
+        ));
+        let r = report_of(f, &Policy::default(), Some(reason));
+        let o = Overview::of(&r);
+        let s = o.problems_sentence();
+        assert_eq!(
+            s,
+            "no problem found in what was checked; 5 checks not run: snapshot audit: \
+             nothing is measured (4), other reasons (1)"
+        );
+        assert!(!s.contains("all good"));
+        // Every skip for the same reason: the reason alone.
+        let r = report_of(
+            vec![Finding::skip("compute.gemm", reason)],
+            &Policy::default(),
+            Some(reason),
+        );
+        assert_eq!(
+            Overview::of(&r).problems_sentence(),
+            "no problem found in what was checked; 1 check not run: snapshot audit: nothing \
+             is measured"
+        );
+        // Live, everything ran.
+        let r = report_of(
+            vec![Finding::pass("pcie.link", "ok")],
+            &Policy::default(),
+            None,
+        );
+        assert_eq!(
+            Overview::of(&r).problems_sentence(),
+            "no problem found; every check ran"
+        );
+        // Skips without a shared reason.
+        let r = report_of(
+            vec![Finding::skip("a.b", "x"), Finding::skip("c.d", "y")],
+            &Policy::default(),
+            None,
+        );
+        assert_eq!(
+            Overview::of(&r).not_run_sentence().as_deref(),
+            Some("2 checks not run, each for its own reason")
+        );
+    }
+
+    #[test]
+    fn problems_name_their_gpus_and_kinds() {
+        let f = vec![
+            fabric(1),
+            Finding::warn("os.persistence", "GPU 0 (00:06.0): off").gpu(0),
+            Finding::warn("cuda.env", "CUDA_LAUNCH_BLOCKING=1"),
+        ];
+        let r = report_of(f, &Policy::default(), None);
+        let o = Overview::of(&r);
+        assert_eq!(
+            o.problems_sentence(),
+            "3 problems (1 failed, 2 warnings) on GPUs 0, 1"
+        );
+        // Fails first.
+        assert_eq!(o.problems()[0].check, "nvlink.status");
+        // The second warning has no fix; a fix is "repeated" only when it is the same one.
+        let rep: Vec<bool> = o
+            .problems_with_fix_repeated()
+            .iter()
+            .map(|(_, r)| *r)
+            .collect();
+        assert_eq!(rep, vec![false, false, false]);
+        let same = vec![
+            fabric(1),
+            Finding::fail("nvlink.status", "the fabric").fix("Start the fabric manager."),
+            Finding::warn("cuda.env", "x"),
+        ];
+        let r = report_of(same, &Policy::default(), None);
+        let o = Overview::of(&r);
+        let rep: Vec<bool> = o
+            .problems_with_fix_repeated()
+            .iter()
+            .map(|(_, r)| *r)
+            .collect();
+        assert_eq!(rep, vec![false, true, false]);
+        assert_eq!(o.infos().len(), 0);
+        let r = report_of(
+            vec![Finding::warn("cuda.env", "x")],
+            &Policy::default(),
+            None,
+        );
+        assert_eq!(
+            Overview::of(&r).problems_sentence(),
+            "1 problem (1 warning)"
+        );
+    }
+
+    #[test]
+    fn as_ordered_follows_gpu_identity_under_expect() {
+        let policy = Policy {
+            expect: Some("h200:8".parse::<Expectation>().unwrap()),
+            ..Policy::default()
+        };
+        let ok = vec![Finding::pass("gpu.identity", "GPU 0 (00:06.0) is an H200").gpu(0)];
+        let r = report_of(ok, &policy, None);
+        assert!(Overview::of(&r).what_you_got(&r).contains("(as ordered)"));
+        let bad = vec![Finding::fail("gpu.identity", "4 GPUs, 8 ordered")];
+        let r = report_of(bad, &policy, None);
+        assert!(Overview::of(&r)
+            .what_you_got(&r)
+            .contains("(not as ordered)"));
+        let r = report_of(vec![], &Policy::default(), None);
+        assert!(!Overview::of(&r).what_you_got(&r).contains("ordered"));
+    }
+
+    #[test]
+    fn area_tallies_count_each_check_by_its_worst_finding() {
+        let f = vec![
+            Finding::pass("pcie.link", "GPU 0 (00:06.0) ok").gpu(0),
+            Finding::fail("pcie.link", "GPU 1 (00:07.0) x8").gpu(1),
+            Finding::skip("pcie.bandwidth", "not measured"),
+            Finding::pass("gpu.present", "ok"),
+            Finding::pass("gpu.uniform", "ok"),
+            Finding::skip("container.runtime", "no dev nodes"),
+            Finding::info("container.runtime", "not in a container"),
+        ];
+        let r = report_of(f, &Policy::default(), None);
+        let a = Overview::of(&r).areas();
+        let s: Vec<(String, String)> = a.iter().map(|t| (t.title.clone(), t.sentence())).collect();
+        assert_eq!(
+            s,
+            vec![
+                ("PCIe".into(), "1 with a problem, 1 not run".into()),
+                ("GPUs".into(), "2 checks pass".into()),
+                ("Container".into(), "1 to note".into()),
+            ]
+        );
+        let only_skips = AreaTally {
+            not_run: 2,
+            ..AreaTally::default()
+        };
+        assert_eq!(only_skips.sentence(), "2 checks not run");
+    }
+
+    fn m(name: &str, gpu: Option<u32>, value: f64, expected: Option<f64>) -> Measurement {
+        Measurement {
+            name: name.into(),
+            gpu,
+            peer: None,
+            value,
+            unit: "GB/s".into(),
+            expected,
+            ratio: expected.map(|e| value / e),
+            method: String::new(),
+            size_bytes: None,
+            dtype: None,
+        }
+    }
+
+    #[test]
+    fn key_ratios_take_the_lowest_gpu_and_the_geometric_mean() {
+        let mut facts = Facts::empty(Origin::Live, "x");
+        facts.measured.not_run = None;
+        let mut r = Report::from_findings(&facts, &Policy::default(), vec![]);
+        r.measurements = vec![
+            m("memory_copy_bandwidth", Some(0), 3900.0, Some(4800.0)),
+            m("memory_memcpy_bandwidth", Some(0), 4300.0, Some(4800.0)),
+            m("memory_copy_bandwidth", Some(1), 2400.0, Some(4800.0)),
+            m("h2d_pinned_bandwidth", Some(0), 55.0, Some(63.0)),
+            m("d2h_pinned_bandwidth", Some(1), 31.5, Some(63.0)),
+            Measurement {
+                dtype: Some("bf16".into()),
+                ..m("gemm_tflops", Some(0), 800.0, Some(1000.0))
+            },
+            Measurement {
+                dtype: Some("fp16".into()),
+                ..m("gemm_tflops", Some(0), 100.0, Some(1000.0))
+            },
+        ];
+        let k = KeyRatios::of(&r);
+        // GPU 0's better figure is memcpy (0.896); GPU 1 has only the kernel (0.5).
+        assert_eq!(k.memory, Some(0.5));
+        assert_eq!(k.bf16, Some(0.8));
+        assert_eq!(k.host_link, Some(0.5));
+        let n = k.overall().unwrap();
+        assert!(
+            (n - (0.5f64 * 0.8 * 0.5).powf(1.0 / 3.0)).abs() < 1e-12,
+            "{n}"
+        );
+        let none = KeyRatios {
+            memory: None,
+            bf16: None,
+            host_link: None,
+        };
+        assert_eq!(none.overall(), None);
+        let one = KeyRatios {
+            bf16: Some(0.8),
+            ..none
+        };
+        assert_eq!(one.overall(), Some(0.8));
+    }
+
+    #[test]
+    fn figures_gather_gpus_and_show_their_spread() {
+        let mut facts = Facts::empty(Origin::Live, "x");
+        facts.measured.not_run = None;
+        let mut r = Report::from_findings(&facts, &Policy::default(), vec![]);
+        r.measurements = vec![
+            m("h2d_pinned_bandwidth", Some(0), 55.0, Some(63.0)),
+            m("h2d_pinned_bandwidth", Some(1), 31.5, Some(63.0)),
+            m("d2h_pinned_bandwidth", Some(0), 55.0, Some(63.0)),
+            m("d2h_pinned_bandwidth", Some(1), 54.5, Some(63.0)),
+            Measurement {
+                size_bytes: Some(1 << 30),
+                ..m("allreduce_busbw", None, 330.0, None)
+            },
+            Measurement {
+                size_bytes: Some(1 << 20),
+                ..m("allreduce_busbw", None, 18.0, None)
+            },
+        ];
+        let f = figures(&r);
+        assert_eq!(f.len(), 4);
+        assert_eq!(f[0].label, "host→GPU copy, pinned");
+        assert_eq!(f[0].value_text(), "31.5–55.0");
+        assert_eq!(f[0].expected(), Some(63.0));
+        assert_eq!(f[0].lowest_where(), "GPU 1");
+        // Alike within 1%: no GPU is the low one.
+        assert_eq!(f[1].lowest_where(), "");
+        // Within 2%: one figure, the median.
+        assert_eq!(f[1].value_text(), "54.8");
+        assert_eq!(f[2].label, "all-reduce bus bandwidth, 1 GiB");
+        assert_eq!(f[3].label, "all-reduce bus bandwidth, 1 MiB");
+        assert_eq!(f[2].lowest_where(), "");
+    }
+}

@@ -1,0 +1,278 @@
+//! The HTML report in a real browser: headless Chromium loads the page of several fixtures
+//! and of measured reports, the page loads without a console error, every chart is there
+//! with its drawing, nothing from the machine became markup, and a screenshot is taken
+//! (under the test's target directory; the path is printed).
+//!
+//! Where no Chromium is installed the test says SKIPPED on stderr and passes, unless
+//! `GPUAUDIT_REQUIRE_BROWSER=1` (CI sets it after installing Debian's `chromium`). Another
+//! browser binary: `GPUAUDIT_CHROMIUM=/path/to/chrome`.
+
+mod common;
+use common::*;
+use gpuaudit_core::facts::{MeasuredFacts, ThrottleReason};
+use gpuaudit_core::render::{self, Format, TableOptions};
+use gpuaudit_core::Reading;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("GPUAUDIT_CHROMIUM") {
+        return Some(PathBuf::from(p));
+    }
+    let path = std::env::var_os("PATH")?;
+    for dir in std::env::split_paths(&path) {
+        for name in ["chromium", "chromium-browser", "google-chrome", "chrome"] {
+            let p = dir.join(name);
+            if p.is_file() {
+                return Some(p);
+            }
+        }
+    }
+    None
+}
+
+/// Runs the browser on `page` with `args`, killed after a minute: (stdout, stderr).
+fn browse(browser: &Path, profile: &Path, page: &Path, args: &[String]) -> (String, String) {
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--hide-scrollbars",
+            "--enable-logging=stderr",
+            "--v=0",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{}: {e}", browser.display()));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    // Read both pipes on threads so a chatty browser cannot block on a full pipe.
+    let mut out = child.stdout.take().expect("piped stdout");
+    let mut err = child.stderr.take().expect("piped stderr");
+    let o = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut out, &mut s);
+        s
+    });
+    let e = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = std::io::Read::read_to_string(&mut err, &mut s);
+        s
+    });
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!(
+                    "{} on {} took over a minute",
+                    browser.display(),
+                    page.display()
+                );
+            }
+        }
+    }
+    (o.join().unwrap_or_default(), e.join().unwrap_or_default())
+}
+
+/// Console errors and uncaught exceptions in the browser's log.
+fn console_errors(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("Uncaught") || l.contains(":CONSOLE") || l.contains("Refused to"))
+        .collect()
+}
+
+/// Each `<figure class="chart" id=…>` of the DOM with its SVG's drawing elements counted.
+fn charts_in(dom: &str) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    let mut rest = dom;
+    while let Some(i) = rest.find("<figure class=\"chart\"") {
+        rest = &rest[i..];
+        let end = rest.find("</figure>").unwrap_or(rest.len());
+        let fig = &rest[..end];
+        let id = fig
+            .split("id=\"")
+            .nth(1)
+            .and_then(|s| s.split('"').next())
+            .unwrap_or("?")
+            .to_string();
+        let drawn = match (fig.find("<svg"), fig.find("</svg>")) {
+            (Some(a), Some(b)) if a < b => {
+                let svg = &fig[a..b];
+                ["<rect", "<polyline", "<path", "<line", "<circle", "<text"]
+                    .iter()
+                    .map(|t| svg.matches(t).count())
+                    .sum()
+            }
+            _ => 0,
+        };
+        out.push((id, drawn));
+        rest = &rest[end..];
+    }
+    out
+}
+
+struct Page {
+    name: &'static str,
+    html: String,
+    /// The charts it must show.
+    charts: &'static [&'static str],
+}
+
+fn report_html(r: &gpuaudit_core::Report) -> String {
+    render::render(r, Format::Html, &TableOptions::default())
+}
+
+fn pages() -> Vec<Page> {
+    let fixture = |name: &'static str| {
+        let (code, html) = render(name, "html", &[]);
+        assert!(code == 0 || code == 1, "{name}: exit {code}");
+        html
+    };
+    let mut hot = measured_report(8, |m: &mut MeasuredFacts| {
+        // One GPU of eight runs hot: hardware thermal slowdown from 35 s on.
+        if let Reading::Value(b) = &mut m.burn {
+            if let Some(Reading::Value(g)) = b.per_gpu.get_mut(5).map(|g| &mut g.result) {
+                if let Reading::Value(t) = &mut g.telemetry {
+                    t.series = gpuaudit_core::testing::measured::burn_series(60, Some(35));
+                    t.throttle.push(gpuaudit_core::facts::ThrottleSeen {
+                        reason: ThrottleReason::HwThermalSlowdown,
+                        samples: 125,
+                    });
+                }
+            }
+        }
+    });
+    // Text from the machine as a hostile snapshot would have it.
+    hot.machine.hostname = Some("<script>alert(1)</script>".into());
+    if let Some(g) = hot.gpus.get_mut(0) {
+        g.name = Some("<img src=x onerror=alert(1)>".into());
+    }
+    const ALL: &[&str] = &[
+        "chart-ratios",
+        "chart-host-copy-h2d",
+        "chart-host-copy-d2h",
+        "chart-p2p",
+        "chart-burn",
+    ];
+    vec![
+        Page {
+            name: "x8-link",
+            html: fixture("h200-x2-x8-link"),
+            charts: &[],
+        },
+        Page {
+            name: "x8-fabric-down",
+            html: fixture("h200-x8-nvswitch-fabric-down"),
+            charts: &[],
+        },
+        Page {
+            name: "snapshot-healthy",
+            html: fixture("h200-x2-vm"),
+            charts: &[],
+        },
+        Page {
+            name: "measured-2",
+            html: report_html(&measured_report(2, |_| {})),
+            charts: ALL,
+        },
+        Page {
+            name: "measured-8-hot-hostile",
+            html: report_html(&hot),
+            charts: ALL,
+        },
+    ]
+}
+
+#[test]
+fn html_reports_load_and_draw_in_a_real_browser() {
+    let Some(browser) = chromium() else {
+        let required = std::env::var("GPUAUDIT_REQUIRE_BROWSER").is_ok_and(|v| v == "1");
+        assert!(
+            !required,
+            "GPUAUDIT_REQUIRE_BROWSER=1 but no chromium on PATH (or GPUAUDIT_CHROMIUM)"
+        );
+        eprintln!(
+            "\n*** SKIPPED: html_reports_load_and_draw_in_a_real_browser: no chromium on PATH \
+             (apt-get install --no-install-recommends chromium; CI installs it) ***\n"
+        );
+        return;
+    };
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("html-views");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("the output directory");
+    let profile = tempfile::tempdir().expect("a browser profile directory");
+    for p in pages() {
+        let file = dir.join(format!("{}.html", p.name));
+        std::fs::write(&file, &p.html).expect("the page is written");
+        let (dom, log) = browse(&browser, profile.path(), &file, &["--dump-dom".into()]);
+        assert!(
+            dom.contains("<main>") && dom.contains("</main>"),
+            "{}: the browser gave no page: {log}",
+            p.name
+        );
+        let errors = console_errors(&log);
+        assert!(errors.is_empty(), "{}: console errors: {errors:#?}", p.name);
+        // Nothing from the machine became an element.
+        assert!(
+            !dom.contains("<script") && !dom.contains("<img"),
+            "{}: markup from the machine in the DOM",
+            p.name
+        );
+        let charts = charts_in(&dom);
+        for (id, drawn) in &charts {
+            assert!(
+                *drawn >= 5,
+                "{}: chart {id} is empty ({drawn} elements)",
+                p.name
+            );
+        }
+        let ids: Vec<&str> = charts.iter().map(|(i, _)| i.as_str()).collect();
+        for want in p.charts {
+            assert!(
+                ids.contains(want),
+                "{}: no chart {want} (has {ids:?})",
+                p.name
+            );
+        }
+        if p.charts.is_empty() {
+            assert!(ids.is_empty(), "{}: charts without measurements", p.name);
+            assert!(
+                dom.contains("No charts: nothing was measured"),
+                "{}",
+                p.name
+            );
+        }
+        let shot = dir.join(format!("{}.png", p.name));
+        let (_, log) = browse(
+            &browser,
+            profile.path(),
+            &file,
+            &[
+                format!("--screenshot={}", shot.display()),
+                "--window-size=1280,2400".into(),
+            ],
+        );
+        let size = std::fs::metadata(&shot).map(|m| m.len()).unwrap_or(0);
+        assert!(
+            size > 10_000,
+            "{}: no screenshot ({size} bytes): {log}",
+            p.name
+        );
+        eprintln!("screenshot: {}", shot.display());
+    }
+}
