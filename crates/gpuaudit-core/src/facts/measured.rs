@@ -47,6 +47,9 @@ pub struct MeasuredFacts {
     pub nccl: Reading<AllReduce>,
     #[serde(default)]
     pub burn: Reading<Burn>,
+    /// `gpuaudit rehearse`: the training-shaped pipeline (a normal audit has none).
+    #[serde(default = "not_rehearsed")]
+    pub rehearsal: Reading<super::rehearsal::Rehearsal>,
     /// Remarks of the measuring processes (sizes skipped for lack of memory, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -68,6 +71,7 @@ impl MeasuredFacts {
             p2p: Reading::unavailable(reason),
             nccl: Reading::unavailable(reason),
             burn: Reading::unavailable(reason),
+            rehearsal: not_rehearsed(),
             notes: Vec::new(),
         }
     }
@@ -76,6 +80,11 @@ impl MeasuredFacts {
     pub fn device(&self, gpu: u32) -> Option<&CudaDevice> {
         self.devices.value()?.iter().find(|d| d.gpu == gpu)
     }
+}
+
+/// What a report without `gpuaudit rehearse` says of the rehearsal.
+pub fn not_rehearsed() -> Reading<super::rehearsal::Rehearsal> {
+    Reading::unavailable(super::rehearsal::NOT_REHEARSED)
 }
 
 /// A library the measurements looked for.
