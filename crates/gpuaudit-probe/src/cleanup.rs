@@ -202,9 +202,13 @@ pub struct TempDir {
 impl TempDir {
     /// Creates `$TMPDIR/<prefix><pid>-<unique>`.
     pub fn create(prefix: &str) -> std::io::Result<TempDir> {
+        TempDir::create_in(&std::env::temp_dir(), prefix)
+    }
+
+    /// Creates `<base>/<prefix><pid>-<unique>` (a dataset written into a data directory).
+    pub fn create_in(base: &Path, prefix: &str) -> std::io::Result<TempDir> {
         use std::os::unix::fs::DirBuilderExt;
         static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let base = std::env::temp_dir();
         for _ in 0..16 {
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

@@ -14,4 +14,5 @@ pub mod host;
 pub mod measure;
 pub mod nvml;
 pub mod process;
+pub mod rehearse;
 pub mod root;
