@@ -39,6 +39,7 @@ fn main() -> ExitCode {
         Some(cli::Command::Explain { id }) => commands::catalog::explain(&id),
         Some(cli::Command::Bench(b)) => commands::bench::bench(&b),
         Some(cli::Command::Burn(b)) => commands::bench::burn(&b),
+        Some(cli::Command::Rehearse(r)) => commands::rehearse::run(&r),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -262,19 +262,21 @@ pub fn measure_read(
         for r in 0..cfg.readers.max(1) as usize {
             let (stop, counters, throttle) = (&stop, &counters, &throttle);
             s.spawn(move || {
-                let mut spare: Option<Vec<u8>> = None;
+                // One buffer, reused: the data is thrown away.
+                let spare: std::cell::RefCell<Option<Vec<u8>>> = Default::default();
                 let res = reader_loop(
                     ds,
                     cfg,
                     r,
                     throttle,
                     stop,
-                    || spare.take().unwrap_or_default(),
+                    || spare.borrow_mut().take().unwrap_or_default(),
                     |buf| {
                         counters.samples_read.fetch_add(1, Ordering::Relaxed);
                         counters
                             .bytes_read
                             .fetch_add(buf.len() as u64, Ordering::Relaxed);
+                        *spare.borrow_mut() = Some(buf);
                         true
                     },
                 );
@@ -364,11 +366,12 @@ pub fn measure_transform(
         bytes.load(Ordering::Relaxed),
         t0.elapsed().as_secs_f64(),
         format!(
-            "{} worker thread{} transforming samples already in memory ({} rounds of a \
+            "{} worker thread{} transforming samples already in memory ({} round{} of a \
              multiply-rotate chain per input byte, then a {} float32 tensor written)",
             cfg.workers,
             if cfg.workers == 1 { "" } else { "s" },
             cfg.transform_cost,
+            if cfg.transform_cost == 1 { "" } else { "s" },
             gpuaudit_core::units::bytes(cfg.tensor_bytes)
         ),
     ))
@@ -418,6 +421,18 @@ impl LoaderHandle<'_> {
                 }
                 Err(RecvTimeoutError::Disconnected) => return Err("the loader stopped".into()),
             }
+        }
+    }
+
+    /// The next full batch if one comes within `wait`, `None` otherwise.
+    pub fn try_next(&self, wait: Duration) -> Result<Option<usize>, String> {
+        if let Some(e) = lock(&self.counters.error).clone() {
+            return Err(e);
+        }
+        match self.ready.recv_timeout(wait) {
+            Ok(b) => Ok(Some(b)),
+            Err(RecvTimeoutError::Timeout) => Ok(None),
+            Err(RecvTimeoutError::Disconnected) => Err("the loader stopped".into()),
         }
     }
 
@@ -598,27 +613,38 @@ pub fn measure_loader(
             len: v.len(),
         })
         .collect();
-    let batch = cfg.batch.max(1) as u64;
-    let (batches, secs) = with_loader(ds, cfg, &bufs, |h| -> Result<(u64, f64), String> {
-        // The first batch pays the threads' start: the clock starts after it.
-        let first = h.next(Duration::from_secs(30).max(duration * 4))?;
-        h.release(first);
-        let t0 = Instant::now();
-        let mut n = 0u64;
-        while t0.elapsed() < duration {
-            let b = h.next(Duration::from_secs(30).max(duration * 4))?;
-            h.release(b);
-            n += 1;
+    let (samples, secs) = with_loader(ds, cfg, &bufs, |h| -> Result<(u64, f64), String> {
+        // The clock starts with the first sample transformed (the threads' start is not the
+        // loader's rate), and counts samples, not batches: a batch may take longer than the
+        // time given.
+        let start_limit = Instant::now() + Duration::from_secs(30).max(duration * 4);
+        while h.samples_done() == 0 {
+            if Instant::now() > start_limit {
+                return Err(format!(
+                    "the loader delivered no sample within {:.0} s",
+                    Duration::from_secs(30).max(duration * 4).as_secs_f64()
+                ));
+            }
+            if let Some(b) = h.try_next(POLL)? {
+                h.release(b);
+            }
         }
-        Ok((n, t0.elapsed().as_secs_f64()))
+        let (t0, s0) = (Instant::now(), h.samples_done());
+        while t0.elapsed() < duration {
+            if let Some(b) = h.try_next(POLL)? {
+                h.release(b);
+            }
+        }
+        Ok((h.samples_done() - s0, t0.elapsed().as_secs_f64()))
     })??;
     Ok(figure(
-        batches * batch,
-        batches * batch * cfg.sample_bytes,
+        samples,
+        samples * cfg.sample_bytes,
         secs,
         format!(
-            "{}; {} worker{} transforming them into batches of {} in {} staged buffers \
-             (plain memory), each taken as soon as it is full",
+            "{}; {} worker{} transforming them into the slots of batches of {} in {} staged \
+             buffers (plain memory), each taken as soon as it is full; samples transformed \
+             a second",
             describe_reads(cfg),
             cfg.workers,
             if cfg.workers == 1 { "" } else { "s" },

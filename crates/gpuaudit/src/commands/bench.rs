@@ -19,8 +19,8 @@ pub fn bench(args: &BenchArgs) -> Result<u8> {
         match Group::parse(n) {
             Some(g) => groups.push(g),
             None => bail!(
-                "no measurement '{n}': choose from {}",
-                Group::ALL
+                "no measurement '{n}': choose from {} (the rehearsal is `gpuaudit rehearse`)",
+                Group::BENCH
                     .iter()
                     .map(|g| g.name())
                     .collect::<Vec<_>>()
@@ -83,7 +83,7 @@ fn run(mut opts: measure::Options, common: &MeasureArgs, groups: &[Group]) -> Re
     };
     // The measured checks of the groups that ran judge the figures.
     let wanted: Vec<&str> = if groups.is_empty() {
-        Group::ALL
+        Group::BENCH
             .iter()
             .filter(|g| **g != Group::Burn)
             .map(|g| g.check_id())

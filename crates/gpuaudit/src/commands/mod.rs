@@ -3,3 +3,4 @@ pub mod bench;
 pub mod catalog;
 pub mod collect;
 pub mod models;
+pub mod rehearse;
