@@ -122,6 +122,21 @@ pub(crate) fn registered_groups() -> Vec<i32> {
     lock(&GROUPS).clone()
 }
 
+/// Called by the main thread before it returns its exit status. Once a terminating signal
+/// arrived, the signal thread is ending the process as the signal would (after killing the
+/// children and removing the files): the main thread, which may have finished its work in the
+/// meantime (a child it waited for was just killed), waits for that instead of exiting with a
+/// status of its own. Bounded, should the signal thread never get there.
+pub fn wait_if_terminating() {
+    if !(terminating() && TERMINATE.load(Ordering::SeqCst)) {
+        return;
+    }
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// Whether the signal thread ends the process after cleaning up (default: yes).
 pub fn set_terminate_on_signal(terminate: bool) {
     TERMINATE.store(terminate, Ordering::SeqCst);

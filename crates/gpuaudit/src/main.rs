@@ -41,6 +41,8 @@ fn main() -> ExitCode {
         Some(cli::Command::Burn(b)) => commands::bench::burn(&b),
         Some(cli::Command::Rehearse(r)) => commands::rehearse::run(&r),
     };
+    // A signal that arrived meanwhile ends the process with the signal's status, not ours.
+    cleanup::wait_if_terminating();
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
