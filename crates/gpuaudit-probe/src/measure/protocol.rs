@@ -162,6 +162,18 @@ mod tests {
             ChildMsg::Result(GroupResult::Nccl(Reading::unavailable(
                 "ncclCommInitAll: x",
             ))),
+            ChildMsg::Result(GroupResult::Rehearse(Box::new(Reading::Value(
+                gpuaudit_core::facts::RehearsalGpu {
+                    gpus: vec![0],
+                    dtype: "bf16".into(),
+                    library: "cublasLt 130000".into(),
+                    stages: vec![],
+                    reference: Reading::unavailable("the batch is 256"),
+                    reference_batch: 256,
+                    step_ms: vec![],
+                    pipeline: Reading::unavailable("the loader failed: x"),
+                },
+            )))),
             ChildMsg::Done,
         ];
         for m in msgs {

@@ -365,7 +365,7 @@ mod tests {
         let p = plan(&[t], &Options::default(), &LibStatus::all_found());
         let req = ChildRequest {
             plan: p,
-            groups: vec![Group::Pcie, Group::Gemm],
+            groups: vec![Group::Pcie, Group::Gemm, Group::Rehearse],
         };
         let json = serde_json::to_string(&req).unwrap();
         assert_eq!(child_main(&[json]), 0);

@@ -359,11 +359,13 @@ fn time_steps(models: &mut [Model], pi: usize, stage_ms: u64) -> R<Vec<f64>> {
     }
     let mut events = Vec::new();
     for m in models.iter() {
+        m.gpu.bind()?;
         m.compute.sync()?;
         events.push((Event::new(m.gpu)?, Event::new(m.gpu)?));
     }
     // One step to size the run.
     for (m, (a, b)) in models.iter_mut().zip(&events) {
+        m.gpu.bind()?;
         a.record(&m.compute)?;
         m.enqueue_step(pi)?;
         b.record(&m.compute)?;
@@ -776,7 +778,10 @@ fn pipeline(
                 (None, Some(t)) => t.elapsed() >= budget,
                 (None, None) => false,
             };
-            if last_report.elapsed() > Duration::from_millis(250) {
+            // Only the timed steps are the pipeline's (the parent counts NVML's samples from
+            // the first of these messages on).
+            if t0.is_some() && (measured == 0 || last_report.elapsed() > Duration::from_millis(250))
+            {
                 last_report = Instant::now();
                 let f = match (c.steps, t0) {
                     (Some(s), _) => measured as f64 / s.max(1) as f64,
@@ -891,14 +896,12 @@ pub fn run(ctx: &Ctx, p: &RehearseParams) -> R<RehearsalGpu> {
     if let Some(n) = &reference_note {
         log(n.clone());
     }
-    let g0 = models[0].gpu;
-    let library = models[0]
-        .handles
-        .lt(g0)
-        .ok()
-        .filter(|_| dtype == GemmDtype::Bf16)
-        .map(|_| format!("cublasLt {}", super::gemm::LtHandle::version()))
-        .unwrap_or_else(|| "cublas (fp32)".into());
+    let library = if dtype == GemmDtype::Bf16 {
+        // The plans were made: the library is loaded.
+        format!("cublasLt {}", super::gemm::LtHandle::version())
+    } else {
+        "cublas (fp32)".into()
+    };
     let n = models.len();
     let gpus_text = format!("{n} GPU{}", if n == 1 { "" } else { "s" });
 
@@ -988,7 +991,7 @@ pub fn run(ctx: &Ctx, p: &RehearseParams) -> R<RehearsalGpu> {
     progress(
         Group::Rehearse,
         0.5,
-        format!("{PIPELINE_PROGRESS} on {gpus_text}"),
+        format!("starting the pipeline on {gpus_text}"),
     );
     let pipe = pipeline(&mut models, grads.as_ref().ok(), p);
 
@@ -997,13 +1000,14 @@ pub fn run(ctx: &Ctx, p: &RehearseParams) -> R<RehearsalGpu> {
         stages.push(stage(Stage::AllReduce, allreduce));
     }
     let gpus = models.iter().map(|m| m.gpu.index).collect();
-    // Communicators and buffers go before the models' streams and handles.
+    // Communicators and buffers go before the models' streams and handles; each model goes
+    // with its own GPU current (as cuBLAS handles want).
     drop(grads);
-    for m in &models {
+    for m in models {
         let _ = m.gpu.bind();
         let _ = m.compute.sync();
+        drop(m);
     }
-    drop(models);
     Ok(RehearsalGpu {
         gpus,
         dtype: dtype.as_str().into(),
