@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 
 /// Why a normal audit has no rehearsal.
 pub const NOT_REHEARSED: &str = "not rehearsed: run `gpuaudit rehearse`";
+/// Why a rehearsal has no PyTorch runs, when none were asked for.
+pub const TORCH_NOT_ASKED: &str = "not asked for (--torch)";
 
 /// A stage of the pipeline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]

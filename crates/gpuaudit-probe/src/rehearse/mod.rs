@@ -228,7 +228,7 @@ pub fn run(
     let (mut m, gpu) = measure::run_with_rehearsal(facts, &mopts, progress);
 
     let torch = if !opts.torch {
-        Reading::unavailable("not asked for (--torch)")
+        Reading::unavailable(gpuaudit_core::facts::TORCH_NOT_ASKED)
     } else {
         let first = gpu
             .value()
@@ -346,7 +346,10 @@ mod tests {
         assert!(seen.iter().any(|m| m == "storage reads alone"));
         // The dataset written into the data directory is gone.
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
-        assert_eq!(r.torch.reason(), Some("not asked for (--torch)"));
+        assert_eq!(
+            r.torch.reason(),
+            Some(gpuaudit_core::facts::TORCH_NOT_ASKED)
+        );
     }
 
     #[test]

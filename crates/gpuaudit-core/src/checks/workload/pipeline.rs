@@ -9,7 +9,9 @@
 use crate::checks::common::storage_of;
 use crate::checks::judge::spec_of;
 use crate::checks::{Check, CheckDoc, CheckKind};
-use crate::facts::{Facts, Measurement, Rehearsal, Stage, StageFigure, TorchFigure, TorchRun};
+use crate::facts::{
+    Facts, Measurement, Rehearsal, Stage, StageFigure, TorchFigure, TorchRun, TORCH_NOT_ASKED,
+};
 use crate::finding::{Finding, Status};
 use crate::parse::host::mounts::{parse_size, FsClass};
 use crate::policy::Policy;
@@ -561,10 +563,16 @@ fn run_pipeline(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
         }
         Err(why) => out.push(Finding::skip(ID, why)),
     }
-    if let Reading::Value(runs) = &r.torch {
-        for t in runs {
-            out.push(torch_finding(facts, t));
+    match &r.torch {
+        Reading::Value(runs) => {
+            for t in runs {
+                out.push(torch_finding(facts, t));
+            }
         }
+        Reading::Unavailable(why) if why != TORCH_NOT_ASKED => {
+            out.push(Finding::skip(ID, format!("PyTorch models not run: {why}")))
+        }
+        Reading::Unavailable(_) => {}
     }
     out
 }
@@ -1421,6 +1429,16 @@ mod tests {
             .message
             .contains("sequence 128) on GPU 0: not run: timed out"));
         assert!(out[3].message.contains("unknown model 'gpt9'"));
+        // Asked for, but PyTorch is not there: said; not asked for: nothing.
+        r.torch = Reading::unavailable("PyTorch is not installed in any Python environment found");
+        let out = run_pipeline(&facts(&r), &Policy::default());
+        assert_eq!(out.len(), 2);
+        assert_eq!(
+            out[1].message,
+            "PyTorch models not run: PyTorch is not installed in any Python environment found"
+        );
+        r.torch = Reading::unavailable(TORCH_NOT_ASKED);
+        assert_eq!(run_pipeline(&facts(&r), &Policy::default()).len(), 1);
         let m = measurements(&f);
         let t = m
             .iter()
