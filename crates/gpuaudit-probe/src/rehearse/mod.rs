@@ -354,10 +354,10 @@ mod tests {
 
     #[test]
     fn a_throttled_data_directory_shows_in_the_stage_figures() {
-        // Planted slow storage: 2 MB/s against a transform that runs far faster.
+        // Planted slow storage: 1 MB/s against a transform that runs far faster.
         let facts = Facts::empty(Origin::Live, "test");
         let opts = Options {
-            read_throttle_mb_s: Some(2.0),
+            read_throttle_mb_s: Some(1.0),
             ..small()
         };
         let m = run(&facts, &opts, &mut |_| {}).unwrap();
