@@ -216,16 +216,20 @@ fn shm_bytes(facts: &Facts) -> Option<u64> {
 
 fn transform_fix(facts: &Facts, r: &Rehearsal, gpu_rate: f64, per_worker: f64) -> String {
     let c = &r.config;
-    let need = if per_worker > 0.0 {
-        (gpu_rate / per_worker).ceil() as u64
-    } else {
-        0
+    // No sample transformed in its time: no count of workers can be told.
+    let need = (per_worker > 0.0).then(|| (gpu_rate / per_worker).ceil() as u64);
+    let mut fix = match need {
+        Some(n) => format!(
+            "more loader workers: about {n} would keep up ({} now, {} CPUs here)",
+            c.workers, c.cpus
+        ),
+        None => format!(
+            "more loader workers ({} now, {} CPUs here); the transform finished no sample in \
+             its time",
+            c.workers, c.cpus
+        ),
     };
-    let mut fix = format!(
-        "more loader workers: about {need} would keep up ({} now, {} CPUs here)",
-        c.workers, c.cpus
-    );
-    if need >= c.cpus as u64 {
+    if need.is_none_or(|n| n >= c.cpus as u64) {
         fix.push_str(
             "; that is more than the CPUs here: decode and augment on the GPU (NVIDIA DALI, \
              torchvision.io.decode_jpeg on cuda), pre-process the dataset once, or use a \
@@ -1097,6 +1101,41 @@ mod tests {
             fix.contains("more than the CPUs here: decode and augment on the GPU"),
             "{fix}"
         );
+    }
+
+    #[test]
+    fn a_transform_that_finished_nothing_gets_no_worker_count() {
+        let mut r = rehearsal();
+        set(&mut r, Stage::Transform, 0.0);
+        set(&mut r, Stage::Loader, 0.0);
+        let d = judge(&r);
+        assert_eq!(d.bottleneck, Bottleneck::Transform);
+        let fix = d.fix.unwrap();
+        assert!(
+            fix.starts_with(
+                "more loader workers (14 now, 16 CPUs here); the transform finished no sample"
+            ),
+            "{fix}"
+        );
+        assert!(fix.contains("more than the CPUs here"), "{fix}");
+        // Fifteen workers' worth on 16 CPUs is not "more than the CPUs"; sixteen is.
+        r.config.workers = 1;
+        set(&mut r, Stage::Transform, 10_000.0 / 15.0);
+        set(&mut r, Stage::Loader, 10_000.0 / 15.0);
+        let fix = judge(&r).fix.unwrap();
+        assert!(
+            fix.starts_with("more loader workers: about 15 would keep up"),
+            "{fix}"
+        );
+        assert!(!fix.contains("more than the CPUs"), "{fix}");
+        set(&mut r, Stage::Transform, 10_000.0 / 16.0);
+        set(&mut r, Stage::Loader, 10_000.0 / 16.0);
+        let fix = judge(&r).fix.unwrap();
+        assert!(
+            fix.starts_with("more loader workers: about 16 would keep up"),
+            "{fix}"
+        );
+        assert!(fix.contains("more than the CPUs"), "{fix}");
     }
 
     #[test]
