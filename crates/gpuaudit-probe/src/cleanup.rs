@@ -122,6 +122,21 @@ pub(crate) fn registered_groups() -> Vec<i32> {
     lock(&GROUPS).clone()
 }
 
+/// Called by the main thread before it returns its exit status. Once a terminating signal
+/// arrived, the signal thread is ending the process as the signal would (after killing the
+/// children and removing the files): the main thread, which may have finished its work in the
+/// meantime (a child it waited for was just killed), waits for that instead of exiting with a
+/// status of its own. Bounded, should the signal thread never get there.
+pub fn wait_if_terminating() {
+    if !(terminating() && TERMINATE.load(Ordering::SeqCst)) {
+        return;
+    }
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while std::time::Instant::now() < end {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// Whether the signal thread ends the process after cleaning up (default: yes).
 pub fn set_terminate_on_signal(terminate: bool) {
     TERMINATE.store(terminate, Ordering::SeqCst);
@@ -202,9 +217,13 @@ pub struct TempDir {
 impl TempDir {
     /// Creates `$TMPDIR/<prefix><pid>-<unique>`.
     pub fn create(prefix: &str) -> std::io::Result<TempDir> {
+        TempDir::create_in(&std::env::temp_dir(), prefix)
+    }
+
+    /// Creates `<base>/<prefix><pid>-<unique>` (a dataset written into a data directory).
+    pub fn create_in(base: &Path, prefix: &str) -> std::io::Result<TempDir> {
         use std::os::unix::fs::DirBuilderExt;
         static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let base = std::env::temp_dir();
         for _ in 0..16 {
             let nanos = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)

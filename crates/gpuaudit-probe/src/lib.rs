@@ -14,5 +14,6 @@ pub mod host;
 pub mod measure;
 pub mod nvml;
 pub mod process;
+pub mod rehearse;
 pub mod root;
 pub mod time;

@@ -67,6 +67,63 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+    /// Run a training-shaped pipeline end to end and say which stage starves the GPU.
+    Rehearse(RehearseArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct RehearseArgs {
+    /// Read the samples from this directory's files (default: a dataset gpuaudit writes in a
+    /// temporary directory and removes).
+    #[arg(long = "data-dir", value_name = "PATH")]
+    pub data_dir: Option<PathBuf>,
+    /// Hold the reads to this many MB/s (simulated slow storage).
+    #[arg(long, value_name = "MBPS")]
+    pub read_throttle_mbps: Option<f64>,
+    /// Stage batches in pageable memory instead of pinned.
+    #[arg(long)]
+    pub pageable: bool,
+    /// Samples per step on each GPU [default: 256].
+    #[arg(long, value_name = "N")]
+    pub batch: Option<u32>,
+    /// KiB read per sample [default: 112, a JPEG of ImageNet].
+    #[arg(long, value_name = "KIB")]
+    pub sample_kb: Option<u64>,
+    /// KiB per transformed sample, copied to the GPU [default: 588, 3x224x224 float32].
+    #[arg(long, value_name = "KIB")]
+    pub tensor_kb: Option<u64>,
+    /// Model width: each layer is WIDTH x WIDTH [default: 2048].
+    #[arg(long, value_name = "N")]
+    pub width: Option<u32>,
+    /// Model layers [default: 16].
+    #[arg(long, value_name = "N")]
+    pub depth: Option<u32>,
+    /// Columns (tokens) per sample [default: 128].
+    #[arg(long, value_name = "N")]
+    pub tokens: Option<u32>,
+    /// Steps of the whole pipeline [default: as many as its share of --seconds allows].
+    #[arg(long, value_name = "N")]
+    pub steps: Option<u32>,
+    /// CPU transform workers [default: the CPUs but two].
+    #[arg(long, value_name = "N")]
+    pub workers: Option<u32>,
+    /// Reader threads [default: 4].
+    #[arg(long, value_name = "N")]
+    pub readers: Option<u32>,
+    /// Rounds of the transform per input byte (its cost) [default: 4].
+    #[arg(long, value_name = "N")]
+    pub transform_cost: Option<u32>,
+    /// The time budget, split across the stages [default: 40].
+    #[arg(long, value_name = "SECS")]
+    pub seconds: Option<u32>,
+    /// MiB of the generated dataset [default: 256].
+    #[arg(long, value_name = "MIB")]
+    pub dataset_mb: Option<u64>,
+    /// Also run ResNet-50 and BERT-base training steps through the installed PyTorch.
+    #[arg(long)]
+    pub torch: bool,
+    #[command(flatten)]
+    pub common: MeasureArgs,
 }
 
 /// The formats of the audit's report.

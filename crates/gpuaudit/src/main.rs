@@ -47,7 +47,10 @@ fn main() -> ExitCode {
         Some(cli::Command::Schema) => commands::generate::schema(),
         Some(cli::Command::Completions { shell }) => commands::generate::completions(shell),
         Some(cli::Command::Man { out }) => commands::generate::man(out.as_deref()),
+        Some(cli::Command::Rehearse(r)) => commands::rehearse::run(&r),
     };
+    // A signal that arrived meanwhile ends the process with the signal's status, not ours.
+    cleanup::wait_if_terminating();
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {

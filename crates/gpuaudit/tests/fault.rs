@@ -113,6 +113,8 @@ struct Faults {
     /// The file the fake nvidia-smi prints (its `-q -x` output).
     smi_out: Option<PathBuf>,
     python: Option<&'static str>,
+    /// A directory of more libraries, found through LD_LIBRARY_PATH after the fakes.
+    more_libs: Option<PathBuf>,
 }
 
 struct Ran {
@@ -196,6 +198,9 @@ fn start(f: &Fakes, faults: &Faults, args: &[&str]) -> Started {
             .env("GPUAUDIT_FAULT_PYTHON", m);
     }
     path.push_str("/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin");
+    if let Some(d) = &faults.more_libs {
+        libs.push(d);
+    }
     if !libs.is_empty() {
         cmd.env("LD_LIBRARY_PATH", std::env::join_paths(libs).unwrap());
     }
@@ -849,4 +854,105 @@ fn children_die_with_a_killed_audit() {
     s.child.kill().unwrap();
     s.child.wait().unwrap();
     assert_nothing_running(&s.id, "audit killed with SIGKILL");
+}
+
+/// A small rehearsal that runs long enough to be interrupted in any stage.
+const REHEARSE: &[&str] = &[
+    "rehearse",
+    "--seconds",
+    "60",
+    "--dataset-mb",
+    "4",
+    "--batch",
+    "4",
+    "--sample-kb",
+    "16",
+    "--tensor-kb",
+    "16",
+    "--readers",
+    "1",
+    "--workers",
+    "1",
+    "--format",
+    "json",
+];
+
+/// Interrupts a rehearsal once `ready` says so, and checks that it ends as the signal would
+/// end it, with no process left and its dataset removed (`finish` checks both).
+fn interrupt_rehearsal(faults: Faults, sig: i32, ready: impl Fn(&Started) -> bool) {
+    let f = fakes().expect("checked by the caller");
+    let what = format!("gpuaudit rehearse with signal {sig}");
+    let s = start(f, &faults, REHEARSE);
+    let t0 = Instant::now();
+    while !ready(&s) {
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "{what}: never got there; stderr: {}",
+            std::fs::read_to_string(&s.err).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: the run this test started.
+    unsafe { libc::kill(s.child.id() as i32, sig) };
+    let sent = Instant::now();
+    let r = s.finish(&what, t0.elapsed() + Duration::from_secs(10));
+    assert!(
+        sent.elapsed() < Duration::from_secs(5),
+        "{what}: took {:?}",
+        sent.elapsed()
+    );
+    assert!(
+        r.status.signal() == Some(sig) || r.status.code() == Some(128 + sig),
+        "{what}: ended with {:?}; stderr: {}",
+        r.status,
+        r.stderr
+    );
+}
+
+fn dataset_written(s: &Started) -> bool {
+    std::fs::read_dir(s.tmp.path())
+        .map(|rd| {
+            rd.flatten().any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .starts_with("gpuaudit-rehearse-")
+                    && std::fs::read_dir(e.path()).is_ok_and(|d| d.count() >= 256)
+            })
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn a_signal_during_the_cpu_stages_of_a_rehearsal_removes_its_dataset() {
+    let _ = fakes_or_skip!();
+    std::thread::scope(|s| {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            s.spawn(move || interrupt_rehearsal(Faults::default(), sig, dataset_written));
+        }
+    });
+}
+
+#[test]
+fn a_signal_while_the_rehearsal_child_hangs_leaves_nothing_behind() {
+    let _ = fakes_or_skip!();
+    // A GPU (the fake NVML), a cuBLAS pair to plan the model with (empty files: the child
+    // never gets past its hung cuInit to load them), and a libcuda whose cuInit hangs.
+    let libs = tempfile::tempdir().unwrap();
+    for name in ["libcublas.so.12", "libcublasLt.so.12"] {
+        std::fs::write(libs.path().join(name), b"").unwrap();
+    }
+    let faults = Faults {
+        nvml: Some("good"),
+        cuda: Some("hang"),
+        more_libs: Some(libs.path().to_path_buf()),
+        ..Faults::default()
+    };
+    interrupt_rehearsal(faults, libc::SIGTERM, |s| {
+        std::fs::read_dir(s.marks.path())
+            .map(|rd| {
+                rd.flatten()
+                    .any(|e| e.file_name().to_string_lossy().starts_with("cuInit"))
+            })
+            .unwrap_or(false)
+    });
 }

@@ -24,6 +24,7 @@ pub mod pcie;
 pub mod power;
 pub mod stability;
 pub mod storage;
+pub mod workload;
 
 mod common;
 pub mod judge;

@@ -45,6 +45,7 @@ pub const ALL: &[&Check] = &[
     &net::fabric::CHECK,
     &storage::mounts::CHECK,
     &storage::throughput::CHECK,
+    &workload::pipeline::CHECK,
     &host::shm::CHECK,
     &container::runtime::CHECK,
     &env::jupyter::CHECK,

@@ -47,6 +47,9 @@ pub struct MeasuredFacts {
     pub nccl: Reading<AllReduce>,
     #[serde(default)]
     pub burn: Reading<Burn>,
+    /// `gpuaudit rehearse`: the training-shaped pipeline (a normal audit has none).
+    #[serde(default = "not_rehearsed", skip_serializing_if = "is_not_rehearsed")]
+    pub rehearsal: Reading<super::rehearsal::Rehearsal>,
     /// Remarks of the measuring processes (sizes skipped for lack of memory, ...).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -68,6 +71,7 @@ impl MeasuredFacts {
             p2p: Reading::unavailable(reason),
             nccl: Reading::unavailable(reason),
             burn: Reading::unavailable(reason),
+            rehearsal: not_rehearsed(),
             notes: Vec::new(),
         }
     }
@@ -76,6 +80,16 @@ impl MeasuredFacts {
     pub fn device(&self, gpu: u32) -> Option<&CudaDevice> {
         self.devices.value()?.iter().find(|d| d.gpu == gpu)
     }
+}
+
+/// What a report without `gpuaudit rehearse` says of the rehearsal.
+pub fn not_rehearsed() -> Reading<super::rehearsal::Rehearsal> {
+    Reading::unavailable(super::rehearsal::NOT_REHEARSED)
+}
+
+/// The bench JSON and every other `measured` stay as they were without a rehearsal.
+fn is_not_rehearsed(r: &Reading<super::rehearsal::Rehearsal>) -> bool {
+    r.reason() == Some(super::rehearsal::NOT_REHEARSED)
 }
 
 /// A library the measurements looked for.
@@ -672,6 +686,21 @@ pub struct Measurement {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_measured_without_rehearsal_serialises_as_before() {
+        let m = MeasuredFacts::not_run("x");
+        let j = serde_json::to_value(&m).unwrap();
+        assert!(j.get("rehearsal").is_none(), "{j}");
+        let back: MeasuredFacts = serde_json::from_value(j).unwrap();
+        assert_eq!(
+            back.rehearsal.reason(),
+            Some(super::super::rehearsal::NOT_REHEARSED)
+        );
+        let mut m = m;
+        m.rehearsal = Reading::unavailable("no NVIDIA GPU found");
+        assert!(serde_json::to_value(&m).unwrap().get("rehearsal").is_some());
+    }
 
     #[test]
     fn stats_of_samples() {

@@ -7,11 +7,13 @@ mod gpu;
 mod host;
 mod measured;
 pub mod plausible;
+mod rehearsal;
 mod system;
 
 pub use gpu::*;
 pub use host::*;
 pub use measured::*;
+pub use rehearsal::*;
 pub use system::*;
 
 use crate::reading::Reading;

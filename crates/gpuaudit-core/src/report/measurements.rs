@@ -349,6 +349,7 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
             }
         }
     }
+    out.extend(crate::checks::workload::pipeline::measurements(facts));
     out
 }
 

@@ -32,11 +32,12 @@ pub mod plan;
 pub mod protocol;
 
 pub use child::{child_main, ctx_probe_main};
-pub use plan::{GemmLayout, GpuOrder, Group, LaunchShape, Options};
+pub use plan::{GemmLayout, GpuOrder, Group, LaunchShape, Options, RehearseRequest};
 
 use crate::nvml::{self, GpuState, Watcher};
 use gpuaudit_core::facts::{
-    ContextLatency, Facts, GpuFlag, LibraryUse, MeasuredFacts, OnGpu, SkippedGpu, Stats,
+    ContextLatency, Facts, GpuFlag, LibraryUse, MeasuredFacts, OnGpu, RehearsalGpu, SkippedGpu,
+    Stats,
 };
 use gpuaudit_core::Reading;
 use parent::{ChildCmd, Sample};
@@ -163,6 +164,16 @@ fn start_watcher(facts: &Facts) -> (Option<Watcher>, Vec<GpuState>, Option<Strin
 /// Measures what `opts` asks on the GPUs of `facts`. Never panics; every group that could
 /// not run says why. `progress` is called often (from this thread).
 pub fn run(facts: &Facts, opts: &Options, progress: &mut dyn FnMut(&Progress)) -> MeasuredFacts {
+    run_with_rehearsal(facts, opts, progress).0
+}
+
+/// [`run`], and the rehearse group's result (`gpuaudit rehearse`; otherwise the reason it
+/// did not run).
+pub fn run_with_rehearsal(
+    facts: &Facts,
+    opts: &Options,
+    progress: &mut dyn FnMut(&Progress),
+) -> (MeasuredFacts, Reading<RehearsalGpu>) {
     let mut opts = opts.clone();
     apply_env_overrides(&mut opts);
     let (watcher, state, watch_note) = start_watcher(facts);
@@ -177,7 +188,7 @@ pub fn run(facts: &Facts, opts: &Options, progress: &mut dyn FnMut(&Progress)) -
     };
     let plan = plan::plan(&targets, &opts, &status);
     let persistence = persistence_of(facts, &state);
-    let mut m = run_plan(&plan, &found, watcher, &persistence, progress);
+    let (mut m, rehearsal) = run_plan(&plan, &found, watcher, &persistence, progress);
     if let Some(n) = watch_note {
         if Group::ALL.into_iter().any(|g| plan.runs(g)) {
             m.notes.insert(0, n);
@@ -193,7 +204,7 @@ pub fn run(facts: &Facts, opts: &Options, progress: &mut dyn FnMut(&Progress)) -
             },
         })
         .collect();
-    m
+    (m, rehearsal)
 }
 
 /// A result slot per group, starting as the plan's reason for not running it.
@@ -232,7 +243,8 @@ fn run_plan(
     watcher: Option<Watcher>,
     persistence: &Reading<Vec<GpuFlag>>,
     progress: &mut dyn FnMut(&Progress),
-) -> MeasuredFacts {
+) -> (MeasuredFacts, Reading<RehearsalGpu>) {
+    let mut rehearsal = Reading::Unavailable(skipped(plan, Group::Rehearse));
     let mut m = MeasuredFacts {
         not_run: None,
         mode: Some(plan.mode.as_str().to_string()),
@@ -247,18 +259,19 @@ fn run_plan(
         p2p: Reading::Unavailable(skipped(plan, Group::P2p)),
         nccl: Reading::Unavailable(skipped(plan, Group::Nccl)),
         burn: Reading::Unavailable(skipped(plan, Group::Burn)),
+        rehearsal: gpuaudit_core::facts::not_rehearsed(),
         notes: Vec::new(),
     };
     let anything = Group::ALL.into_iter().any(|g| plan.runs(g));
     if !anything {
-        return m;
+        return (m, rehearsal);
     }
     let exe = match std::env::current_exe() {
         Ok(p) => p,
         Err(e) => {
             let why = format!("cannot find gpuaudit's own executable to run measurements: {e}");
-            fail_all(&mut m, plan, &why);
-            return m;
+            fail_all(&mut m, &mut rehearsal, plan, &why);
+            return (m, rehearsal);
         }
     };
     let links = match libs::LinkDir::create(found) {
@@ -266,8 +279,8 @@ fn run_plan(
         Err(e) => {
             let why =
                 format!("could not prepare the library links in the temporary directory: {e}");
-            fail_all(&mut m, plan, &why);
-            return m;
+            fail_all(&mut m, &mut rehearsal, plan, &why);
+            return (m, rehearsal);
         }
     };
     let env = parent::child_env(Some(links.ld_library_path()));
@@ -350,7 +363,10 @@ fn run_plan(
                 } => {
                     if let Ok(mut p) = phase.lock() {
                         if p.0 == Some(*group) {
-                            p.1 = true;
+                            // The rehearsal's samples count only while the whole pipeline
+                            // runs (not during its stages alone).
+                            p.1 = *group != Group::Rehearse
+                                || message.starts_with(protocol::PIPELINE_PROGRESS);
                         }
                     }
                     let at = base + (group_est as f64 * fraction.clamp(0.0, 1.0)) as u64;
@@ -398,15 +414,25 @@ fn run_plan(
             GroupResult::P2p(v) => m.p2p = v,
             GroupResult::Nccl(v) => m.nccl = v,
             GroupResult::Burn(v) => m.burn = v,
+            GroupResult::Rehearse(v) => rehearsal = *v,
         }
     }
     attach_samples(&mut m, &samples, have_watcher);
+    if let Reading::Value(r) = &mut rehearsal {
+        if let Reading::Value(p) = &mut r.pipeline {
+            p.nvml_utilization_pct = if have_watcher {
+                parent::utilization(&samples, Group::Rehearse, &r.gpus)
+            } else {
+                Reading::unavailable("NVML not sampled")
+            };
+        }
+    }
     add_skipped(&mut m);
     report("measurements done".into(), total_ms, &mut done_ms);
-    m
+    (m, rehearsal)
 }
 
-fn fail_all(m: &mut MeasuredFacts, plan: &Plan, why: &str) {
+fn fail_all(m: &mut MeasuredFacts, rehearsal: &mut Reading<RehearsalGpu>, plan: &Plan, why: &str) {
     for g in Group::ALL {
         if plan.runs(g) {
             match g {
@@ -417,6 +443,7 @@ fn fail_all(m: &mut MeasuredFacts, plan: &Plan, why: &str) {
                 Group::P2p => m.p2p = Reading::unavailable(why),
                 Group::Nccl => m.nccl = Reading::unavailable(why),
                 Group::Burn => m.burn = Reading::unavailable(why),
+                Group::Rehearse => *rehearsal = Reading::unavailable(why),
             }
         }
     }

@@ -342,6 +342,21 @@ pub fn link_under_load(samples: &[Sample], gpu: u32) -> Reading<PcieLinkState> {
     }
 }
 
+/// NVML's utilisation while `group` was loaded (for the rehearsal: the whole pipeline), the
+/// mean percent over `gpus`.
+pub fn utilization(samples: &[Sample], group: Group, gpus: &[u32]) -> Reading<f64> {
+    let v: Vec<f64> = samples
+        .iter()
+        .filter(|s| s.group == Some(group) && s.loaded && gpus.contains(&s.nvml.gpu))
+        .filter_map(|s| s.nvml.util_pct.map(f64::from))
+        .collect();
+    if v.is_empty() {
+        Reading::unavailable("no NVML utilisation sample taken while the pipeline ran")
+    } else {
+        Reading::Value(v.iter().sum::<f64>() / v.len() as f64)
+    }
+}
+
 /// Clocks, power, temperature and throttle reasons of `gpu` during the burn.
 pub fn telemetry(samples: &[Sample], gpu: u32, interval_ms: u32) -> Reading<Telemetry> {
     let s: Vec<&Sample> = samples
@@ -571,8 +586,30 @@ mod tests {
                 throttle: Some(throttle),
                 pcie_gen: Some(5),
                 pcie_width: Some(16),
+                util_pct: Some(90),
             },
         }
+    }
+
+    #[test]
+    fn utilisation_is_the_mean_while_the_pipeline_ran() {
+        let mut a = sample(0, Group::Rehearse, 1980, 0);
+        a.nvml.util_pct = Some(40);
+        let b = sample(1, Group::Rehearse, 1980, 0);
+        let mut idle = sample(0, Group::Rehearse, 1980, 0);
+        idle.loaded = false;
+        idle.nvml.util_pct = Some(0);
+        let other = sample(0, Group::Burn, 1980, 0);
+        let v = [a, b, idle, other];
+        assert_eq!(
+            utilization(&v, Group::Rehearse, &[0, 1]).into_value(),
+            Some(65.0)
+        );
+        assert_eq!(
+            utilization(&v, Group::Rehearse, &[1]).into_value(),
+            Some(90.0)
+        );
+        assert!(utilization(&v, Group::Rehearse, &[2]).reason().is_some());
     }
 
     #[test]

@@ -4,8 +4,12 @@
 //! on which GPUs, at which sizes, within which time limits, and why a group or GPU is left
 //! out), so it is tested here and the child process only executes it.
 
-use gpuaudit_core::facts::{ComputeCapability, GemmDtype, SkippedGpu};
+use crate::rehearse::loader::LoaderConfig;
+use gpuaudit_core::facts::{
+    ComputeCapability, GemmDtype, RehearsalConfig, SkippedGpu, NOT_REHEARSED,
+};
 use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
 
 /// A measurement group: one check's worth of measurements.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -18,10 +22,12 @@ pub enum Group {
     P2p,
     Nccl,
     Burn,
+    /// `gpuaudit rehearse`: the GPU stages of the training-shaped pipeline.
+    Rehearse,
 }
 
 impl Group {
-    pub const ALL: [Group; 7] = [
+    pub const ALL: [Group; 8] = [
         Group::Context,
         Group::Pcie,
         Group::Memory,
@@ -29,6 +35,7 @@ impl Group {
         Group::P2p,
         Group::Nccl,
         Group::Burn,
+        Group::Rehearse,
     ];
 
     pub fn name(self) -> &'static str {
@@ -40,6 +47,7 @@ impl Group {
             Group::P2p => "p2p",
             Group::Nccl => "nccl",
             Group::Burn => "burn",
+            Group::Rehearse => "rehearse",
         }
     }
 
@@ -53,16 +61,29 @@ impl Group {
             Group::P2p => "p2p.bandwidth",
             Group::Nccl => "nccl.allreduce",
             Group::Burn => "stability.burn",
+            Group::Rehearse => "workload.pipeline",
         }
     }
 
-    /// `gpuaudit bench NAME`: the group name or its check id.
+    /// `gpuaudit bench NAME`: the group name or its check id (the rehearsal is a command of
+    /// its own, `gpuaudit rehearse`).
     pub fn parse(s: &str) -> Option<Group> {
         let s = s.trim().to_ascii_lowercase();
-        Group::ALL
+        Group::BENCH
             .into_iter()
             .find(|g| g.name() == s || g.check_id() == s)
     }
+
+    /// The groups `gpuaudit bench` names.
+    pub const BENCH: [Group; 7] = [
+        Group::Context,
+        Group::Pcie,
+        Group::Memory,
+        Group::Gemm,
+        Group::P2p,
+        Group::Nccl,
+        Group::Burn,
+    ];
 
     /// Whether the group runs in the measurement child (all but context creation, which
     /// runs in processes of its own).
@@ -130,6 +151,22 @@ pub struct Options {
     /// choice.
     #[serde(default)]
     pub gpu_order: Option<GpuOrder>,
+    /// `gpuaudit rehearse`: what to rehearse.
+    #[serde(default)]
+    pub rehearse: Option<RehearseRequest>,
+}
+
+/// What `gpuaudit rehearse` asks of the measurement child.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RehearseRequest {
+    pub config: RehearsalConfig,
+    pub loader: LoaderConfig,
+    /// The dataset's files, which the child's pipeline reads.
+    pub files: Vec<PathBuf>,
+    /// Milliseconds for each GPU stage alone.
+    pub stage_ms: u64,
+    /// Milliseconds for the whole pipeline (unless `config.steps` says how many steps).
+    pub pipeline_ms: u64,
 }
 
 /// How the memory and GEMM groups go through the GPUs.
@@ -205,6 +242,7 @@ impl Default for Options {
             gemm_size: None,
             gemm_layout: None,
             gpu_order: None,
+            rehearse: None,
         }
     }
 }
@@ -214,7 +252,7 @@ impl Options {
     /// when none is named).
     pub fn bench(groups: &[Group]) -> Options {
         let groups = if groups.is_empty() {
-            Group::ALL
+            Group::BENCH
                 .into_iter()
                 .filter(|g| *g != Group::Burn)
                 .collect()
@@ -224,6 +262,16 @@ impl Options {
         Options {
             full: true,
             groups: Some(groups),
+            ..Options::default()
+        }
+    }
+
+    /// `gpuaudit rehearse`: the rehearsal's GPU stages alone.
+    pub fn rehearse(req: RehearseRequest) -> Options {
+        Options {
+            full: true,
+            groups: Some(vec![Group::Rehearse]),
+            rehearse: Some(req),
             ..Options::default()
         }
     }
@@ -443,6 +491,35 @@ pub struct BurnParams {
     pub budget: Budget,
 }
 
+/// The reference batch of the rehearsal: the GPU step also runs at this batch where the
+/// rehearsed batch is smaller, to tell a batch too small for the GPU (256 is the batch per
+/// GPU of NVIDIA's ResNet-50 recipes, large enough to fill an H100's SMs with this model).
+pub const REHEARSE_REFERENCE_BATCH: u32 = 256;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RehearseParams {
+    pub request: RehearseRequest,
+    /// cuBLASLt was found (bf16 on GPUs that have it).
+    pub lt: bool,
+    /// cuBLAS was found (fp32 elsewhere).
+    pub blas: bool,
+    /// Why the all-reduce does not run (one GPU, no NCCL); `None`: it runs.
+    pub allreduce_skip: Option<String>,
+    /// The GPU step at this batch too, where the rehearsed one is smaller.
+    pub reference_batch: Option<u32>,
+    pub workspace_bytes: u64,
+    pub budget: Budget,
+}
+
+impl RehearseParams {
+    /// Expected time of the child's work: set-up (allocations, fills, cuBLASLt, NCCL), each
+    /// stage alone, the reference step, the pipeline.
+    pub fn estimate_ms(req: &RehearseRequest, gpus: u64, reference: bool, allreduce: bool) -> u64 {
+        let stages = 2 + reference as u64 + allreduce as u64;
+        1000 + 300 * gpus + stages * req.stage_ms + req.pipeline_ms
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PlanGpu {
     pub index: u32,
@@ -462,6 +539,8 @@ pub struct Plan {
     pub p2p: Step<P2pParams>,
     pub nccl: Step<NcclParams>,
     pub burn: Step<BurnParams>,
+    #[serde(default = "not_rehearsed")]
+    pub rehearse: Step<RehearseParams>,
     /// Limit for a child to start (cuInit, contexts, kernels loaded) before its first group.
     pub startup_timeout_s: u64,
 }
@@ -476,6 +555,7 @@ impl Plan {
             Group::P2p => self.p2p.params().map(|p| p.budget),
             Group::Nccl => self.nccl.params().map(|p| p.budget),
             Group::Burn => self.burn.params().map(|p| p.budget),
+            Group::Rehearse => self.rehearse.params().map(|p| p.budget),
         }
     }
 
@@ -488,6 +568,7 @@ impl Plan {
             Group::P2p => self.p2p.skip_reason(),
             Group::Nccl => self.nccl.skip_reason(),
             Group::Burn => self.burn.skip_reason(),
+            Group::Rehearse => self.rehearse.skip_reason(),
         }
     }
 
@@ -528,6 +609,10 @@ impl Plan {
         let machine = (self.gpus.len() + self.skipped_gpus.len()) as u64;
         100 + cuinit_ms(machine) + 140 * self.gpus.len() as u64
     }
+}
+
+fn not_rehearsed() -> Step<RehearseParams> {
+    Step::Skip(NOT_REHEARSED.into())
 }
 
 const KIB: u64 = 1 << 10;
@@ -641,6 +726,8 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
     let not_asked = |g: Group| -> Option<String> {
         if opts.wants(g) {
             None
+        } else if g == Group::Rehearse {
+            Some(NOT_REHEARSED.into())
         } else {
             Some(format!(
                 "not asked for (measure it with: gpuaudit bench {})",
@@ -913,6 +1000,45 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
         },
     };
 
+    let rehearse = match gate(Group::Rehearse) {
+        Some(r) => Step::Skip(r),
+        None => match &opts.rehearse {
+            None => Step::Skip(NOT_REHEARSED.into()),
+            Some(_) if libs.cublaslt.is_some() && libs.cublas.is_some() => Step::Skip(format!(
+                "no GEMM library for the model: {}; {}",
+                libs.cublaslt.as_deref().unwrap_or(""),
+                libs.cublas.as_deref().unwrap_or("")
+            )),
+            Some(req) => {
+                let allreduce_skip = if n < 2 {
+                    Some(format!(
+                        "{} GPU rehearsed: no gradients to all-reduce",
+                        if n == 1 { "one" } else { "no" }
+                    ))
+                } else {
+                    libs.nccl.clone()
+                };
+                let reference_batch = (req.config.batch < REHEARSE_REFERENCE_BATCH)
+                    .then_some(REHEARSE_REFERENCE_BATCH);
+                let est = RehearseParams::estimate_ms(
+                    req,
+                    n,
+                    reference_batch.is_some(),
+                    allreduce_skip.is_none(),
+                );
+                Step::Run(RehearseParams {
+                    request: req.clone(),
+                    lt: libs.cublaslt.is_none(),
+                    blas: libs.cublas.is_none(),
+                    allreduce_skip,
+                    reference_batch,
+                    workspace_bytes: 32 * MIB,
+                    budget: Budget::new(est, over),
+                })
+            }
+        },
+    };
+
     Plan {
         mode,
         gpus: gpus
@@ -930,6 +1056,7 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
         p2p,
         nccl,
         burn,
+        rehearse,
         startup_timeout_s: 60 + 5 * n,
     }
 }
@@ -1363,6 +1490,155 @@ mod tests {
         assert_eq!(GpuOrder::parse(" Interleaved"), Some(GpuOrder::Interleaved));
         assert_eq!(GpuOrder::parse("one_by_one"), Some(GpuOrder::OneByOne));
         assert_eq!(GpuOrder::parse("fast"), None);
+    }
+
+    fn rehearse_request(batch: u32) -> RehearseRequest {
+        let o = crate::rehearse::Options {
+            batch,
+            ..crate::rehearse::Options::defaults(16)
+        };
+        let loader = LoaderConfig {
+            sample_bytes: o.sample_bytes,
+            tensor_bytes: o.tensor_bytes,
+            batch,
+            readers: 4,
+            workers: 14,
+            transform_cost: 4,
+            read_throttle_bytes_per_s: None,
+            drop_cache: false,
+        };
+        o.request(loader, vec!["/tmp/d/sample-00000.bin".into()])
+    }
+
+    #[test]
+    fn an_audit_does_not_rehearse() {
+        for full in [false, true] {
+            let p = plan(
+                &h200s(2),
+                &Options {
+                    full,
+                    ..Options::default()
+                },
+                &LibStatus::all_found(),
+            );
+            assert_eq!(p.rehearse.skip_reason(), Some(NOT_REHEARSED));
+            assert!(p.jobs().iter().all(|j| !j.contains(&Group::Rehearse)));
+        }
+        let p = plan(&h200s(2), &Options::bench(&[]), &LibStatus::all_found());
+        assert_eq!(p.rehearse.skip_reason(), Some(NOT_REHEARSED));
+        assert_eq!(Group::parse("rehearse"), None);
+        assert_eq!(Group::parse("workload.pipeline"), None);
+    }
+
+    #[test]
+    fn a_rehearsal_on_one_gpu_has_no_allreduce_and_a_reference_batch() {
+        let p = plan(
+            &h200s(1),
+            &Options::rehearse(rehearse_request(2)),
+            &LibStatus::all_found(),
+        );
+        assert_eq!(p.jobs(), vec![vec![Group::Rehearse]]);
+        let r = p.rehearse.params().unwrap();
+        assert_eq!(
+            r.allreduce_skip.as_deref(),
+            Some("one GPU rehearsed: no gradients to all-reduce")
+        );
+        assert_eq!(r.reference_batch, Some(REHEARSE_REFERENCE_BATCH));
+        assert!(r.lt && r.blas);
+        // Set-up, the copies, the step, the reference step, the pipeline.
+        assert_eq!(r.budget.estimate_ms, 1000 + 300 + 3 * 2400 + 14_000);
+        assert_eq!(r.budget.timeout_s, 30 + r.budget.estimate_ms * 4 / 1000);
+        assert!(p.pcie.skip_reason().is_some() && p.burn.skip_reason().is_some());
+        // At the reference batch, no reference run.
+        let p = plan(
+            &h200s(1),
+            &Options::rehearse(rehearse_request(256)),
+            &LibStatus::all_found(),
+        );
+        assert_eq!(p.rehearse.params().unwrap().reference_batch, None);
+    }
+
+    #[test]
+    fn the_allreduce_stage_is_planned_from_the_gpus_and_nccl() {
+        let p = plan(
+            &h200s(8),
+            &Options::rehearse(rehearse_request(256)),
+            &LibStatus::all_found(),
+        );
+        let r = p.rehearse.params().unwrap();
+        assert_eq!(r.allreduce_skip, None);
+        assert_eq!(p.gpus.len(), 8);
+        assert_eq!(r.budget.estimate_ms, 1000 + 8 * 300 + 3 * 2400 + 14_000);
+        let no_nccl = LibStatus {
+            nccl: Some("libnccl not found (looked in /usr/lib)".into()),
+            ..LibStatus::default()
+        };
+        let p = plan(
+            &h200s(2),
+            &Options::rehearse(rehearse_request(256)),
+            &no_nccl,
+        );
+        assert_eq!(
+            p.rehearse.params().unwrap().allreduce_skip.as_deref(),
+            Some("libnccl not found (looked in /usr/lib)")
+        );
+        // --gpus 1: one GPU rehearsed.
+        let mut o = Options::rehearse(rehearse_request(256));
+        o.gpus = Some(vec![1]);
+        let p = plan(&h200s(2), &o, &LibStatus::all_found());
+        assert!(p.rehearse.params().unwrap().allreduce_skip.is_some());
+    }
+
+    #[test]
+    fn a_rehearsal_needs_a_gpu_and_a_gemm_library() {
+        let p = plan(
+            &[],
+            &Options::rehearse(rehearse_request(256)),
+            &LibStatus::all_found(),
+        );
+        assert_eq!(p.rehearse.skip_reason(), Some("no NVIDIA GPU found"));
+        let none = LibStatus {
+            cublas: Some("libcublas not found".into()),
+            cublaslt: Some("libcublasLt not found".into()),
+            ..LibStatus::default()
+        };
+        let p = plan(&h200s(1), &Options::rehearse(rehearse_request(256)), &none);
+        assert!(p
+            .rehearse
+            .skip_reason()
+            .unwrap()
+            .starts_with("no GEMM library"));
+        // cuBLAS alone: fp32 in the child.
+        let lt_only_missing = LibStatus {
+            cublaslt: Some("libcublasLt not found".into()),
+            ..LibStatus::default()
+        };
+        let p = plan(
+            &h200s(1),
+            &Options::rehearse(rehearse_request(256)),
+            &lt_only_missing,
+        );
+        let r = p.rehearse.params().unwrap();
+        assert!(!r.lt && r.blas);
+        let mut busy = h200(0);
+        busy.busy = Some("2 processes".into());
+        let p = plan(
+            &[busy],
+            &Options::rehearse(rehearse_request(256)),
+            &LibStatus::all_found(),
+        );
+        assert!(p.rehearse.skip_reason().unwrap().contains("busy"));
+    }
+
+    #[test]
+    fn a_rehearsal_plan_round_trips_as_json() {
+        let p = plan(
+            &h200s(2),
+            &Options::rehearse(rehearse_request(64)),
+            &LibStatus::all_found(),
+        );
+        let back: Plan = serde_json::from_str(&serde_json::to_string(&p).unwrap()).unwrap();
+        assert_eq!(back, p);
     }
 
     #[test]

@@ -6,7 +6,8 @@
 use super::plan::{Group, Plan};
 use gpuaudit_core::facts::GemmResult;
 use gpuaudit_core::facts::{
-    AllReduce, Burn, CudaDevice, MemoryBandwidth, OnGpu, P2pMatrix, PcieBandwidth, SkippedGpu,
+    AllReduce, Burn, CudaDevice, MemoryBandwidth, OnGpu, P2pMatrix, PcieBandwidth, RehearsalGpu,
+    SkippedGpu,
 };
 use gpuaudit_core::Reading;
 use serde::{Deserialize, Serialize};
@@ -29,7 +30,13 @@ pub enum GroupResult {
     P2p(Reading<P2pMatrix>),
     Nccl(Reading<AllReduce>),
     Burn(Reading<Burn>),
+    /// Boxed: far larger than the other results.
+    Rehearse(Box<Reading<RehearsalGpu>>),
 }
+
+/// The rehearse group's progress messages during the whole pipeline start with this: the
+/// NVML samples taken then are the pipeline's utilisation.
+pub const PIPELINE_PROGRESS: &str = "whole pipeline";
 
 impl GroupResult {
     pub fn group(&self) -> Group {
@@ -40,6 +47,7 @@ impl GroupResult {
             GroupResult::P2p(_) => Group::P2p,
             GroupResult::Nccl(_) => Group::Nccl,
             GroupResult::Burn(_) => Group::Burn,
+            GroupResult::Rehearse(_) => Group::Rehearse,
         }
     }
 
@@ -54,6 +62,7 @@ impl GroupResult {
             Group::P2p => GroupResult::P2p(Reading::Unavailable(r)),
             Group::Nccl => GroupResult::Nccl(Reading::Unavailable(r)),
             Group::Burn => GroupResult::Burn(Reading::Unavailable(r)),
+            Group::Rehearse => GroupResult::Rehearse(Box::new(Reading::Unavailable(r))),
         })
     }
 }
@@ -153,6 +162,18 @@ mod tests {
             ChildMsg::Result(GroupResult::Nccl(Reading::unavailable(
                 "ncclCommInitAll: x",
             ))),
+            ChildMsg::Result(GroupResult::Rehearse(Box::new(Reading::Value(
+                gpuaudit_core::facts::RehearsalGpu {
+                    gpus: vec![0],
+                    dtype: "bf16".into(),
+                    library: "cublasLt 130000".into(),
+                    stages: vec![],
+                    reference: Reading::unavailable("the batch is 256"),
+                    reference_batch: 256,
+                    step_ms: vec![],
+                    pipeline: Reading::unavailable("the loader failed: x"),
+                },
+            )))),
             ChildMsg::Done,
         ];
         for m in msgs {

@@ -194,6 +194,9 @@ pub struct WatchSample {
     pub throttle: Option<u64>,
     pub pcie_gen: Option<u32>,
     pub pcie_width: Option<u32>,
+    /// GPU utilisation, percent (NVML's, over its last sample period).
+    #[serde(default)]
+    pub util_pct: Option<u32>,
 }
 
 impl WatchSample {
@@ -208,6 +211,9 @@ impl WatchSample {
         self.pcie_width = self
             .pcie_width
             .and_then(|v| plausible::PCIE_WIDTH.accept(v));
+        self.util_pct = self
+            .util_pct
+            .and_then(|v| plausible::UTILIZATION_PCT.accept(v));
         self
     }
 }
@@ -310,6 +316,7 @@ fn watch_child(gpus: &[u32]) -> i32 {
                 throttle: d.current_throttle_reasons().ok().map(|r| r.bits()),
                 pcie_gen: d.current_pcie_link_gen().ok(),
                 pcie_width: d.current_pcie_link_width().ok(),
+                util_pct: d.utilization_rates().ok().map(|u| u.gpu),
             }));
         }
         next += step;

@@ -22,8 +22,8 @@ pub fn bench(args: &BenchArgs) -> Result<u8> {
         match Group::parse(n) {
             Some(g) => groups.push(g),
             None => bail!(
-                "no measurement '{n}': choose from {}",
-                Group::ALL
+                "no measurement '{n}': choose from {} (the rehearsal is `gpuaudit rehearse`)",
+                Group::BENCH
                     .iter()
                     .map(|g| g.name())
                     .collect::<Vec<_>>()
@@ -214,6 +214,7 @@ fn unmeasured(m: &MeasuredFacts, g: Group) -> Option<&str> {
         Group::P2p => m.p2p.reason(),
         Group::Nccl => m.nccl.reason(),
         Group::Burn => m.burn.reason(),
+        Group::Rehearse => m.rehearsal.reason(),
     }
 }
 

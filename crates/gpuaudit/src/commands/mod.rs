@@ -4,4 +4,5 @@ pub mod catalog;
 pub mod collect;
 pub mod generate;
 pub mod models;
+pub mod rehearse;
 pub mod report;

@@ -43,11 +43,11 @@ fn status(code: u32, call: &str) -> R<()> {
     }
 }
 
-fn lck(r: lt::cublasStatus_t, call: &str) -> R<()> {
+pub(super) fn lck(r: lt::cublasStatus_t, call: &str) -> R<()> {
     status(r as u32, call)
 }
 
-fn bck(r: blas::cublasStatus_t, call: &str) -> R<()> {
+pub(super) fn bck(r: blas::cublasStatus_t, call: &str) -> R<()> {
     status(r as u32, call)
 }
 
@@ -55,6 +55,10 @@ fn bck(r: blas::cublasStatus_t, call: &str) -> R<()> {
 pub struct LtHandle(lt::cublasLtHandle_t);
 
 impl LtHandle {
+    pub(super) fn raw(&self) -> lt::cublasLtHandle_t {
+        self.0
+    }
+
     pub fn new(gpu: &Gpu) -> R<LtHandle> {
         gpu.bind()?;
         let mut h: lt::cublasLtHandle_t = ptr::null_mut();
@@ -85,6 +89,10 @@ impl Drop for LtHandle {
 pub struct BlasHandle(blas::cublasHandle_t);
 
 impl BlasHandle {
+    pub(super) fn raw(&self) -> blas::cublasHandle_t {
+        self.0
+    }
+
     pub fn new(gpu: &Gpu) -> R<BlasHandle> {
         gpu.bind()?;
         let mut h: blas::cublasHandle_t = ptr::null_mut();
@@ -126,13 +134,13 @@ pub struct Handles {
 }
 
 impl Handles {
-    fn lt(&mut self, gpu: &Gpu) -> R<&LtHandle> {
+    pub(super) fn lt(&mut self, gpu: &Gpu) -> R<&LtHandle> {
         self.lt
             .get_or_insert_with(|| LtHandle::new(gpu))
             .as_ref()
             .map_err(|e| e.clone())
     }
-    fn blas(&mut self, gpu: &Gpu) -> R<&BlasHandle> {
+    pub(super) fn blas(&mut self, gpu: &Gpu) -> R<&BlasHandle> {
         self.blas
             .get_or_insert_with(|| BlasHandle::new(gpu))
             .as_ref()
@@ -190,7 +198,7 @@ fn decode_out(d: GemmDtype, b: &[u8]) -> f64 {
 }
 
 /// The cuBLASLt descriptors of one GEMM shape, destroyed on drop.
-struct LtPlan {
+pub(super) struct LtPlan {
     desc: lt::cublasLtMatmulDesc_t,
     layouts: [lt::cublasLtMatrixLayout_t; 3],
     algo: lt::cublasLtMatmulAlgo_t,
@@ -297,6 +305,76 @@ fn lt_plan(
     ws: u64,
     fp8: Fp8Setup,
 ) -> R<LtPlan> {
+    lt_plan_shape(
+        h,
+        gpu,
+        s,
+        d,
+        Shape {
+            m: n,
+            n,
+            k: n,
+            ta,
+            tb: false,
+        },
+        ws,
+        fp8,
+    )
+}
+
+/// A GEMM's shape, column-major as cuBLAS sees it: D (m x n) = op(A) · op(B), op(A) m x k,
+/// op(B) k x n, with A or B stored transposed where `ta` / `tb`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Shape {
+    pub m: u64,
+    pub n: u64,
+    pub k: u64,
+    pub ta: bool,
+    pub tb: bool,
+}
+
+impl Shape {
+    /// (rows, cols) of A and B as stored (their leading dimension is the row count).
+    fn stored(self) -> [(u64, u64); 2] {
+        [
+            if self.ta {
+                (self.k, self.m)
+            } else {
+                (self.m, self.k)
+            },
+            if self.tb {
+                (self.n, self.k)
+            } else {
+                (self.k, self.n)
+            },
+        ]
+    }
+}
+
+/// The cuBLASLt plan (descriptors and the heuristic's algorithm) of a GEMM of any shape, for
+/// the tensor-core types (not fp8).
+pub(super) fn lt_plan_for(
+    h: &LtHandle,
+    gpu: &Gpu,
+    s: &Stream,
+    d: GemmDtype,
+    shape: Shape,
+    ws: u64,
+) -> R<LtPlan> {
+    lt_plan_shape(h, gpu, s, d, shape, ws, Fp8Setup::TRIES[0])
+}
+
+#[allow(clippy::too_many_arguments)]
+fn lt_plan_shape(
+    h: &LtHandle,
+    gpu: &Gpu,
+    s: &Stream,
+    d: GemmDtype,
+    shape: Shape,
+    ws: u64,
+    fp8: Fp8Setup,
+) -> R<LtPlan> {
+    let Shape { m, n, k, ta, tb } = shape;
     let (tin, tout, compute) = lt_types(d);
     let mut plan = LtPlan {
         desc: ptr::null_mut(),
@@ -319,7 +397,11 @@ fn lt_plan(
         A::CUBLASLT_MATMUL_DESC_TRANSA,
         if ta { &op_t } else { &op_n },
     )?;
-    set_desc(plan.desc, A::CUBLASLT_MATMUL_DESC_TRANSB, &op_n)?;
+    set_desc(
+        plan.desc,
+        A::CUBLASLT_MATMUL_DESC_TRANSB,
+        if tb { &op_t } else { &op_n },
+    )?;
     if d == GemmDtype::Fp8 {
         if fp8.fast_accum {
             let fast: i8 = 1;
@@ -337,8 +419,12 @@ fn lt_plan(
             plan._scales = Some(scales);
         }
     }
-    let ni = n as i64;
-    let dims = [(tin, n, n, ni), (tin, n, n, ni), (tout, n, n, ni)];
+    let [(ar, ac), (br, bc)] = shape.stored();
+    let dims = [
+        (tin, ar, ac, ar as i64),
+        (tin, br, bc, br as i64),
+        (tout, m, n, m as i64),
+    ];
     for (slot, (t, rows, cols, ld)) in dims.into_iter().enumerate() {
         // SAFETY: writes one layout handle.
         lck(
@@ -390,7 +476,7 @@ fn lt_plan(
             .find(|r| r.state as u32 == 0)
             .ok_or_else(|| {
                 Fail(format!(
-                    "cuBLASLt has no algorithm for a {} {n}x{n}x{n} GEMM on this GPU",
+                    "cuBLASLt has no algorithm for a {} {m}x{n}x{k} GEMM on this GPU",
                     d.as_str()
                 ))
             })?;
@@ -416,23 +502,38 @@ fn lt_matmul(
     ws: &DevBuf,
     s: &Stream,
 ) -> R<()> {
-    let (alpha, beta) = (1.0f32, 0.0f32);
-    // SAFETY: operands, workspace and descriptors are live and sized for the plan's shape;
-    // alpha/beta match the f32 scale type; beta is 0.
+    lt_matmul_at(handle, plan, 1.0, [a.ptr, b.ptr, c_src, d.ptr], ws, s)
+}
+
+/// D = alpha·op(A)·op(B) through cuBLASLt (beta 0), operands given as device addresses
+/// `[A, B, C, D]` (C is read, D written; they may be the same).
+pub(super) fn lt_matmul_at(
+    handle: lt::cublasLtHandle_t,
+    plan: &LtPlan,
+    alpha: f32,
+    ptrs: [cudarc::driver::sys::CUdeviceptr; 4],
+    ws: &DevBuf,
+    s: &Stream,
+) -> R<()> {
+    let beta = 0.0f32;
+    let [a, b, c_src, d] = ptrs;
+    // SAFETY: operands, workspace and descriptors are live and sized for the plan's shape
+    // (the callers' buffers hold the plan's matrices); alpha/beta match the f32 scale type;
+    // beta is 0.
     lck(
         unsafe {
             lt::cublasLtMatmul(
                 handle,
                 plan.desc,
                 &alpha as *const f32 as *const c_void,
-                a.ptr as *const c_void,
+                a as *const c_void,
                 plan.layouts[0],
-                b.ptr as *const c_void,
+                b as *const c_void,
                 plan.layouts[1],
                 &beta as *const f32 as *const c_void,
                 c_src as *const c_void,
                 plan.layouts[2],
-                d.ptr as *mut c_void,
+                d as *mut c_void,
                 plan.layouts[2],
                 &plan.algo,
                 ws.ptr as *mut c_void,
@@ -985,5 +1086,57 @@ fn one_dtype(
     match one {
         Ok(v) => Reading::Value(v),
         Err(e) => Reading::Unavailable(e.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stored_operands_follow_the_transposes() {
+        // The rehearsal's three GEMMs: Y = W·X (NN), dW = dY·Xᵀ (NT), dX = Wᵀ·dY (TN), with
+        // width 2048 and 512 columns.
+        let fwd = Shape {
+            m: 2048,
+            n: 512,
+            k: 2048,
+            ta: false,
+            tb: false,
+        };
+        assert_eq!(fwd.stored(), [(2048, 2048), (2048, 512)]);
+        let wgrad = Shape {
+            m: 2048,
+            n: 2048,
+            k: 512,
+            ta: false,
+            tb: true,
+        };
+        assert_eq!(wgrad.stored(), [(2048, 512), (2048, 512)]);
+        let dgrad = Shape {
+            m: 2048,
+            n: 512,
+            k: 2048,
+            ta: true,
+            tb: false,
+        };
+        assert_eq!(dgrad.stored(), [(2048, 2048), (2048, 512)]);
+        // A square TN GEMM as the GEMM measurement plans it.
+        let sq = Shape {
+            m: 64,
+            n: 64,
+            k: 64,
+            ta: true,
+            tb: false,
+        };
+        assert_eq!(sq.stored(), [(64, 64), (64, 64)]);
+        let rect = Shape {
+            m: 8,
+            n: 16,
+            k: 32,
+            ta: true,
+            tb: true,
+        };
+        assert_eq!(rect.stored(), [(32, 8), (16, 32)]);
     }
 }

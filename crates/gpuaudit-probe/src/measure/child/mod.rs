@@ -14,6 +14,7 @@ mod memory;
 mod nccl;
 mod p2p;
 mod pcie;
+mod rehearse;
 
 pub use ctx_probe::ctx_probe_main;
 
@@ -321,6 +322,10 @@ fn run_group(ctx: &Ctx, req: &ChildRequest, group: Group) -> Option<GroupResult>
             Some(p) => reading(guarded(&what, || burn::run(ctx, p))),
             None => Reading::unavailable(plan.burn.skip_reason().unwrap_or("not planned")),
         }),
+        Group::Rehearse => GroupResult::Rehearse(Box::new(match plan.rehearse.params() {
+            Some(p) => reading(guarded(&what, || rehearse::run(ctx, p))),
+            None => Reading::unavailable(plan.rehearse.skip_reason().unwrap_or("not planned")),
+        })),
     })
 }
 
@@ -360,7 +365,7 @@ mod tests {
         let p = plan(&[t], &Options::default(), &LibStatus::all_found());
         let req = ChildRequest {
             plan: p,
-            groups: vec![Group::Pcie, Group::Gemm],
+            groups: vec![Group::Pcie, Group::Gemm, Group::Rehearse],
         };
         let json = serde_json::to_string(&req).unwrap();
         assert_eq!(child_main(&[json]), 0);

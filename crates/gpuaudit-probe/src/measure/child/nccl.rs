@@ -9,7 +9,7 @@ use cudarc::nccl::sys as nc;
 use gpuaudit_core::facts::{allreduce_busbw, AllReduce, AllReducePoint, Verify};
 use std::ffi::{c_void, CStr};
 
-fn nck(r: nc::ncclResult_t, call: &str) -> R<()> {
+pub(super) fn nck(r: nc::ncclResult_t, call: &str) -> R<()> {
     let code = r as u32;
     if code == 0 {
         return Ok(());
@@ -26,7 +26,78 @@ fn nck(r: nc::ncclResult_t, call: &str) -> R<()> {
 }
 
 /// The communicators, destroyed on drop.
-struct Comms(Vec<nc::ncclComm_t>);
+pub(super) struct Comms(Vec<nc::ncclComm_t>);
+
+impl Comms {
+    /// One communicator per CUDA ordinal, all in this process (ncclCommInitAll).
+    pub(super) fn init_all(ordinals: &[i32]) -> R<Comms> {
+        let mut comms = Comms(vec![std::ptr::null_mut(); ordinals.len()]);
+        // SAFETY: `comms` has room for one communicator per ordinal.
+        nck(
+            unsafe {
+                nc::ncclCommInitAll(
+                    comms.0.as_mut_ptr(),
+                    ordinals.len() as i32,
+                    ordinals.as_ptr(),
+                )
+            },
+            "ncclCommInitAll",
+        )?;
+        Ok(comms)
+    }
+}
+
+/// Refuses to run NCCL unless NVLink multicast (NVLS) is off: it must never be used (the
+/// parent always sets NCCL_NVLS_ENABLE=0).
+pub(super) fn nvls_off() -> R<()> {
+    if std::env::var("NCCL_NVLS_ENABLE").as_deref() != Ok("0") {
+        return Err(Fail(
+            "NCCL_NVLS_ENABLE is not 0 in the measuring process: refusing to run NCCL".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// One float32 sum all-reduce of `count` elements over every rank, out of place
+/// (`(send, recv, stream)` per rank, in communicator order), as one NCCL group.
+pub(super) fn all_reduce_f32(
+    comms: &Comms,
+    ranks: &[(
+        cudarc::driver::sys::CUdeviceptr,
+        cudarc::driver::sys::CUdeviceptr,
+        &Stream,
+    )],
+    count: u64,
+) -> R<()> {
+    // SAFETY: group calls on every rank's communicator, buffers and stream.
+    nck(unsafe { nc::ncclGroupStart() }, "ncclGroupStart")?;
+    let mut res = Ok(());
+    for (r, (send, recv, stream)) in ranks.iter().enumerate() {
+        let Some(comm) = comms.0.get(r) else {
+            res = Err(Fail("more ranks than communicators".into()));
+            break;
+        };
+        // SAFETY: send/recv hold at least `count` floats on rank r's GPU.
+        let e = unsafe {
+            nc::ncclAllReduce(
+                *send as *const c_void,
+                *recv as *mut c_void,
+                count as usize,
+                nc::ncclDataType_t::ncclFloat32,
+                nc::ncclRedOp_t::ncclSum,
+                *comm,
+                stream.raw as nc::cudaStream_t,
+            )
+        };
+        if res.is_ok() {
+            res = nck(e, "ncclAllReduce");
+        }
+    }
+    // The group must be closed even when a call failed.
+    // SAFETY: closes the group opened above.
+    let end = nck(unsafe { nc::ncclGroupEnd() }, "ncclGroupEnd");
+    res.and(end)
+}
 
 impl Drop for Comms {
     fn drop(&mut self) {
@@ -41,7 +112,7 @@ impl Drop for Comms {
     }
 }
 
-fn version() -> Option<String> {
+pub(super) fn version() -> Option<String> {
     let mut v = 0i32;
     // SAFETY: writes one int.
     let r = unsafe { nc::ncclGetVersion(&mut v) };
@@ -57,12 +128,7 @@ fn version() -> Option<String> {
 }
 
 pub fn run(ctx: &Ctx, p: &NcclParams) -> R<AllReduce> {
-    if std::env::var("NCCL_NVLS_ENABLE").as_deref() != Ok("0") {
-        // NVLink multicast (NVLS) must never be used; the parent always sets this.
-        return Err(Fail(
-            "NCCL_NVLS_ENABLE is not 0 in the measuring process: refusing to run NCCL".into(),
-        ));
-    }
+    nvls_off()?;
     let gpus = &ctx.gpus;
     let n = gpus.len();
     if n < 2 {
@@ -80,12 +146,7 @@ pub fn run(ctx: &Ctx, p: &NcclParams) -> R<AllReduce> {
     }
     progress(Group::Nccl, 0.02, format!("ncclCommInitAll over {n} GPUs"));
     let devs: Vec<i32> = gpus.iter().map(|g| g.ordinal as i32).collect();
-    let mut comms = Comms(vec![std::ptr::null_mut(); n]);
-    // SAFETY: `comms` has room for n communicators; `devs` lists n CUDA ordinals.
-    nck(
-        unsafe { nc::ncclCommInitAll(comms.0.as_mut_ptr(), n as i32, devs.as_ptr()) },
-        "ncclCommInitAll",
-    )?;
+    let comms = Comms::init_all(&devs)?;
 
     struct Rank {
         send: DevBuf,
@@ -117,30 +178,11 @@ pub fn run(ctx: &Ctx, p: &NcclParams) -> R<AllReduce> {
     }
 
     let all_reduce = |count: u64| -> R<()> {
-        // SAFETY: group calls on every rank's communicator, buffers and stream.
-        nck(unsafe { nc::ncclGroupStart() }, "ncclGroupStart")?;
-        let mut res = Ok(());
-        for (r, rank) in ranks.iter().enumerate() {
-            // SAFETY: send/recv hold at least `count` floats on rank r's GPU.
-            let e = unsafe {
-                nc::ncclAllReduce(
-                    rank.send.ptr as *const c_void,
-                    rank.recv.ptr as *mut c_void,
-                    count as usize,
-                    nc::ncclDataType_t::ncclFloat32,
-                    nc::ncclRedOp_t::ncclSum,
-                    comms.0[r],
-                    rank.stream.raw as nc::cudaStream_t,
-                )
-            };
-            if res.is_ok() {
-                res = nck(e, "ncclAllReduce");
-            }
-        }
-        // The group must be closed even when a call failed.
-        // SAFETY: closes the group opened above.
-        let end = nck(unsafe { nc::ncclGroupEnd() }, "ncclGroupEnd");
-        res.and(end)
+        let rs: Vec<_> = ranks
+            .iter()
+            .map(|r| (r.send.ptr, r.recv.ptr, &r.stream))
+            .collect();
+        all_reduce_f32(&comms, &rs, count)
     };
     let sync_all = || -> R<()> {
         for (g, rank) in gpus.iter().zip(&ranks) {

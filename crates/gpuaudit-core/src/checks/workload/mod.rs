@@ -1,0 +1,3 @@
+//! Workloads rehearsed on the machine (`gpuaudit rehearse`).
+
+pub mod pipeline;

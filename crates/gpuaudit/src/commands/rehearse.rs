@@ -1,0 +1,270 @@
+//! `gpuaudit rehearse`: a training-shaped pipeline run end to end; which stage starves the
+//! GPU (the workload.pipeline check).
+//!
+//! Exit status as bench's: 0 when the GPU stages were measured and no finding failed, 1 when
+//! a finding failed or nothing could be measured on a GPU (on a machine without one the CPU
+//! stages still run and are reported), 2 when the rehearsal could not run at all (bad
+//! arguments, a data directory that cannot be read).
+
+use crate::cli::{parse_gpu_list, RehearseArgs};
+use crate::progress::Bar;
+use anyhow::{bail, Result};
+use gpuaudit_core::checks::{self, workload::pipeline};
+use gpuaudit_core::facts::{Rehearsal, Stage};
+use gpuaudit_core::units::figure;
+use gpuaudit_core::{Policy, Reading, Status};
+use gpuaudit_probe::gather::{self, GatherOptions};
+use gpuaudit_probe::host::HostOptions;
+use gpuaudit_probe::rehearse;
+use std::fmt::Write;
+use std::io::IsTerminal;
+
+pub const SCHEMA: &str = "gpuaudit.rehearse/1";
+
+/// The rehearsal's options from the command line: every size not given is the default.
+pub fn options(args: &RehearseArgs) -> Result<rehearse::Options> {
+    let d = rehearse::Options::defaults(rehearse::cpus());
+    let o = rehearse::Options {
+        data_dir: args.data_dir.clone(),
+        batch: args.batch.unwrap_or(d.batch),
+        sample_bytes: args
+            .sample_kb
+            .map_or(d.sample_bytes, |k| k.saturating_mul(1024)),
+        tensor_bytes: args
+            .tensor_kb
+            .map_or(d.tensor_bytes, |k| k.saturating_mul(1024)),
+        width: args.width.unwrap_or(d.width),
+        depth: args.depth.unwrap_or(d.depth),
+        tokens: args.tokens.unwrap_or(d.tokens),
+        readers: args.readers.unwrap_or(d.readers),
+        workers: args.workers.unwrap_or(d.workers),
+        transform_cost: args.transform_cost.unwrap_or(d.transform_cost),
+        pinned: !args.pageable,
+        read_throttle_mb_s: args.read_throttle_mbps,
+        steps: args.steps,
+        seconds: args.seconds.unwrap_or(d.seconds),
+        dataset_bytes: args
+            .dataset_mb
+            .map_or(d.dataset_bytes, |m| m.saturating_mul(1 << 20)),
+        gpus: args
+            .common
+            .gpus
+            .as_deref()
+            .map(parse_gpu_list)
+            .transpose()
+            .map_err(anyhow::Error::msg)?,
+        force: args.common.force,
+        torch: args.torch,
+    };
+    o.validate().map_err(anyhow::Error::msg)?;
+    Ok(o)
+}
+
+pub fn run(args: &RehearseArgs) -> Result<u8> {
+    let common = &args.common;
+    let json = match common.format {
+        Some(crate::cli::ListFormat::Json) => true,
+        Some(crate::cli::ListFormat::Table) => false,
+        None => common
+            .output
+            .as_ref()
+            .map(|p| p.extension().is_some_and(|e| e == "json"))
+            .unwrap_or(!std::io::stdout().is_terminal()),
+    };
+    let opts = options(args)?;
+
+    let mut bar = Bar::spinner("reading the machine");
+    let gopts = GatherOptions {
+        host: HostOptions {
+            ask_interpreter: false,
+            ..HostOptions::default()
+        },
+        ..GatherOptions::default()
+    };
+    let mut facts = gather::live(&gopts);
+    if let Some(sel) = &opts.gpus {
+        let have: Vec<u32> = facts.gpu_list().iter().map(|g| g.index).collect();
+        if let Some(bad) = sel.iter().find(|i| !have.contains(i)) {
+            bail!("--gpus: there is no GPU {bad}");
+        }
+    }
+    let measured = rehearse::run(&facts, &opts, &mut |p| {
+        bar.update(&p.message, p.done_ms, p.total_ms)
+    })
+    .map_err(anyhow::Error::msg)?;
+    bar.finish();
+    crate::commands::audit::apply_measured(&mut facts, measured);
+
+    let policy = Policy {
+        full: true,
+        gpus: opts.gpus.clone(),
+        ..Policy::default()
+    };
+    let findings = checks::find(pipeline::CHECK.id)
+        .map(|c| checks::run_one(c, &facts, &policy))
+        .unwrap_or_default();
+    let failed = findings.iter().any(|f| f.status == Status::Fail);
+    let rehearsal = facts.measured.rehearsal.value();
+    let gpu_measured = rehearsal.is_some_and(|r| r.stage(Stage::GpuStep).is_value());
+
+    let text = if json {
+        let v = serde_json::json!({
+            "schema": SCHEMA,
+            "rehearsal": &facts.measured.rehearsal,
+            "measurements": gpuaudit_core::report::measurements(&facts),
+            "findings": findings,
+            "notes": &facts.measured.notes,
+        });
+        format!("{}\n", serde_json::to_string_pretty(&v)?)
+    } else {
+        table(rehearsal, &findings, &facts.measured.notes)
+    };
+    match &common.output {
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
+        None => print!("{text}"),
+    }
+    if !gpu_measured {
+        let why = rehearsal
+            .map(|r| match r.stage(Stage::GpuStep) {
+                Reading::Unavailable(w) => w,
+                Reading::Value(_) => String::new(),
+            })
+            .unwrap_or_default();
+        eprintln!(
+            "gpuaudit rehearse: the GPU stages could not run ({}): only the CPU stages were \
+             measured",
+            gpuaudit_core::render::escape::escape_line(&why)
+        );
+    }
+    Ok(if failed || !gpu_measured { 1 } else { 0 })
+}
+
+fn rate(v: f64) -> String {
+    pipeline::rate(v)
+}
+
+/// The stage table, the whole pipeline, the findings.
+fn table(r: Option<&Rehearsal>, findings: &[gpuaudit_core::Finding], notes: &[String]) -> String {
+    let esc = |s: &str| gpuaudit_core::render::escape::escape_line(s).into_owned();
+    let mut out = String::new();
+    if let Some(r) = r {
+        let c = &r.config;
+        let gpu_line = match &r.gpu {
+            Reading::Value(g) => format!(
+                " on {} GPU{} ({}), {}",
+                g.gpus.len(),
+                if g.gpus.len() == 1 { "" } else { "s" },
+                g.gpus
+                    .iter()
+                    .map(|i| i.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                g.dtype
+            ),
+            Reading::Unavailable(_) => " (no GPU stage ran)".into(),
+        };
+        let _ = writeln!(
+            out,
+            "gpuaudit rehearse: batch {}{gpu_line}; model {} layers of {}x{} on {} tokens; \
+             {} reader{}, {} worker{}, {} staging",
+            c.batch,
+            c.depth,
+            c.width,
+            c.width,
+            c.tokens,
+            c.readers,
+            if c.readers == 1 { "" } else { "s" },
+            c.workers,
+            if c.workers == 1 { "" } else { "s" },
+            if c.pinned { "pinned" } else { "pageable" }
+        );
+        let _ = writeln!(
+            out,
+            "data: {} ({} files, {}{})\n",
+            esc(&r.data.path),
+            r.data.files,
+            gpuaudit_core::units::bytes(r.data.bytes),
+            if r.data.generated && r.data.page_cache {
+                ", generated, read from the page cache"
+            } else if r.data.generated {
+                ", generated, each sample dropped from the page cache after reading"
+            } else {
+                ", each sample dropped from the page cache after reading"
+            }
+        );
+        let mut t = comfy_table::Table::new();
+        t.load_style(comfy_table::presets::UTF8_HORIZONTAL_ONLY);
+        t.set_header(vec!["stage (alone)", "samples/s", "MB/s", ""]);
+        for s in Stage::ALL {
+            let row = match r.stage(s) {
+                Reading::Value(f) => vec![
+                    s.label().to_string(),
+                    rate(f.samples_per_s),
+                    if f.bytes_per_s > 0.0 {
+                        rate(f.bytes_per_s / 1e6)
+                    } else {
+                        String::new()
+                    },
+                    match (f.tflops, f.busbw_gbps) {
+                        (Some(tf), _) => format!("{} TFLOPS", figure(tf)),
+                        (_, Some(b)) => format!("{} GB/s bus bandwidth", figure(b)),
+                        _ => String::new(),
+                    },
+                ],
+                Reading::Unavailable(why) => {
+                    vec![s.label().to_string(), "-".into(), "-".into(), esc(&why)]
+                }
+            };
+            t.add_row(row);
+        }
+        if let Reading::Value(g) = &r.gpu {
+            match &g.pipeline {
+                Reading::Value(p) => {
+                    let nvml = p
+                        .nvml_utilization_pct
+                        .value()
+                        .map(|u| format!(", NVML utilisation {u:.0}%"))
+                        .unwrap_or_default();
+                    t.add_row(vec![
+                        "whole pipeline".to_string(),
+                        rate(p.samples_per_s),
+                        String::new(),
+                        format!(
+                            "GPU busy {:.0}%{nvml}, {} steps",
+                            p.gpu_busy * 100.0,
+                            p.steps
+                        ),
+                    ]);
+                }
+                Reading::Unavailable(why) => {
+                    t.add_row(vec![
+                        "whole pipeline".to_string(),
+                        "-".into(),
+                        "-".into(),
+                        esc(why),
+                    ]);
+                }
+            }
+        }
+        let _ = writeln!(out, "{t}\n");
+    }
+    for f in findings {
+        let _ = writeln!(
+            out,
+            "{:<4} {}: {}",
+            f.status.as_str().to_uppercase(),
+            f.check,
+            esc(&f.message)
+        );
+        if matches!(f.status, Status::Fail | Status::Warn) {
+            if let Some(fix) = &f.fix {
+                let _ = writeln!(out, "     fix: {}", esc(fix));
+            }
+        }
+    }
+    for n in notes {
+        let _ = writeln!(out, "note: {}", esc(n));
+    }
+    out
+}
