@@ -32,8 +32,9 @@ pub enum Profile {
     /// fp64 GEMM and a model whose fp64 runs below 1/8 of its fp32 rate (1/64 on A10, L4,
     /// L40S, RTX); memory.ecc fails ECC off; gpu.virtualization fails MIG.
     Hpc,
-    /// Rendering and graphics: os.persistence off is info instead of a warning; display and
-    /// graphics readiness (the display-facing checks) matters.
+    /// Rendering and graphics: os.persistence off is info instead of a warning; os.graphics
+    /// judges graphics readiness (a compute-only data-center GPU, a missing NVIDIA Vulkan ICD
+    /// or EGL vendor file, a container without the 'graphics' capability fail).
     Render,
 }
 

@@ -26,17 +26,26 @@ const MEASURED: [&str; 7] = [
     "cuda.context-latency",
 ];
 
-const REAL: [&str; 11] = [
+const REAL: [&str; 20] = [
     "a100-sxm4-80gb-mig-r535",
     "a10g-r515",
     "grid-p4-1q-vgpu-r513-windows",
+    "gt1030-x4-r470",
+    "gtx1050-mobile-x8-r515",
+    "gtx1660ti-graphics-device-r418",
     "p100-pcie-12gb-x2-r375",
+    "quadro-p2000-x8-r525",
     "quadro-p400-r418",
+    "rtx-a5000-x2-r590",
     "rtx-pro-6000-blackwell-maxq-r590",
+    "rtx2070-x2-r590",
     "rtx2080-x2-r590",
+    "rtx3060-r570",
+    "rtx3080-busy-r595",
     "rtx3090-power-capped-r525",
     "rtx4000-sff-ada-r595",
     "t4-r515",
+    "v100-pcie-32gb-busy-vm-r460",
     "v100s-pcie-32gb-x8-r460",
 ];
 

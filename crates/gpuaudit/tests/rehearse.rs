@@ -155,10 +155,6 @@ fn bad_arguments_are_exit_2_with_one_line() {
             "--data-dir /nonexistent/gpuaudit: ",
         ),
         (
-            &["rehearse", "--format", "md"][..],
-            "rehearse prints table or json",
-        ),
-        (
             &["bench", "rehearse"][..],
             "the rehearsal is `gpuaudit rehearse`",
         ),
@@ -182,4 +178,16 @@ fn the_check_is_listed_and_explained() {
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("gpuaudit rehearse"), "{text}");
+}
+
+/// The rehearsal prints a table or JSON: another format is refused by the command line.
+#[test]
+fn rehearse_refuses_other_formats() {
+    let out = common::gpuaudit()
+        .args(["rehearse", "--format", "md"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("possible values: table, json"), "{err}");
 }

@@ -81,7 +81,7 @@ fn a_saved_report_renders_in_every_format() {
         ),
         (
             "md",
-            &["# gpuaudit report", "`pcie.link`", "Reseat the card"],
+            &["### ❌ 2× NVIDIA H200", "`pcie.link`", "Reseat the card"],
         ),
         ("html", &["<!doctype html>", "pcie.link", "Reseat the card"]),
     ] {

@@ -26,6 +26,7 @@ const EXAMPLES: &[(&str, Examples)] = &[
     ("compute.gemm", compute::gemm::profile_examples),
     ("nccl.allreduce", nccl::allreduce::profile_examples),
     ("p2p.bandwidth", p2p::bandwidth::profile_examples),
+    ("os.graphics", os::graphics::profile_examples),
 ];
 
 /// Checks that declare profile effects and have no row in [`EXAMPLES`] yet (owned by the

@@ -199,7 +199,9 @@ mod tests {
 
     #[test]
     fn fields_by_name_are_read_where_present_and_left_out_where_not() {
-        let facts = Machine::healthy("h200-sxm-141gb", 2).build();
+        let facts = Machine::healthy("h200-sxm-141gb", 2)
+            .gpus(|g| g.serial = crate::Reading::unavailable("not reported"))
+            .build();
         let report = Report::from_findings(&facts, &Policy::default(), vec![]);
         let mut d = Document::of(&report);
         // This report carries no date, no serial, no firmware names: rows without them.

@@ -87,6 +87,10 @@ pub fn render(report: &Report) -> String {
                 g.check,
                 text(&g.message)
             );
+            // A ticket carries what to do about each note too (the table keeps it to one line).
+            if let Some(fix) = g.fix {
+                let _ = writeln!(out, "  - fix: {}", text(fix));
+            }
         }
         let _ = writeln!(out);
     }

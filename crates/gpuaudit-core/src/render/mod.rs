@@ -74,6 +74,7 @@ fn area_title(area: &str) -> &str {
         "host" => "Host",
         "container" => "Container",
         "env" => "Environment",
+        "workload" => "Workload",
         other => other,
     }
 }
@@ -126,6 +127,16 @@ fn fmt_value(v: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Every area a registered check belongs to has a title of its own (a new area that
+    /// fell through to its bare id showed as "workload" in the table).
+    #[test]
+    fn every_area_has_a_title() {
+        for c in crate::checks::all() {
+            let a = super::area(c.id);
+            assert_ne!(super::area_title(a), a, "{}: area '{a}' has no title", c.id);
+        }
+    }
+
     use super::*;
     use crate::facts::Origin;
     use crate::finding::Finding;

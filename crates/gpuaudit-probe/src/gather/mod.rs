@@ -450,7 +450,12 @@ fn gpus_from_files(root: &RootFs, facts: &Facts, why: &str) -> Option<Vec<GpuFac
             "NVML and nvidia-smi did not answer ({why}); {} has only the model, UUID and VBIOS",
             root.display("proc/driver/nvidia/gpus")
         );
-        let mut g = GpuFacts::unread(out.len() as u32, &bus_id, "procfs", &reason);
+        let mut g = GpuFacts::unread(
+            out.len() as u32,
+            &bus_id,
+            gpuaudit_core::checks::gpu::present::FILES_SOURCE,
+            &reason,
+        );
         let text_or = |v: Option<String>| match v {
             Some(v) => Reading::Value(v),
             None => Reading::Unavailable(reason.clone()),

@@ -249,7 +249,7 @@ mod tests {
 
     #[test]
     fn a_model_without_a_boost_figure_is_judged_on_its_application_clock_only() {
-        let f = Machine::healthy("rtx-3090", 1)
+        let f = Machine::healthy("rtx-3080", 1)
             .gpu(0, |g| {
                 g.clocks.sm_max_mhz = Reading::Value(2100);
                 g.clocks.app_sm_mhz = Reading::unavailable("N/A");

@@ -10,6 +10,9 @@ use crate::reading::Reading;
 use std::collections::BTreeSet;
 
 const ID: &str = "gpu.present";
+/// `GpuFacts::source` of a GPU read from `/proc/driver/nvidia/gpus/*/information` because
+/// neither NVML nor nvidia-smi answered (gather's last fallback).
+pub const FILES_SOURCE: &str = "procfs";
 
 pub const CHECK: Check = Check {
     id: ID,
@@ -100,6 +103,31 @@ fn present(facts: &Facts, _: &Policy) -> Vec<Finding> {
                 Finding::fail(ID, format!("No NVIDIA GPU found: {}", no_gpu_reason(facts)))
                     .evidence(ev),
             ]
+        }
+        // NVML and nvidia-smi failed and only the kernel module's files named the GPUs: the
+        // module is loaded, but nothing that CUDA programs and monitoring rely on answers.
+        (_, Some(g)) if !g.is_empty() && g.iter().all(|x| x.source == FILES_SOURCE) => {
+            let why = facts
+                .driver
+                .query
+                .value()
+                .and_then(|q| q.split_once(" (").map(|(_, r)| r.trim_end_matches(')')))
+                .unwrap_or("no answer");
+            vec![Finding::fail(
+                ID,
+                format!(
+                    "{} listed only by the kernel module's files (/proc/driver/nvidia/gpus): \
+                     NVML and nvidia-smi do not answer: {why}",
+                    count_of(g.len() as u64, "NVIDIA GPU")
+                ),
+            )
+            .evidence(ev)
+            .fix(
+                "Run `nvidia-smi`: a library that does not match the loaded module (driver \
+                 updated without reboot) is fixed by a reboot; a hung GPU (nvidia-smi never \
+                 returns) by a GPU reset or a power cycle; on a cloud instance, ask for another \
+                 host.",
+            )]
         }
         (pci, Some(g)) => listed(facts, pci, g, attached, ev),
     };
@@ -225,6 +253,36 @@ mod tests {
             description: None,
             collected_at: None,
         };
+    }
+
+    /// The GPUs came from the kernel module's files only: the driver's user side does not
+    /// answer, which fails (it passed as "the driver answers for each" before).
+    #[test]
+    fn gpus_named_only_by_the_module_files_fail() {
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .gpus(|g| g.source = FILES_SOURCE.into())
+            .with(|f| {
+                f.driver.query = Reading::Value(
+                    "files: /proc/driver/nvidia/gpus (NVML: timed out; nvidia-smi: hung)".into(),
+                )
+            })
+            .build();
+        let out = present(&f, &Policy::default());
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].status, crate::finding::Status::Fail);
+        assert_eq!(
+            out[0].message,
+            "2 NVIDIA GPUs listed only by the kernel module's files (/proc/driver/nvidia/gpus): \
+             NVML and nvidia-smi do not answer: NVML: timed out; nvidia-smi: hung"
+        );
+        // One GPU that NVML read among them: the driver answers; the list is judged as usual.
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .gpu(1, |g| g.source = FILES_SOURCE.into())
+            .build();
+        assert_ne!(
+            present(&f, &Policy::default())[0].status,
+            crate::finding::Status::Fail
+        );
     }
 
     #[test]

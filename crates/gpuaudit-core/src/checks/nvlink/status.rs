@@ -846,7 +846,8 @@ mod tests {
 
     #[test]
     fn unknown_models_and_unstated_sxm_parts_have_their_own_words() {
-        let f = Machine::healthy("p100-sxm2-16gb", 2)
+        // The A800 SXM4's entry names the card only (no NVLink kind recorded).
+        let f = Machine::healthy("a800-sxm4-80gb", 2)
             .gpus(|g| g.nvlinks = links(4, 0))
             .build();
         assert!(of(&general(&f), 0)

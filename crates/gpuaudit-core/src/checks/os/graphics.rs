@@ -204,6 +204,16 @@ fn judge_manifests(
         .with("files", shown(&all))
         .fix("install the driver's OpenGL/Vulkan package of the kernel module's version (Ubuntu: libnvidia-gl-<branch>; the .run installer without --no-opengl-files); in a container, start it with -e NVIDIA_DRIVER_CAPABILITIES=all")
 }
+/// An H200 is a compute-only data-center GPU: information for other workloads, a failure
+/// for rendering.
+#[cfg(test)]
+pub(crate) fn profile_examples() -> Vec<(Profile, Facts)> {
+    vec![(
+        Profile::Render,
+        crate::testing::Machine::healthy("h200-sxm-141gb", 1).build(),
+    )]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
