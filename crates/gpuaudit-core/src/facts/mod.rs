@@ -19,6 +19,10 @@ pub use system::*;
 use crate::reading::Reading;
 use serde::{Deserialize, Serialize};
 
+/// The reason of a reading NVML answered with NVML_ERROR_NOT_SUPPORTED: the GPU, in this
+/// configuration, has no such thing (checks tell it from a reading that failed).
+pub const NVML_NOT_SUPPORTED: &str = "NVML: not supported on this GPU";
+
 /// Where the facts came from.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

@@ -44,7 +44,7 @@ fn guarded<T>(f: impl FnOnce() -> Result<T, NvmlError>) -> Reading<T> {
 
 fn reason(e: &NvmlError) -> String {
     match e {
-        NvmlError::NotSupported => "NVML: not supported on this GPU".into(),
+        NvmlError::NotSupported => gpuaudit_core::facts::NVML_NOT_SUPPORTED.into(),
         NvmlError::NoPermission => "NVML: no permission".into(),
         NvmlError::FailedToLoadSymbol(_) => "NVML: this driver's NVML lacks the function".into(),
         NvmlError::FunctionNotFound => "NVML: this driver's NVML lacks the function".into(),

@@ -2,7 +2,7 @@
 
 use crate::checks::common::{no_gpu_reason, selected, spec_of};
 use crate::checks::{Check, CheckDoc, CheckKind, ProfileEffect};
-use crate::facts::{Fabric, Facts, GpuFacts, TopoLink};
+use crate::facts::{Fabric, Facts, GpuFacts, TopoLink, NVML_NOT_SUPPORTED};
 use crate::finding::{Evidence, Finding, Status};
 use crate::policy::{Policy, Profile};
 use crate::reading::Reading;
@@ -29,7 +29,10 @@ pub const CHECK: Check = Check {
                several GPUs fails, some down fails), an NVLink bridge (PCIe cards such as the \
                RTX A6000 or A100 PCIe: without a bridge no links up is normal, information), \
                none (PCIe only), or not stated (the datasheet entry does not say: nothing is \
-               judged against it).",
+               judged against it). One GPU of a model with NVLink on its board and no link to \
+               show (a one-GPU slice of an SXM board in a VM, where NVML reports NVLink as \
+               not supported) is information: no loss for one-GPU work, and no word on the \
+               links of an instance with the whole board.",
         why: "Without NVLink, GPU-to-GPU traffic (all-reduce in data-parallel training, tensor \
               parallelism) goes over PCIe and through the CPU: 5-15x slower. A few links down \
               cut the bandwidth by their share; a fabric manager that is not running leaves \
@@ -64,6 +67,35 @@ fn status(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         out.push(topology(facts, policy));
     }
     out
+}
+
+/// One GPU of a model whose NVLink is on the board (SXM, or a superchip) with no link to
+/// show: a one-GPU slice of a board (a VM given one GPU of an 8-GPU HGX, or `--gpus` on a
+/// bare-metal board): nothing is lost for one-GPU work, and it says nothing about the links
+/// of an instance with the whole board, which is what a multi-GPU plan on this provider
+/// needs.
+/// The PCI bus shows no other NVIDIA GPU (one the driver does not list, e.g. bound to vfio or
+/// fallen off, would make "alone" false); where the bus was not read, the driver's list
+/// stands.
+fn alone_on_the_bus(facts: &Facts) -> bool {
+    facts.pci_gpus.value().is_none_or(|p| p.len() <= 1)
+}
+
+fn one_gpu_of_a_board(facts: &Facts, who: &str, model: &ModelNvlink, seen: &str) -> String {
+    let links = match model.links {
+        Some(n) => format!("{n} NVLink links on its board"),
+        None => "NVLink on its board".into(),
+    };
+    let here = if facts.machine.hypervisor.value() == Some(&true) {
+        "this VM"
+    } else {
+        "this machine"
+    };
+    format!(
+        "{who}: a model with {links}, alone in {here}: no NVLink is exposed to it ({seen}). \
+         No loss for work on one GPU; a multi-GPU job on this provider needs an instance with \
+         several GPUs of one board, whose links this check then reads"
+    )
 }
 
 /// What the spec database says about a GPU's NVLink.
@@ -252,6 +284,9 @@ fn per_gpu(facts: &Facts, policy: &Policy, g: &GpuFacts, multi: bool) -> Finding
         Some(_) => {
             if !multi {
                 let msg = match model.kind {
+                    NvlinkKind::Direct | NvlinkKind::Switch if alone_on_the_bus(facts) => {
+                        one_gpu_of_a_board(facts, &who, &model, "no link is active")
+                    }
                     NvlinkKind::Direct | NvlinkKind::Switch => {
                         format!("{who}: no NVLink link active (one GPU: nothing to link)")
                     }
@@ -322,6 +357,12 @@ fn per_gpu(facts: &Facts, policy: &Policy, g: &GpuFacts, multi: bool) -> Finding
         None => {
             let why = g.nvlinks.reason().unwrap_or("not reported");
             match model.kind {
+                // NVML says the GPU has no NVLink, and it is the machine's only GPU.
+                NvlinkKind::Direct | NvlinkKind::Switch
+                    if !multi && why.starts_with(NVML_NOT_SUPPORTED) && alone_on_the_bus(facts) =>
+                {
+                    Finding::info(ID, one_gpu_of_a_board(facts, &who, &model, why)).evidence(ev)
+                }
                 NvlinkKind::Direct | NvlinkKind::Switch => Finding::skip(
                     ID,
                     match model.links {
@@ -601,13 +642,15 @@ mod tests {
             .gpu(0, |g| g.nvlinks = links(18, 12))
             .build();
         assert_eq!(general(&f)[0].status, Status::Warn);
-        // One GPU with no link up: nothing to link.
+        // One GPU with no link up: a one-GPU slice of the board.
         let f = Machine::healthy("h200-sxm-141gb", 1)
             .gpu(0, |g| g.nvlinks = links(18, 0))
             .build();
         let x = &general(&f)[0];
         assert_eq!(x.status, Status::Info);
-        assert!(x.message.contains("one GPU: nothing to link"));
+        assert!(x
+            .message
+            .contains("no NVLink is exposed to it (no link is active)"));
     }
 
     #[test]
@@ -657,10 +700,13 @@ mod tests {
 
     #[test]
     fn an_unread_sxm_link_state_skips_with_the_count() {
-        let f = Machine::healthy("a100-sxm4-80gb", 1)
-            .gpu(0, |g| g.nvlinks = unread())
+        // Two GPUs, no topology matrix to stand in (one GPU alone says what it means instead).
+        let f = Machine::healthy("a100-sxm4-80gb", 2)
+            .gpus(|g| g.nvlinks = unread())
+            .with(|f| f.topology = Reading::unavailable("no file"))
             .build();
-        let x = &general(&f)[0];
+        let all = general(&f);
+        let x = of(&all, 0);
         assert_eq!(x.status, Status::Skip);
         assert!(
             x.message.contains("the model has 12 links"),
@@ -842,6 +888,71 @@ mod tests {
         assert!(general(&f)[0]
             .message
             .contains("no NVLink link is up (one GPU"));
+    }
+
+    /// Issue 14: one GPU of an SXM board (a one-GPU slice in a VM) says what that means
+    /// instead of skipping, whether NVML cannot read the links or reads them all down; with
+    /// two GPUs an unread state still skips.
+    #[test]
+    fn one_gpu_of_a_board_says_what_it_means() {
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpus(|g| g.nvlinks = Reading::unavailable("NVML: not supported on this GPU"))
+            .with(|f| f.machine.hypervisor = Reading::Value(true))
+            .build();
+        let x = &general(&f)[0];
+        assert_eq!(x.status, Status::Info, "{}", x.message);
+        assert_eq!(
+            x.message,
+            "GPU 0 (00:06.0): a model with 18 NVLink links on its board, alone in this VM: no \
+             NVLink is exposed to it (NVML: not supported on this GPU). No loss for work on one \
+             GPU; a multi-GPU job on this provider needs an instance with several GPUs of one \
+             board, whose links this check then reads"
+        );
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpus(|g| g.nvlinks = links(18, 0))
+            .with(|f| f.machine.hypervisor = Reading::Value(false))
+            .build();
+        let x = &general(&f)[0];
+        assert_eq!(x.status, Status::Info, "{}", x.message);
+        assert!(
+            x.message
+                .contains("alone in this machine: no NVLink is exposed to it (no link is active)"),
+            "{}",
+            x.message
+        );
+        // A snapshot's log that does not list links says nothing about them: still a skip.
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpus(|g| g.nvlinks = Reading::unavailable("nvidia-smi -q does not list NVLink links"))
+            .build();
+        assert_eq!(general(&f)[0].status, Status::Skip);
+        // Another NVIDIA GPU on the bus (bound to vfio, or lost): not alone, so not a slice.
+        let two_on_the_bus = Machine::healthy("h200-sxm-141gb", 2).build().pci_gpus;
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpus(|g| g.nvlinks = Reading::unavailable(NVML_NOT_SUPPORTED))
+            .with(|f| f.pci_gpus = two_on_the_bus.clone())
+            .build();
+        assert_eq!(general(&f)[0].status, Status::Skip);
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpus(|g| g.nvlinks = links(18, 0))
+            .with(|f| f.pci_gpus = two_on_the_bus)
+            .build();
+        assert!(general(&f)[0]
+            .message
+            .ends_with("no NVLink link active (one GPU: nothing to link)"));
+        // Where the bus was not read, the driver's list stands.
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpus(|g| g.nvlinks = Reading::unavailable(NVML_NOT_SUPPORTED))
+            .with(|f| f.pci_gpus = Reading::unavailable("no sysfs"))
+            .build();
+        assert_eq!(general(&f)[0].status, Status::Info);
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .gpus(|g| g.nvlinks = Reading::unavailable("NVML: not supported on this GPU"))
+            .with(|f| f.topology = Reading::unavailable("no file"))
+            .build();
+        assert!(general(&f)
+            .iter()
+            .filter(|x| x.gpu.is_some())
+            .all(|x| x.status == Status::Skip));
     }
 
     #[test]
