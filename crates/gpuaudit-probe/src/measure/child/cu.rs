@@ -748,9 +748,9 @@ pub fn write_pattern_dev(
     )
 }
 
-/// MemAvailable from /proc/meminfo, bytes.
+/// MemAvailable from /proc/meminfo, bytes (read through the one door, `RootFs`).
 pub fn host_available_bytes() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let text = crate::root::RootFs::live().read("proc/meminfo").ok()?;
     parse_mem_available(&text)
 }
 
