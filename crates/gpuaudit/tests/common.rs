@@ -170,6 +170,8 @@ pub fn render(name: &str, format: &str, extra: &[&str]) -> (i32, String) {
         .args(["--format", format])
         .args(extra)
         .env("COLUMNS", "80")
+        // The report says when it ran: one clock, so that the views' snapshots hold.
+        .env("GPUAUDIT_NOW", "2026-12-01T10:00:00Z")
         .output()
         .expect("gpuaudit runs");
     (
