@@ -119,29 +119,34 @@ pub struct Response {
     pub body: String,
 }
 
-/// One request, `Connection: close`, the whole answer.
+/// One HTTP/1.0 request (so that no server answers in chunks), the whole answer.
 pub fn request(addr: SocketAddr, method: &str, path: &str) -> Response {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).expect("connect");
-    s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    try_request(addr, method, path)
+        .unwrap_or_else(|e| panic!("{method} http://{addr}{path}: {e}"))
+}
+
+/// [`request`], or why it got no answer (nothing listens yet).
+pub fn try_request(addr: SocketAddr, method: &str, path: &str) -> std::io::Result<Response> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
+    s.set_read_timeout(Some(Duration::from_secs(10)))?;
     write!(
         s,
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .expect("send");
+        "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )?;
     let mut raw = Vec::new();
-    s.read_to_end(&mut raw).expect("read");
-    let text = String::from_utf8(raw).expect("UTF-8");
+    s.read_to_end(&mut raw)?;
+    let text = String::from_utf8_lossy(&raw).into_owned();
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     let status = head
         .split_whitespace()
         .nth(1)
         .and_then(|c| c.parse().ok())
         .unwrap_or(0);
-    Response {
+    Ok(Response {
         status,
         head: head.to_string(),
         body: body.to_string(),
-    }
+    })
 }
 
 pub fn get(addr: SocketAddr, path: &str) -> Response {
