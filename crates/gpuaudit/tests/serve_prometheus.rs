@@ -170,7 +170,11 @@ fn prometheus_scrapes_the_exporter() {
     let info = api(web, "/api/v1/query?query=gpuaudit_gpu_info").expect("gpu_info");
     let names: Vec<&str> = info["data"]["result"]
         .as_array()
-        .map(|a| a.iter().filter_map(|s| s["metric"]["name"].as_str()).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s["metric"]["name"].as_str())
+                .collect()
+        })
         .unwrap_or_default();
     assert!(names.contains(&HOSTILE), "{info}");
     assert!(
@@ -179,8 +183,11 @@ fn prometheus_scrapes_the_exporter() {
             .is_some_and(|a| a.iter().all(|s| s["metric"].get("y").is_none())),
         "{info}"
     );
-    let ts = api(web, "/api/v1/query?query=gpuaudit_last_audit_timestamp_seconds")
-        .expect("timestamp");
+    let ts = api(
+        web,
+        "/api/v1/query?query=gpuaudit_last_audit_timestamp_seconds",
+    )
+    .expect("timestamp");
     let t: f64 = ts["data"]["result"][0]["value"][1]
         .as_str()
         .and_then(|s| s.parse().ok())

@@ -121,8 +121,7 @@ pub struct Response {
 
 /// One HTTP/1.0 request (so that no server answers in chunks), the whole answer.
 pub fn request(addr: SocketAddr, method: &str, path: &str) -> Response {
-    try_request(addr, method, path)
-        .unwrap_or_else(|e| panic!("{method} http://{addr}{path}: {e}"))
+    try_request(addr, method, path).unwrap_or_else(|e| panic!("{method} http://{addr}{path}: {e}"))
 }
 
 /// [`request`], or why it got no answer (nothing listens yet).
