@@ -20,7 +20,7 @@
 #                           GEMM data types in full runs, all GPUs at once in quick ones)
 # Every step has a time limit and a failing step does not stop the others.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 BIN=${1:-target/release/gpuaudit}
 OUT=${OUT:-$(mktemp -d /tmp/gpuaudit-bench.XXXXXX)}
 mkdir -p "$OUT"
@@ -69,6 +69,7 @@ fi
 
 # 2. gpuaudit's full measurements (no burn).
 t=$(now)
+# shellcheck disable=SC2086 # CMD is a command line: split into its words on purpose
 timeout 600 $CMD >"$OUT/gpuaudit.json" 2>"$OUT/gpuaudit.stderr"; rc=$?
 echo "gpuaudit bench: $(elapsed "$t") s wall, exit $rc" | tee "$OUT/gpuaudit.time" >&2
 tail -120 "$OUT/gpuaudit.stderr" >&2

@@ -10,7 +10,7 @@
 #
 #   STEPS="facts collect quick" OUT=/tmp/o scripts/device-run.sh .dev/gpuaudit
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 BIN=${1:-.dev/gpuaudit}
 OUT=${OUT:-$(mktemp -d /tmp/gpuaudit-dev.XXXXXX)}
 W=$OUT/w

@@ -69,6 +69,59 @@ pub enum Command {
     },
     /// Run a training-shaped pipeline end to end and say which stage starves the GPU.
     Rehearse(RehearseArgs),
+    /// A Prometheus exporter: the facts-only audit every --interval, on /metrics and /healthz.
+    Serve(ServeArgs),
+}
+
+/// `gpuaudit serve`'s port when --listen names none: the Prometheus wiki's "Default port
+/// allocations" list has every port of 9100-9999 taken (dcgm-exporter is 9400) and goes on
+/// above 10000; 10459 was not on it when this was written (README "Clusters").
+pub const SERVE_DEFAULT_PORT: u16 = 10459;
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Where to listen for scrapes (0.0.0.0:PORT or [::]:PORT for every interface; port 0
+    /// picks a free one, printed on stderr).
+    #[arg(long, value_name = "ADDR:PORT", default_value_t = std::net::SocketAddr::from(([127, 0, 0, 1], SERVE_DEFAULT_PORT)))]
+    pub listen: std::net::SocketAddr,
+    /// How often the facts are read again and judged (e.g. 60s, 5m; at least 1 s).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    pub interval: std::time::Duration,
+    /// Serve the audit of a snapshot directory instead of this machine (re-read every
+    /// interval).
+    #[arg(long, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Also run the quick measurements this often (e.g. 6h); never on a GPU other processes
+    /// use. Without it, nothing is measured.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "root")]
+    pub measure_every: Option<std::time::Duration>,
+    /// What was ordered, e.g. h100-sxm5-80gb:8 (as for the audit).
+    #[arg(long, value_name = "MODEL[:COUNT]")]
+    pub expect: Option<String>,
+    /// The workload: raises or lowers the severity of the checks that matter for it.
+    #[arg(
+        long,
+        value_name = "PROFILE",
+        default_value = "general",
+        ignore_case = true,
+        value_parser = profile_parser()
+    )]
+    pub profile: Profile,
+    /// Where datasets and models live (storage checks); repeatable.
+    #[arg(long = "data-dir", value_name = "PATH")]
+    pub data_dirs: Vec<PathBuf>,
+    /// Only these GPU indices, e.g. 0,1 or 0-3.
+    #[arg(long, value_name = "LIST")]
+    pub gpus: Option<String>,
+}
+
+/// "60s", "5m", "1h 30m" (humantime); at least a second.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let d = humantime::parse_duration(s).map_err(|e| format!("'{s}': {e} (e.g. 60s, 5m, 6h)"))?;
+    if d < std::time::Duration::from_secs(1) {
+        return Err(format!("'{s}': at least 1s"));
+    }
+    Ok(d)
 }
 
 #[derive(Args, Debug)]
@@ -370,6 +423,34 @@ mod tests {
         let cli = Cli::try_parse_from(["gpuaudit", "--format", "markdown"]).unwrap();
         assert_eq!(cli.audit.format.map(Format::from), Some(Format::Markdown));
         assert!(Cli::try_parse_from(["gpuaudit", "--profile", "gaming"]).is_err());
+    }
+
+    #[test]
+    fn serve_durations_and_default_address() {
+        assert_eq!(
+            parse_duration("60s"),
+            Ok(std::time::Duration::from_secs(60))
+        );
+        assert_eq!(
+            parse_duration("5m"),
+            Ok(std::time::Duration::from_secs(300))
+        );
+        assert_eq!(parse_duration("1s"), Ok(std::time::Duration::from_secs(1)));
+        assert!(parse_duration("999ms").is_err());
+        assert!(parse_duration("soon").is_err());
+        let cli = Cli::try_parse_from(["gpuaudit", "serve"]).unwrap();
+        let Some(Command::Serve(s)) = cli.command else {
+            panic!("not serve")
+        };
+        assert_eq!(s.listen.port(), SERVE_DEFAULT_PORT);
+        assert!(s.listen.ip().is_loopback());
+        assert_eq!(s.interval, std::time::Duration::from_secs(60));
+        assert_eq!(s.measure_every, None);
+        // A snapshot has nothing to measure.
+        assert!(
+            Cli::try_parse_from(["gpuaudit", "serve", "--root", "x", "--measure-every", "1h"])
+                .is_err()
+        );
     }
 
     #[test]

@@ -48,6 +48,7 @@ fn main() -> ExitCode {
         Some(cli::Command::Completions { shell }) => commands::generate::completions(shell),
         Some(cli::Command::Man { out }) => commands::generate::man(out.as_deref()),
         Some(cli::Command::Rehearse(r)) => commands::rehearse::run(&r),
+        Some(cli::Command::Serve(s)) => commands::serve::run(&s),
     };
     // A signal that arrived meanwhile ends the process with the signal's status, not ours.
     cleanup::wait_if_terminating();

@@ -308,6 +308,11 @@ pub struct DataDir {
     pub role: String,
     /// Whether it exists.
     pub exists: bool,
+    /// Why whether it exists could not be told: a directory on its way this user may not
+    /// enter ("/root/.cache/torch: permission denied"); `exists` is then false. Left out of
+    /// cmd/data-dirs.json where it was told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
     /// With symbolic links resolved, where that could be done.
     pub resolved: Option<String>,
     /// Whether this audit's user can create files in it.

@@ -190,9 +190,11 @@ pub fn snapshot(dir: &Path, opts: &GatherOptions) -> Result<Facts, SnapshotError
     if let Ok(text) = cmd("nvidia-smi-nvlink-s.txt") {
         apply_nvlink_status(&mut facts, &text);
     }
-    facts.xid_events = match cmd("dmesg-xid.txt") {
-        Ok(t) => Reading::Value(files::xids_from_text(&t)),
-        Err(_) => Reading::unavailable("snapshot has no kernel log extract (cmd/dmesg-xid.txt)"),
+    facts.xid_events = match root.read_text("cmd/dmesg-xid.txt") {
+        Ok(Some(t)) => Reading::Value(files::xids_from_text(&t)),
+        Ok(None) => Reading::unavailable("snapshot has no kernel log extract (cmd/dmesg-xid.txt)"),
+        // Unreadable (permission denied, a FIFO, the unreadable marker) is not absent.
+        Err(e) => Reading::Unavailable(format!("kernel log extract not read: {e}")),
     };
     facts.host = host::gather(&root, &opts.host);
     // No toolkit directory in a snapshot without a host part: nobody looked for one.
@@ -837,5 +839,22 @@ mod tests {
             f.gpus.value().unwrap()[1].pcie.gen_current,
             Reading::Value(5)
         );
+    }
+
+    #[test]
+    fn a_kernel_log_extract_that_cannot_be_read_says_why_not_that_it_is_absent() {
+        let d = snapshot_with_xml(None);
+        let f = snapshot(d.path(), &GatherOptions::default()).unwrap();
+        assert_eq!(
+            f.xid_events.reason(),
+            Some("snapshot has no kernel log extract (cmd/dmesg-xid.txt)")
+        );
+        // Unreadable as a FIFO is (a root-only file read by another user is the other case:
+        // tests/unprivileged.rs runs that one as nobody).
+        fifo(&d.path().join("cmd/dmesg-xid.txt"));
+        let f = snapshot(d.path(), &GatherOptions::default()).unwrap();
+        let why = f.xid_events.reason().unwrap_or_default();
+        assert!(why.starts_with("kernel log extract not read: "), "{why}");
+        assert!(why.contains("FIFO"), "{why}");
     }
 }

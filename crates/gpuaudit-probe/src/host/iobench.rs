@@ -234,6 +234,8 @@ pub fn measure_all(dirs: &[DataDir]) -> Vec<DirThroughput> {
         // Two roles can name one directory (the cache inside the current directory).
         let result = if done.contains(&path) {
             Reading::unavailable(format!("same directory as {path}, measured once"))
+        } else if let Some(why) = &d.unreadable {
+            Reading::Unavailable(why.clone())
         } else if !d.exists {
             Reading::unavailable("does not exist")
         } else {
@@ -251,6 +253,23 @@ pub fn measure_all(dirs: &[DataDir]) -> Vec<DirThroughput> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_directory_this_user_may_not_enter_is_not_measured_and_says_why() {
+        let d = DataDir {
+            path: "/root/data".into(),
+            role: "--data-dir".into(),
+            exists: false,
+            unreadable: Some("/root/data: permission denied".into()),
+            resolved: None,
+            writable: Reading::unavailable("/root/data: permission denied"),
+        };
+        let out = measure_all(&[d]);
+        assert_eq!(
+            out[0].result.reason(),
+            Some("/root/data: permission denied")
+        );
+    }
 
     #[test]
     fn measures_a_small_file_and_leaves_nothing_behind() {

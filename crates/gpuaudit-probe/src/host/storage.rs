@@ -58,9 +58,14 @@ pub fn default_caches(env: &EnvFacts) -> Vec<(String, &'static str)> {
 
 fn live_dir(root: &RootFs, path: &Path, role: &str) -> DataDir {
     let machine_path = path.to_string_lossy();
-    let exists = root.exists(&machine_path);
+    let (exists, unreadable) = match root.stat(&machine_path) {
+        Ok(found) => (found.is_some(), None),
+        Err(why) => (false, Some(why)),
+    };
     let resolved = root.real_path(&machine_path);
-    let writable = if !exists {
+    let writable = if let Some(why) = &unreadable {
+        Reading::Unavailable(why.clone())
+    } else if !exists {
         Reading::unavailable("does not exist")
     } else {
         Reading::Value(can_write(path))
@@ -69,6 +74,7 @@ fn live_dir(root: &RootFs, path: &Path, role: &str) -> DataDir {
         path: path.to_string_lossy().into_owned(),
         role: role.to_string(),
         exists,
+        unreadable,
         resolved,
         writable,
     }
@@ -130,8 +136,13 @@ pub fn data_dirs(root: &RootFs, opts: &HostOptions, env: &EnvFacts) -> Reading<V
                 if let Some(d) = recorded.iter().find(|d| d.path == path) {
                     return d.clone();
                 }
+                let (exists, unreadable) = match root.stat(&path) {
+                    Ok(found) => (found.is_some(), None),
+                    Err(why) => (false, Some(why)),
+                };
                 DataDir {
-                    exists: root.exists(&path),
+                    exists,
+                    unreadable,
                     path,
                     role: "--data-dir".into(),
                     resolved: None,

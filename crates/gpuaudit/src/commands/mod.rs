@@ -6,3 +6,4 @@ pub mod generate;
 pub mod models;
 pub mod rehearse;
 pub mod report;
+pub mod serve;

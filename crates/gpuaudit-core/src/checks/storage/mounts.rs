@@ -73,6 +73,12 @@ fn run_mounts(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     let mut out = Vec::new();
     for d in dirs {
         let label = format!("{} ({})", d.path, d.role);
+        if let Some(why) = &d.unreadable {
+            out.push(
+                Finding::skip(ID, format!("cannot look at {label}: {why}")).with("path", &d.path),
+            );
+            continue;
+        }
         if !d.exists {
             out.push(
                 Finding::info(ID, format!("{label} does not exist: nothing to judge"))
@@ -230,6 +236,7 @@ mod tests {
             path: p.into(),
             role: "--data-dir".into(),
             exists: true,
+            unreadable: None,
             resolved: Some(p.into()),
             writable: Reading::Value(true),
         }
@@ -249,6 +256,22 @@ mod tests {
         assert_eq!(s, vec![Status::Fail, Status::Fail, Status::Pass], "{r:#?}");
         assert!(r[0].message.contains("rsize=65536"));
         assert!(r[1].message.contains("soft"));
+    }
+
+    #[test]
+    fn a_directory_this_user_may_not_look_into_is_a_skip_with_the_reason_not_missing() {
+        let mut f = facts("/dev/vda / ext4 rw 0 0\n");
+        let mut hidden = dir("/root/.cache/torch");
+        hidden.exists = false;
+        hidden.unreadable = Some("/root/.cache/torch: permission denied".into());
+        f.host.data_dirs = Reading::Value(vec![hidden, dir("/data")]);
+        let r = run_mounts(&f, &Policy::default());
+        assert_eq!(r[0].status, Status::Skip, "{r:#?}");
+        assert_eq!(
+            r[0].message,
+            "cannot look at /root/.cache/torch (--data-dir): /root/.cache/torch: permission denied"
+        );
+        assert_eq!(r[1].status, Status::Pass, "{r:#?}");
     }
 
     #[test]

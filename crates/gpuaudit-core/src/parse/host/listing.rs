@@ -356,6 +356,7 @@ mod tests {
             path: "/data".into(),
             role: "--data-dir".into(),
             exists: true,
+            unreadable: None,
             resolved: Some("/mnt/nfs/data".into()),
             writable: Reading::unavailable("not checked"),
         }];
