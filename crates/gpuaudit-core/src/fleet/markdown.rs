@@ -3,9 +3,8 @@
 //! Every string from a report is escaped (`render::escape::markdown_cell`).
 
 use super::table::{headline, some_nodes, NAMED_NODES};
-use super::{stats, verdict_word, with_gpus, Fleet};
+use super::{stats, verdict_word, with_gpus, with_unit, Fleet};
 use crate::render::escape::markdown_cell;
-use crate::units::figure;
 use std::fmt::Write;
 
 fn cell(s: &str) -> String {
@@ -69,14 +68,12 @@ pub fn markdown(f: &Fleet) -> String {
                 let on = o.gpu.map(|g| format!(" (GPU {g})")).unwrap_or_default();
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {}{on} | {} {} | {} {} | {:.1}% |",
+                    "| {} | {} | {}{on} | {} | {} | {:.1}% |",
                     cell(&fig.label()),
                     cell(&fig.peers),
                     cell(&o.node),
-                    figure(o.value),
-                    cell(&fig.unit),
-                    figure(fig.median),
-                    cell(&fig.unit),
+                    cell(&with_unit(o.value, &fig.unit)),
+                    cell(&with_unit(fig.median, &fig.unit)),
                     o.shortfall * 100.0
                 );
             }
@@ -150,13 +147,12 @@ pub fn markdown(f: &Fleet) -> String {
             };
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} {} | {} | {flagged} |",
+                "| {} | {} | {} | {} | {} | {flagged} |",
                 cell(&fig.label()),
                 cell(&fig.peers),
                 fig.nodes,
-                figure(fig.median),
-                cell(&fig.unit),
-                figure(fig.mad)
+                cell(&with_unit(fig.median, &fig.unit)),
+                cell(&with_unit(fig.mad, &fig.unit))
             );
         }
         let _ = writeln!(s, "\n</details>");

@@ -129,6 +129,16 @@ pub(crate) fn verdict_word(n: &Node) -> String {
     }
 }
 
+/// A figure with its unit: "3959 GB/s", "57.6 us"; a ratio (the burn's variation) bare.
+pub(crate) fn with_unit(v: f64, unit: &str) -> String {
+    let v = crate::units::figure(v);
+    if unit == "ratio" || unit.is_empty() {
+        v
+    } else {
+        format!("{v} {unit}")
+    }
+}
+
 /// `pcie.link (GPU 1)`, `memory.errors (GPUs 0, 3)`, `cuda.driver`.
 pub(crate) fn with_gpus(check: &str, gpus: &[u32]) -> String {
     match gpus {
@@ -188,6 +198,8 @@ mod tests {
 
     #[test]
     fn labels() {
+        assert_eq!(with_unit(3959.3, "GB/s"), "3959 GB/s");
+        assert_eq!(with_unit(0.0123, "ratio"), "0.01");
         assert_eq!(with_gpus("x", &[]), "x");
         assert_eq!(with_gpus("x", &[1]), "x (GPU 1)");
         assert_eq!(with_gpus("x", &[0, 3]), "x (GPUs 0, 3)");

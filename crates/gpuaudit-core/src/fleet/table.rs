@@ -2,9 +2,8 @@
 //! with nodes that stand out, the drift and the checks failing on several nodes. Every string
 //! from a report is escaped (`render::escape`): a hostname is hostile input.
 
-use super::{stats, verdict_word, with_gpus, Fleet, Node, Verdict};
+use super::{stats, verdict_word, with_gpus, with_unit, Fleet, Node, Verdict};
 use crate::render::escape::escape_line;
-use crate::units::figure;
 use owo_colors::{OwoColorize, Style};
 use std::fmt::Write;
 use textwrap::core::display_width;
@@ -220,13 +219,12 @@ pub fn table(f: &Fleet, width: usize, color: bool) -> String {
         }
         out.para(
             &format!(
-                "  {} · {} · {}: median {} {}, MAD {}",
+                "  {} · {} · {}: median {}, MAD {}",
                 fig.label(),
                 esc(&fig.peers),
                 plural(fig.nodes, "node", "nodes"),
-                figure(fig.median),
-                fig.unit,
-                figure(fig.mad)
+                with_unit(fig.median, &fig.unit),
+                with_unit(fig.mad, &fig.unit)
             ),
             6,
         );
@@ -234,10 +232,9 @@ pub fn table(f: &Fleet, width: usize, color: bool) -> String {
             let on = o.gpu.map(|g| format!(" on GPU {g}")).unwrap_or_default();
             out.para(
                 &format!(
-                    "    {} {} {}{on}: {:.1}% worse",
+                    "    {} {}{on}: {:.1}% worse",
                     esc(&o.node),
-                    figure(o.value),
-                    fig.unit,
+                    with_unit(o.value, &fig.unit),
                     o.shortfall * 100.0
                 ),
                 8,
