@@ -191,7 +191,7 @@ mod tests {
         assert_eq!(f.failing_checks[0].check, "pcie.link");
         let healthy = Fleet::summarise(&[input("a", 16)]);
         assert!(!healthy.fails());
-        assert!(Fleet::summarise(&[bad.clone()]).nothing_read());
+        assert!(Fleet::summarise(std::slice::from_ref(&bad)).nothing_read());
         // An unread file alone makes the fleet fail.
         assert!(Fleet::summarise(&[input("a", 16), bad]).fails());
     }

@@ -277,6 +277,31 @@ mod tests {
     }
 
     #[test]
+    fn a_warning_is_a_warn_node_and_a_failure_a_fail_node() {
+        let mut w = input("w", Some("w"));
+        let mut f = input("f", Some("f"));
+        w.report
+            .as_mut()
+            .unwrap()
+            .findings
+            .push(Finding::warn("os.persistence", "off"));
+        let r = f.report.as_mut().unwrap();
+        r.findings.push(Finding::warn("os.persistence", "off"));
+        r.findings.push(Finding::fail("cuda.driver", "too old"));
+        let n = nodes(&[w, f]);
+        assert_eq!((n[0].verdict, n[0].fail, n[0].warn), (Verdict::Warn, 0, 1));
+        assert!(n[0].failed_checks.is_empty());
+        assert_eq!((n[1].verdict, n[1].fail, n[1].warn), (Verdict::Fail, 1, 1));
+        assert_eq!(
+            n[1].failed_checks,
+            vec![FailedCheck {
+                check: "cuda.driver".into(),
+                gpus: vec![]
+            }]
+        );
+    }
+
+    #[test]
     fn failed_checks_name_their_gpus() {
         let facts = Machine::healthy("h200-sxm-141gb", 2)
             .gpu(1, |g| g.pcie.width_current = Reading::Value(8))
