@@ -3,8 +3,8 @@
 //! `cargo run --release -p gpuaudit --example fleet_timing [N] [DIR]` writes N measured
 //! 2×H200 reports (default 1000; every tenth node's GPU 1 copies 15% slower, every fiftieth
 //! on another driver) into DIR (default: a temporary directory), then times, in this process,
-//! what the command does with them: read and parse every file, summarise, render the table
-//! and the JSON. Time the binary itself on DIR with `time gpuaudit fleet DIR > /dev/null`.
+//! what the command does with them, on one thread (the command reads on every CPU): read and
+//! parse every file, summarise, render the table and the JSON. Time the binary itself on DIR with `time gpuaudit fleet DIR > /dev/null`.
 
 use gpuaudit_core::fleet::{self, Fleet, Input};
 use gpuaudit_core::testing::{measured, Machine};
@@ -44,7 +44,11 @@ fn main() {
     );
     let mut bytes = 0;
     for i in 0..n {
-        let mut r = if i % 10 == 3 { slow.clone() } else { healthy.clone() };
+        let mut r = if i % 10 == 3 {
+            slow.clone()
+        } else {
+            healthy.clone()
+        };
         r.machine.hostname = Some(format!("gpu-{i:04}"));
         if i % 50 == 7 {
             r.machine.driver_version = Some("580.95.05".into());
@@ -70,7 +74,10 @@ fn main() {
                 .unwrap_or_default(),
             report: std::fs::read_to_string(p)
                 .map_err(|e| e.to_string())
-                .and_then(|t| gpuaudit_core::report::from_json(&t).map_err(|e| e.to_string())),
+                .and_then(|t| {
+                    gpuaudit_core::report::from_json_for_summary(&t, fleet::EVIDENCE_READ)
+                        .map_err(|e| e.to_string())
+                }),
         })
         .collect();
     let read = start.elapsed();

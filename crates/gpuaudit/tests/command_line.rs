@@ -39,7 +39,10 @@ fn commands(dir: &Path) -> Vec<(Vec<String>, i32)> {
         (s(&["report", &saved.display().to_string()]), 0),
         // One node: the fleet fails where the audit failed.
         (s(&["fleet", &saved.display().to_string()]), code),
-        (s(&["fleet", &saved.display().to_string(), "--format", "json"]), code),
+        (
+            s(&["fleet", &saved.display().to_string(), "--format", "json"]),
+            code,
+        ),
         (s(&["--root", &root, "--format", "table"]), code),
         (s(&["--root", &root, "--format", "json"]), code),
         (s(&["--root", &root, "--format", "html"]), code),

@@ -10,6 +10,10 @@
 //! - PyTorch: cuda.framework's evidence `torch`, one finding per Python environment.
 
 use super::node::{gpu_model, Input, Node};
+
+/// The checks whose evidence the drift reads; a fleet's reader keeps only theirs
+/// (`report::from_json_for_summary`).
+pub const EVIDENCE_READ: &[&str] = &["cuda.libraries", "cuda.framework"];
 use crate::report::Report;
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
@@ -44,7 +48,7 @@ fn nccl_versions(report: &Report) -> BTreeSet<String> {
     for f in report
         .findings
         .iter()
-        .filter(|f| f.check == "cuda.libraries")
+        .filter(|f| f.check == EVIDENCE_READ[0])
     {
         for (_, v) in f.evidence.0.iter() {
             let items: Vec<&str> = match v {
@@ -73,7 +77,7 @@ fn torch_versions(report: &Report) -> BTreeSet<String> {
     report
         .findings
         .iter()
-        .filter(|f| f.check == "cuda.framework")
+        .filter(|f| f.check == EVIDENCE_READ[1])
         .filter_map(|f| f.evidence.get("torch")?.as_str().map(str::to_string))
         .collect()
 }

@@ -17,7 +17,7 @@ mod node;
 pub mod stats;
 mod table;
 
-pub use drift::{Drift, DriftValue};
+pub use drift::{Drift, DriftValue, EVIDENCE_READ};
 pub use failures::{FailedOn, FailingCheck};
 pub use figures::{Figure, Outlier};
 pub use markdown::markdown;

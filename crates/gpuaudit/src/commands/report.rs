@@ -42,6 +42,14 @@ impl NotRead {
 
 /// The report in the file at `path` (at most [`MAX_REPORT_BYTES`], `gpuaudit.report/1`).
 pub fn read(path: &Path) -> Result<Report, NotRead> {
+    read_with(path, gpuaudit_core::report::from_json)
+}
+
+/// As [`read`], the text parsed by `parse` (`from_json_for_summary` for the fleet).
+pub fn read_with(
+    path: &Path,
+    parse: impl Fn(&str) -> Result<Report, gpuaudit_core::report::ReadError>,
+) -> Result<Report, NotRead> {
     let mut bytes = Vec::new();
     std::fs::File::open(path)
         .and_then(|f| f.take(MAX_REPORT_BYTES + 1).read_to_end(&mut bytes))
@@ -57,7 +65,7 @@ pub fn read(path: &Path) -> Result<Report, NotRead> {
             "not a gpuaudit report (not UTF-8 text)".into(),
         ));
     };
-    gpuaudit_core::report::from_json(&text).map_err(|e| NotRead::Content(e.to_string()))
+    parse(&text).map_err(|e| NotRead::Content(e.to_string()))
 }
 
 /// Exit 0 when the report was rendered (its verdict is in it: the audit's own exit status
