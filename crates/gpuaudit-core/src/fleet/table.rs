@@ -210,7 +210,11 @@ pub fn table(f: &Fleet, width: usize, color: bool) -> String {
     let mut not_judged = Vec::new();
     for fig in &f.figures {
         if let Some(why) = &fig.not_judged {
-            not_judged.push(format!("{} on {} ({why})", fig.label(), esc(&fig.peers)));
+            not_judged.push(format!(
+                "{} on {} ({why})",
+                esc(&fig.label()),
+                esc(&fig.peers)
+            ));
             continue;
         }
         if fig.outliers.is_empty() {
@@ -220,11 +224,11 @@ pub fn table(f: &Fleet, width: usize, color: bool) -> String {
         out.para(
             &format!(
                 "  {} · {} · {}: median {}, MAD {}",
-                fig.label(),
+                esc(&fig.label()),
                 esc(&fig.peers),
                 plural(fig.nodes, "node", "nodes"),
-                with_unit(fig.median, &fig.unit),
-                with_unit(fig.mad, &fig.unit)
+                esc(&with_unit(fig.median, &fig.unit)),
+                esc(&with_unit(fig.mad, &fig.unit))
             ),
             6,
         );
@@ -234,7 +238,7 @@ pub fn table(f: &Fleet, width: usize, color: bool) -> String {
                 &format!(
                     "    {} {}{on}: {:.1}% worse",
                     esc(&o.node),
-                    with_unit(o.value, &fig.unit),
+                    esc(&with_unit(o.value, &fig.unit)),
                     o.shortfall * 100.0
                 ),
                 8,
@@ -344,6 +348,37 @@ mod tests {
             t.starts_with("Fleet of 1 node: 1 fail (1 not read), 0 pass"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn hostile_measurement_names_and_units_are_written_out() {
+        use crate::testing::{measured, Machine};
+        use crate::{Policy, Reading, Report};
+        let inputs: Vec<Input> = [1.0, 1.0, 1.0, 2.0]
+            .iter()
+            .enumerate()
+            .map(|(i, k)| {
+                let facts = Machine::healthy("h200-sxm-141gb", 1)
+                    .with(|f| f.machine.hostname = Reading::Value(format!("n{i}")))
+                    .measured(|m| m.context = Reading::Value(measured::ctx(400.0 / k, true)))
+                    .build();
+                let mut r = Report::build(&facts, &Policy::default());
+                for m in r.measurements.iter_mut() {
+                    m.name = format!("{}\x1b[31m", m.name);
+                    m.unit = "ms\u{9b}".into();
+                }
+                Input {
+                    file: format!("n{i}.json"),
+                    stem: format!("n{i}"),
+                    report: Ok(r),
+                }
+            })
+            .collect();
+        // (A unit gpuaudit does not write is "higher is better": the 200 ms node stands out.)
+        let t = table(&Fleet::summarise(&inputs), 80, false);
+        assert!(t.contains("n3 200 ms\\u{9b}"), "{t}");
+        assert!(!t.contains('\x1b') && !t.contains('\u{9b}'), "{t}");
+        assert!(t.contains("context_create_ms\\x1b[31m"), "{t}");
     }
 
     #[test]
