@@ -7,6 +7,7 @@
 pub mod checks;
 pub mod facts;
 pub mod finding;
+pub mod fleet;
 pub mod parse;
 pub mod policy;
 pub mod reading;

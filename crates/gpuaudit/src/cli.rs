@@ -50,6 +50,12 @@ pub enum Command {
     Burn(BurnArgs),
     /// Render a saved JSON report again (another format, another file), without auditing.
     Report(ReportArgs),
+    /// Summarise many nodes' JSON reports: one row per node, the nodes slower than their
+    /// peers, configuration drift, the checks failing on several nodes.
+    ///
+    /// Exit status: 0 no node failed a check, 1 a node failed one or its file is not a report,
+    /// 2 no report could be read at all (or an argument is wrong).
+    Fleet(FleetArgs),
     /// Print the JSON Schema of the JSON report (gpuaudit.report/1).
     Schema,
     /// Print the shell completion script for SHELL.
@@ -338,6 +344,35 @@ pub struct ReportArgs {
     /// Only the verdict and the problems.
     #[arg(long, short, conflicts_with = "verbose")]
     pub quiet: bool,
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t)]
+    pub color: ColorWhen,
+}
+
+/// The formats of `gpuaudit fleet`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FleetFormat {
+    /// For a person at a terminal.
+    #[value(alias = "text")]
+    Table,
+    /// gpuaudit.fleet/1, for scripts.
+    Json,
+    /// Markdown, for a ticket or an issue.
+    #[value(alias = "markdown")]
+    Md,
+}
+
+#[derive(Args, Debug)]
+pub struct FleetArgs {
+    /// Reports gpuaudit wrote as JSON (`--format json`), or directories: every *.json file in
+    /// each (not its subdirectories), in name order.
+    #[arg(value_name = "REPORT.json|DIR", required = true)]
+    pub reports: Vec<PathBuf>,
+    /// Default: table (also when piped), or from the --output file's extension (.json, .md).
+    #[arg(long, value_enum, ignore_case = true)]
+    pub format: Option<FleetFormat>,
+    /// Write the summary to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
     #[arg(long, value_name = "WHEN", value_enum, default_value_t)]
     pub color: ColorWhen,
 }

@@ -37,6 +37,12 @@ fn commands(dir: &Path) -> Vec<(Vec<String>, i32)> {
         (s(&["--help"]), 0),
         (s(&["--version"]), 0),
         (s(&["report", &saved.display().to_string()]), 0),
+        // One node: the fleet fails where the audit failed.
+        (s(&["fleet", &saved.display().to_string()]), code),
+        (
+            s(&["fleet", &saved.display().to_string(), "--format", "json"]),
+            code,
+        ),
         (s(&["--root", &root, "--format", "table"]), code),
         (s(&["--root", &root, "--format", "json"]), code),
         (s(&["--root", &root, "--format", "html"]), code),
@@ -297,6 +303,7 @@ fn man_pages_of_every_command() {
         "gpuaudit.1",
         "gpuaudit-audit.1",
         "gpuaudit-report.1",
+        "gpuaudit-fleet.1",
         "gpuaudit-explain.1",
         "gpuaudit-completions.1",
     ] {

@@ -8,7 +8,7 @@ mod schema;
 mod series;
 
 pub use measurements::measurements;
-pub use read::{from_json, ReadError};
+pub use read::{from_json, from_json_for_summary, ReadError};
 pub use schema::{json_schema, json_schema_text};
 pub use series::{series, BurnTimeline, CopyCurve, Series, SizePoint};
 

@@ -2,6 +2,7 @@
 //! any other is refused with one sentence that names it.
 
 use super::{Report, SCHEMA};
+use crate::finding::{Evidence, Finding, Status};
 use crate::parse::fact_line;
 
 /// Why a file is not a report this gpuaudit reads. The caller puts the file's name in front.
@@ -17,17 +18,203 @@ pub enum ReadError {
     Invalid(String),
 }
 
+/// The `schema` of a JSON object, without building the rest of it: missing is `None`, any
+/// value (null included) is `Some`.
+#[derive(serde::Deserialize)]
+struct Head {
+    #[serde(default, deserialize_with = "present")]
+    schema: Option<serde_json::Value>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<serde_json::Value>, D::Error> {
+    serde::Deserialize::deserialize(d).map(Some)
+}
+
+/// Whether `text` is a JSON object whose `schema` is [`SCHEMA`]; the text is parsed once for
+/// that, without building a tree of it (a report of 8 GPUs with `--full` is a few hundred KiB,
+/// and `gpuaudit fleet` reads a thousand).
+fn check_schema(text: &str) -> Result<(), ReadError> {
+    let not_json = |e: serde_json::Error| ReadError::NotJson(fact_line(&e.to_string()));
+    if !text.trim_start().starts_with('{') {
+        // An array, a number, a string: JSON, but no report; or not JSON at all.
+        serde_json::from_str::<serde::de::IgnoredAny>(text).map_err(not_json)?;
+        return Err(ReadError::NotAReport);
+    }
+    let head: Head = serde_json::from_str(text).map_err(not_json)?;
+    match head.schema {
+        None => Err(ReadError::NotAReport),
+        Some(serde_json::Value::String(s)) if s == SCHEMA => Ok(()),
+        Some(serde_json::Value::String(s)) => Err(ReadError::OtherSchema(fact_line(&s))),
+        Some(other) => Err(ReadError::OtherSchema(fact_line(&other.to_string()))),
+    }
+}
+
+fn invalid(e: serde_json::Error) -> ReadError {
+    ReadError::Invalid(fact_line(&e.to_string()))
+}
+
 /// The report in `text`, where it is one of [`SCHEMA`].
 pub fn from_json(text: &str) -> Result<Report, ReadError> {
-    let v: serde_json::Value =
-        serde_json::from_str(text).map_err(|e| ReadError::NotJson(fact_line(&e.to_string())))?;
-    match v.get("schema") {
-        None => return Err(ReadError::NotAReport),
-        Some(serde_json::Value::String(s)) if s == SCHEMA => {}
-        Some(serde_json::Value::String(s)) => return Err(ReadError::OtherSchema(fact_line(s))),
-        Some(other) => return Err(ReadError::OtherSchema(fact_line(&other.to_string()))),
+    check_schema(text)?;
+    serde_json::from_str(text).map_err(invalid)
+}
+
+/// A finding as a summary reads it: check, status and GPU; its evidence only for the checks
+/// in `keep` (read where `check` comes before `evidence`, as gpuaudit writes them), no message
+/// and no fix. Skipping what is not read is most of the time a fleet spends on a report.
+struct SummaryFinding(Finding);
+
+struct SummaryFindingSeed<'a>(&'a [&'a str]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for SummaryFindingSeed<'_> {
+    type Value = SummaryFinding;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<SummaryFinding, D::Error> {
+        d.deserialize_map(self)
     }
-    serde_json::from_value(v).map_err(|e| ReadError::Invalid(fact_line(&e.to_string())))
+}
+
+impl<'de> serde::de::Visitor<'de> for SummaryFindingSeed<'_> {
+    type Value = SummaryFinding;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a finding")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<SummaryFinding, A::Error> {
+        use serde::de::{Error, IgnoredAny};
+        let (mut check, mut status, mut gpu) = (None::<String>, None::<Status>, None::<u32>);
+        let mut evidence = Evidence::new();
+        while let Some(key) = m.next_key::<String>()? {
+            match key.as_str() {
+                "check" => check = Some(m.next_value()?),
+                "status" => status = Some(m.next_value()?),
+                "gpu" => gpu = m.next_value()?,
+                "evidence" if check.as_deref().is_some_and(|c| self.0.contains(&c)) => {
+                    evidence = m.next_value()?
+                }
+                _ => {
+                    m.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(SummaryFinding(Finding {
+            check: check.ok_or_else(|| A::Error::missing_field("check"))?,
+            status: status.ok_or_else(|| A::Error::missing_field("status"))?,
+            gpu,
+            message: String::new(),
+            evidence,
+            fix: None,
+        }))
+    }
+}
+
+struct SummaryFindings<'a>(&'a [&'a str]);
+
+impl<'de> serde::de::DeserializeSeed<'de> for SummaryFindings<'_> {
+    type Value = Vec<Finding>;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Vec<Finding>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for SummaryFindings<'_> {
+    type Value = Vec<Finding>;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a list of findings")
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut s: A) -> Result<Vec<Finding>, A::Error> {
+        let mut out = Vec::new();
+        while let Some(f) = s.next_element_seed(SummaryFindingSeed(self.0))? {
+            out.push(f.0);
+        }
+        Ok(out)
+    }
+}
+
+/// A measurement as a summary reads it: without its method.
+#[derive(serde::Deserialize)]
+struct SummaryMeasurement {
+    name: String,
+    gpu: Option<u32>,
+    peer: Option<u32>,
+    value: f64,
+    unit: String,
+    expected: Option<f64>,
+    ratio: Option<f64>,
+    #[serde(default)]
+    size_bytes: Option<u64>,
+    #[serde(default)]
+    dtype: Option<String>,
+}
+
+/// The top level of a report as a summary reads it (`series` is not read).
+struct SummaryReport<'a>(&'a [&'a str]);
+
+impl<'de> serde::de::Visitor<'de> for SummaryReport<'_> {
+    type Value = Report;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a gpuaudit report")
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Report, A::Error> {
+        use serde::de::{Error, IgnoredAny};
+        let (mut schema, mut tool, mut audit, mut machine) = (None, None, None, None);
+        let (mut gpus, mut findings, mut measurements, mut summary) = (None, None, None, None);
+        while let Some(key) = m.next_key::<String>()? {
+            match key.as_str() {
+                "schema" => schema = Some(m.next_value()?),
+                "tool" => tool = Some(m.next_value()?),
+                "audit" => audit = Some(m.next_value()?),
+                "machine" => machine = Some(m.next_value()?),
+                "gpus" => gpus = Some(m.next_value()?),
+                "findings" => findings = Some(m.next_value_seed(SummaryFindings(self.0))?),
+                "measurements" => {
+                    let v: Vec<SummaryMeasurement> = m.next_value()?;
+                    measurements = Some(
+                        v.into_iter()
+                            .map(|x| crate::facts::Measurement {
+                                name: x.name,
+                                gpu: x.gpu,
+                                peer: x.peer,
+                                value: x.value,
+                                unit: x.unit,
+                                expected: x.expected,
+                                ratio: x.ratio,
+                                method: String::new(),
+                                size_bytes: x.size_bytes,
+                                dtype: x.dtype,
+                            })
+                            .collect(),
+                    )
+                }
+                "summary" => summary = Some(m.next_value()?),
+                _ => {
+                    m.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Report {
+            schema: schema.ok_or_else(|| A::Error::missing_field("schema"))?,
+            tool: tool.ok_or_else(|| A::Error::missing_field("tool"))?,
+            audit: audit.ok_or_else(|| A::Error::missing_field("audit"))?,
+            machine: machine.ok_or_else(|| A::Error::missing_field("machine"))?,
+            gpus: gpus.ok_or_else(|| A::Error::missing_field("gpus"))?,
+            findings: findings.ok_or_else(|| A::Error::missing_field("findings"))?,
+            measurements: measurements.ok_or_else(|| A::Error::missing_field("measurements"))?,
+            series: super::Series::default(),
+            summary: summary.ok_or_else(|| A::Error::missing_field("summary"))?,
+        })
+    }
+}
+
+/// As [`from_json`], for a summary of many reports (`gpuaudit fleet`): the same schema and the
+/// same form are required, but what a summary does not read is left empty: `series`, every
+/// finding's message and fix, the evidence of findings of checks not in `evidence_of`, the
+/// measurements' methods.
+pub fn from_json_for_summary(text: &str, evidence_of: &[&str]) -> Result<Report, ReadError> {
+    check_schema(text)?;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let r = serde::Deserializer::deserialize_map(&mut de, SummaryReport(evidence_of))
+        .map_err(invalid)?;
+    de.end().map_err(invalid)?;
+    Ok(r)
 }
 
 #[cfg(test)]
@@ -45,6 +232,58 @@ mod tests {
         let text = serde_json::to_string(&r).unwrap();
         let back = from_json(&text).unwrap();
         assert_eq!(serde_json::to_string(&back).unwrap(), text);
+    }
+
+    #[test]
+    fn a_summary_reads_what_it_needs_and_refuses_the_same() {
+        use crate::testing::measured;
+        let facts = Machine::healthy("h200-sxm-141gb", 2)
+            .measured(|m| measured::full_run(m, 2))
+            .build();
+        let r = Report::build(&facts, &Policy::default());
+        assert!(!r.series.host_copy.is_empty());
+        let text = serde_json::to_string(&r).unwrap();
+        let back = from_json_for_summary(&text, &["pcie.link"]).unwrap();
+        assert!(back.series.host_copy.is_empty() && back.series.burn.is_empty());
+        // What the full reader reads (floats parse the same way in both), less what is skipped.
+        let mut want = from_json(&text).unwrap();
+        want.series = Default::default();
+        for f in want.findings.iter_mut() {
+            f.message.clear();
+            f.fix = None;
+            if f.check != "pcie.link" {
+                f.evidence = Evidence::new();
+            }
+        }
+        for m in want.measurements.iter_mut() {
+            m.method.clear();
+        }
+        assert!(want.findings.iter().any(|f| !f.evidence.is_empty()));
+        assert_eq!(
+            serde_json::to_string(&back).unwrap(),
+            serde_json::to_string(&want).unwrap()
+        );
+        for bad in [
+            r#"{"schema": "gpuaudit.report/2"}"#,
+            "[1]",
+            "{ not",
+            r#"{"a": 1}"#,
+        ] {
+            assert_eq!(
+                from_json_for_summary(bad, &[]).unwrap_err(),
+                from_json(bad).unwrap_err()
+            );
+        }
+        let e = from_json_for_summary(r#"{"schema": "gpuaudit.report/1", "tool": 3}"#, &[])
+            .unwrap_err();
+        assert!(matches!(e, ReadError::Invalid(_)), "{e}");
+        let e = from_json_for_summary(r#"{"schema": "gpuaudit.report/1"}"#, &[]).unwrap_err();
+        assert!(e.to_string().contains("missing field"), "{e}");
+        assert_eq!(
+            from_json(r#"{"schema": null}"#).unwrap_err(),
+            ReadError::OtherSchema("null".into())
+        );
+        assert_eq!(from_json("  7 ").unwrap_err(), ReadError::NotAReport);
     }
 
     #[test]

@@ -2,14 +2,71 @@
 
 use crate::cli::ReportArgs;
 use crate::output;
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{anyhow, Result};
 use gpuaudit_core::render::TableOptions;
+use gpuaudit_core::Report;
 use gpuaudit_probe::root::io_reason;
 use std::io::Read;
+use std::path::Path;
 
 /// A report larger than this is not one gpuaudit wrote (a full audit of 8 GPUs is a few
 /// hundred KiB); reading stops there, so `gpuaudit report /dev/zero` ends.
 pub const MAX_REPORT_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Why a file is not a report this gpuaudit reads, in one line.
+#[derive(Debug)]
+pub enum NotRead {
+    /// The file could not be opened or read (the reason, from the system).
+    Io(String),
+    /// It was read, and is not a report (too large, not UTF-8, not JSON, another schema).
+    Content(String),
+}
+
+impl NotRead {
+    /// The reason alone, for a list of files that names each (`gpuaudit fleet`).
+    pub fn reason(&self) -> String {
+        match self {
+            NotRead::Io(r) => format!("cannot be read: {r}"),
+            NotRead::Content(r) => r.clone(),
+        }
+    }
+
+    /// The reason after the file's name, for an error of one file (`gpuaudit report`).
+    pub fn of_file(&self, name: &str) -> String {
+        match self {
+            NotRead::Io(r) => format!("cannot read {name}: {r}"),
+            NotRead::Content(r) => format!("{name}: {r}"),
+        }
+    }
+}
+
+/// The report in the file at `path` (at most [`MAX_REPORT_BYTES`], `gpuaudit.report/1`).
+pub fn read(path: &Path) -> Result<Report, NotRead> {
+    read_with(path, gpuaudit_core::report::from_json)
+}
+
+/// As [`read`], the text parsed by `parse` (`from_json_for_summary` for the fleet).
+pub fn read_with(
+    path: &Path,
+    parse: impl Fn(&str) -> Result<Report, gpuaudit_core::report::ReadError>,
+) -> Result<Report, NotRead> {
+    let mut bytes = Vec::new();
+    std::fs::File::open(path)
+        .and_then(|f| f.take(MAX_REPORT_BYTES + 1).read_to_end(&mut bytes))
+        .map_err(|e| NotRead::Io(io_reason(&e)))?;
+    if bytes.len() as u64 > MAX_REPORT_BYTES {
+        return Err(NotRead::Content(format!(
+            "larger than {} MiB: not a gpuaudit report",
+            MAX_REPORT_BYTES >> 20
+        )));
+    }
+    let Ok(text) = String::from_utf8(bytes) else {
+        return Err(NotRead::Content(
+            "not a gpuaudit report (not UTF-8 text)".into(),
+        ));
+    };
+    parse(&text).map_err(|e| NotRead::Content(e.to_string()))
+}
 
 /// Exit 0 when the report was rendered (its verdict is in it: the audit's own exit status
 /// said it when it ran), 2 when the file is not a report this gpuaudit reads.
@@ -17,20 +74,7 @@ pub fn run(args: &ReportArgs) -> Result<u8> {
     let name = args.report.display().to_string();
     let format = output::choose_format(args.format.map(Into::into), args.output.as_deref())?;
     let color = output::use_color(args.color, args.output.as_deref());
-    let mut bytes = Vec::new();
-    std::fs::File::open(&args.report)
-        .and_then(|f| f.take(MAX_REPORT_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| anyhow!("cannot read {name}: {}", io_reason(&e)))?;
-    if bytes.len() as u64 > MAX_REPORT_BYTES {
-        bail!(
-            "{name}: larger than {} MiB: not a gpuaudit report",
-            MAX_REPORT_BYTES >> 20
-        );
-    }
-    let Ok(text) = String::from_utf8(bytes) else {
-        bail!("{name}: not a gpuaudit report (not UTF-8 text)");
-    };
-    let report = gpuaudit_core::report::from_json(&text).with_context(|| name.clone())?;
+    let report = read(&args.report).map_err(|e| anyhow!(e.of_file(&name)))?;
     let table = TableOptions {
         color,
         verbose: args.verbose,

@@ -1,0 +1,181 @@
+//! The fleet in Markdown, for a ticket: the verdict heading, a table of the nodes, the
+//! flagged figures, the drift, the checks failing on several nodes, and every figure folded.
+//! Every string from a report is escaped (`render::escape::markdown_cell`).
+
+use super::table::{headline, some_nodes, NAMED_NODES};
+use super::{stats, verdict_word, with_gpus, with_unit, Fleet};
+use crate::render::escape::markdown_cell;
+use std::fmt::Write;
+
+fn cell(s: &str) -> String {
+    markdown_cell(s)
+}
+
+pub fn markdown(f: &Fleet) -> String {
+    let mut s = String::new();
+    let icon = if f.fails() {
+        "❌"
+    } else if f.counts.warn > 0 || f.counts.flagged > 0 {
+        "⚠️"
+    } else {
+        "✅"
+    };
+    let _ = writeln!(s, "### {icon} {}\n", headline(f));
+    let _ = writeln!(
+        s,
+        "gpuaudit {} · `{}` · a node stands out {:.0}% or more worse than the median of {} or \
+         more peers (same GPUs)\n",
+        f.tool.version,
+        f.schema,
+        stats::SHORTFALL * 100.0,
+        stats::MIN_PEERS
+    );
+
+    let _ = writeln!(s, "| node | GPUs | verdict | failed checks |");
+    let _ = writeln!(s, "|---|---|---|---|");
+    for n in &f.nodes {
+        let (gpus, verdict, checks) = match &n.not_read {
+            Some(reason) => (String::new(), "not read".into(), cell(reason)),
+            None => {
+                let mut checks: Vec<String> = n
+                    .failed_checks
+                    .iter()
+                    .map(|c| with_gpus(&format!("`{}`", cell(&c.check)), &c.gpus))
+                    .collect();
+                if !n.same_hostname_as.is_empty() {
+                    checks.push(format!(
+                        "same hostname as {}",
+                        n.same_hostname_as
+                            .iter()
+                            .map(|f| cell(f))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ));
+                }
+                (cell(&n.gpu_label()), verdict_word(n), checks.join(", "))
+            }
+        };
+        let _ = writeln!(s, "| {} | {gpus} | {verdict} | {checks} |", cell(&n.name));
+    }
+
+    let flagged: Vec<_> = f.flagged_figures().collect();
+    if !flagged.is_empty() {
+        let _ = writeln!(s, "\n#### Nodes slower than their peers\n");
+        let _ = writeln!(s, "| figure | GPUs | node | value | median | worse by |");
+        let _ = writeln!(s, "|---|---|---|---|---|---|");
+        for fig in flagged {
+            for o in &fig.outliers {
+                let on = o.gpu.map(|g| format!(" (GPU {g})")).unwrap_or_default();
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {}{on} | {} | {} | {:.1}% |",
+                    cell(&fig.label()),
+                    cell(&fig.peers),
+                    cell(&o.node),
+                    cell(&with_unit(o.value, &fig.unit)),
+                    cell(&with_unit(fig.median, &fig.unit)),
+                    o.shortfall * 100.0
+                );
+            }
+        }
+    }
+
+    if !f.drift.is_empty() {
+        let _ = writeln!(s, "\n#### Drift\n");
+        let _ = writeln!(s, "| field | value | nodes |");
+        let _ = writeln!(s, "|---|---|---|");
+        for d in &f.drift {
+            for v in &d.values {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {} ({}) |",
+                    cell(&d.field),
+                    cell(&v.value),
+                    v.nodes.len(),
+                    some_nodes(&v.nodes, NAMED_NODES, cell)
+                );
+            }
+            if !d.not_known.is_empty() {
+                let _ = writeln!(
+                    s,
+                    "| {} | not known | {} ({}) |",
+                    cell(&d.field),
+                    d.not_known.len(),
+                    some_nodes(&d.not_known, NAMED_NODES, cell)
+                );
+            }
+        }
+    }
+
+    let several: Vec<_> = f
+        .failing_checks
+        .iter()
+        .filter(|c| c.nodes.len() > 1)
+        .collect();
+    if !several.is_empty() {
+        let _ = writeln!(s, "\n#### Failing on several nodes\n");
+        let _ = writeln!(s, "| check | nodes | on |");
+        let _ = writeln!(s, "|---|---|---|");
+        for c in several {
+            let on: Vec<String> = c
+                .nodes
+                .iter()
+                .map(|n| with_gpus(&cell(&n.node), &n.gpus))
+                .collect();
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {} |",
+                cell(&c.check),
+                c.nodes.len(),
+                on.join(", ")
+            );
+        }
+    }
+
+    if !f.figures.is_empty() {
+        let _ = writeln!(
+            s,
+            "\n<details><summary>Every measured figure ({})</summary>\n",
+            f.figures.len()
+        );
+        let _ = writeln!(s, "| figure | GPUs | nodes | median | MAD | flagged |");
+        let _ = writeln!(s, "|---|---|---|---|---|---|");
+        for fig in &f.figures {
+            let flagged = match &fig.not_judged {
+                Some(why) => cell(why),
+                None => fig.outliers.len().to_string(),
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {} | {} | {} | {} | {flagged} |",
+                cell(&fig.label()),
+                cell(&fig.peers),
+                fig.nodes,
+                cell(&with_unit(fig.median, &fig.unit)),
+                cell(&with_unit(fig.mad, &fig.unit))
+            );
+        }
+        let _ = writeln!(s, "\n</details>");
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::Input;
+
+    #[test]
+    fn hostile_text_cannot_become_markup_or_open_a_cell() {
+        let bad = Input {
+            file: "x.json".into(),
+            stem: "<img src=x onerror=alert(1)>|x".into(),
+            report: Err("not JSON\n| forged | row |".into()),
+        };
+        let m = markdown(&Fleet::summarise(&[bad]));
+        assert!(!m.contains("<img"), "{m}");
+        assert!(m.contains("&lt;img src=x onerror=alert(1)&gt;\\|x"), "{m}");
+        assert!(!m.contains("\n| forged"), "{m}");
+        assert!(m.starts_with("### ❌ Fleet of 1 node"), "{m}");
+    }
+}

@@ -1,0 +1,230 @@
+//! `gpuaudit fleet`: many nodes' reports summarised (`gpuaudit.fleet/1`): one row per node,
+//! the measured figures against the fleet's own median, configuration drift, and the checks
+//! that fail on several nodes. Pure: the command reads the files, this judges and renders.
+//!
+//! - `node.rs`: a node from one report (or the reason its file is not one);
+//! - `stats.rs`: median, MAD, and the rule that flags a node (its thresholds);
+//! - `figures.rs`: each measured figure per group of peers;
+//! - `drift.rs`: fields that differ between nodes;
+//! - `failures.rs`: check id -> nodes;
+//! - `table.rs`, `markdown.rs`: the views (JSON is the serialised [`Fleet`]).
+
+mod drift;
+mod failures;
+mod figures;
+mod markdown;
+mod node;
+pub mod stats;
+mod table;
+
+pub use drift::{Drift, DriftValue, EVIDENCE_READ};
+pub use failures::{FailedOn, FailingCheck};
+pub use figures::{Figure, Outlier};
+pub use markdown::markdown;
+pub use node::{FailedCheck, GpuGroup, Input, Node, Verdict};
+pub use table::table;
+
+use serde::Serialize;
+
+pub const SCHEMA: &str = "gpuaudit.fleet/1";
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Tool {
+    pub name: String,
+    pub version: String,
+}
+
+/// How many nodes of each verdict.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    pub nodes: usize,
+    pub pass: usize,
+    pub warn: usize,
+    pub fail: usize,
+    pub not_read: usize,
+    /// Nodes with at least one figure flagged against their peers.
+    pub flagged: usize,
+}
+
+/// The fleet summary: what `--format json` writes.
+#[derive(Clone, Debug, Serialize)]
+pub struct Fleet {
+    pub schema: String,
+    pub tool: Tool,
+    pub counts: Counts,
+    pub nodes: Vec<Node>,
+    pub figures: Vec<Figure>,
+    pub drift: Vec<Drift>,
+    pub failing_checks: Vec<FailingCheck>,
+}
+
+impl Fleet {
+    /// The fleet of `inputs`, in their order (the command sorts the files).
+    pub fn summarise(inputs: &[Input]) -> Fleet {
+        let nodes = node::nodes(inputs);
+        let figures = figures::figures(inputs, &nodes);
+        let drift = drift::drift(inputs, &nodes);
+        let failing_checks = failures::failing_checks(&nodes);
+        let mut flagged: Vec<&str> = figures
+            .iter()
+            .flat_map(|f| f.outliers.iter().map(|o| o.node.as_str()))
+            .collect();
+        flagged.sort_unstable();
+        flagged.dedup();
+        let count = |v: Verdict| nodes.iter().filter(|n| n.verdict == v).count();
+        let counts = Counts {
+            nodes: nodes.len(),
+            pass: count(Verdict::Pass),
+            warn: count(Verdict::Warn),
+            fail: count(Verdict::Fail),
+            not_read: count(Verdict::NotRead),
+            flagged: flagged.len(),
+        };
+        Fleet {
+            schema: SCHEMA.into(),
+            tool: Tool {
+                name: "gpuaudit".into(),
+                version: env!("CARGO_PKG_VERSION").into(),
+            },
+            counts,
+            nodes,
+            figures,
+            drift,
+            failing_checks,
+        }
+    }
+
+    /// Whether any node failed a check or could not be read (the command's exit 1).
+    pub fn fails(&self) -> bool {
+        self.nodes.iter().any(|n| n.verdict.fails())
+    }
+
+    /// Whether no report at all could be read (the command's exit 2).
+    pub fn nothing_read(&self) -> bool {
+        self.counts.not_read == self.counts.nodes
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut s = serde_json::to_string_pretty(self).unwrap_or_else(|e| {
+            // Serialising plain data with string keys cannot fail; say so rather than panic.
+            format!("{{\"schema\": \"{SCHEMA}\", \"error\": \"{e}\"}}")
+        });
+        s.push('\n');
+        s
+    }
+
+    /// The figures with a node flagged, the figures that could not be judged are not.
+    pub fn flagged_figures(&self) -> impl Iterator<Item = &Figure> {
+        self.figures.iter().filter(|f| !f.outliers.is_empty())
+    }
+}
+
+/// How a verdict reads in the views.
+pub(crate) fn verdict_word(n: &Node) -> String {
+    match n.verdict {
+        Verdict::NotRead => "not read".into(),
+        Verdict::Fail => format!("FAIL {} · warn {}", n.fail, n.warn),
+        Verdict::Warn => format!("warn {}", n.warn),
+        Verdict::Pass => "pass".into(),
+    }
+}
+
+/// A figure with its unit: "3959 GB/s", "57.6 us"; a ratio (the burn's variation) bare.
+pub(crate) fn with_unit(v: f64, unit: &str) -> String {
+    let v = crate::units::figure(v);
+    if unit == "ratio" || unit.is_empty() {
+        v
+    } else {
+        format!("{v} {unit}")
+    }
+}
+
+/// `pcie.link (GPU 1)`, `memory.errors (GPUs 0, 3)`, `cuda.driver`.
+pub(crate) fn with_gpus(check: &str, gpus: &[u32]) -> String {
+    match gpus {
+        [] => check.to_string(),
+        [g] => format!("{check} (GPU {g})"),
+        _ => format!(
+            "{check} (GPUs {})",
+            gpus.iter()
+                .map(u32::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::Report;
+    use crate::testing::Machine;
+    use crate::{Policy, Reading};
+
+    fn input(host: &str, width1: u32) -> Input {
+        let facts = Machine::healthy("h200-sxm-141gb", 2)
+            .with(|f| f.machine.hostname = Reading::Value(host.into()))
+            .gpu(1, |g| g.pcie.width_current = Reading::Value(width1))
+            .build();
+        Input {
+            file: format!("{host}.json"),
+            stem: host.into(),
+            report: Ok(Report::build(&facts, &Policy::default())),
+        }
+    }
+
+    #[test]
+    fn counts_and_exit_conditions() {
+        let bad = Input {
+            file: "bad.json".into(),
+            stem: "bad".into(),
+            report: Err("not JSON".into()),
+        };
+        let f = Fleet::summarise(&[input("a", 16), input("b", 8), bad.clone()]);
+        assert_eq!(f.schema, "gpuaudit.fleet/1");
+        assert_eq!(f.counts.nodes, 3);
+        assert_eq!(f.counts.fail, 1);
+        assert_eq!(f.counts.not_read, 1);
+        assert_eq!(f.counts.pass + f.counts.warn, 1);
+        assert!(f.fails());
+        assert!(!f.nothing_read());
+        assert_eq!(f.failing_checks[0].check, "pcie.link");
+        let healthy = Fleet::summarise(&[input("a", 16)]);
+        assert!(!healthy.fails());
+        assert!(Fleet::summarise(std::slice::from_ref(&bad)).nothing_read());
+        // An unread file alone makes the fleet fail.
+        assert!(Fleet::summarise(&[input("a", 16), bad]).fails());
+    }
+
+    #[test]
+    fn labels() {
+        assert_eq!(with_unit(3959.3, "GB/s"), "3959 GB/s");
+        assert_eq!(with_unit(0.0123, "ratio"), "0.01");
+        assert_eq!(with_gpus("x", &[]), "x");
+        assert_eq!(with_gpus("x", &[1]), "x (GPU 1)");
+        assert_eq!(with_gpus("x", &[0, 3]), "x (GPUs 0, 3)");
+    }
+
+    #[test]
+    fn json_names_its_schema_and_fields() {
+        let f = Fleet::summarise(&[input("a", 16), input("b", 8)]);
+        let v: serde_json::Value = serde_json::from_str(&f.to_json()).unwrap();
+        assert_eq!(v["schema"], "gpuaudit.fleet/1");
+        for k in [
+            "tool",
+            "counts",
+            "nodes",
+            "figures",
+            "drift",
+            "failing_checks",
+        ] {
+            assert!(v.get(k).is_some(), "{k}");
+        }
+        let b = &v["nodes"][1];
+        assert_eq!(b["name"], "b");
+        assert_eq!(b["verdict"], "fail");
+        assert_eq!(b["gpus"][0]["count"], 2);
+        assert_eq!(b["failed_checks"][0]["check"], "pcie.link");
+        assert_eq!(b["failed_checks"][0]["gpus"][0], 1);
+    }
+}

@@ -1,0 +1,325 @@
+//! One node of the fleet: the report read from one file (or why it could not be), its GPUs,
+//! its verdict and the checks that failed on it.
+
+use crate::finding::{Finding, Status};
+use crate::report::Report;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// One file given to `gpuaudit fleet`: its path as given, its stem, and the report in it or
+/// the one-line reason it is not one.
+#[derive(Clone, Debug)]
+pub struct Input {
+    pub file: String,
+    pub stem: String,
+    pub report: Result<Report, String>,
+}
+
+/// GPUs of one model on a node: `8× NVIDIA H100 80GB HBM3`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct GpuGroup {
+    pub count: u32,
+    pub model: String,
+}
+
+/// A check that failed on a node, and on which of its GPUs (empty: about the machine).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct FailedCheck {
+    pub check: String,
+    pub gpus: Vec<u32>,
+}
+
+/// A node's verdict: the worst of its findings; a report that could not be read fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Pass,
+    Warn,
+    Fail,
+    NotRead,
+}
+
+impl Verdict {
+    pub fn fails(self) -> bool {
+        matches!(self, Verdict::Fail | Verdict::NotRead)
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Node {
+    /// How the fleet names the node, unique in it: the report's hostname, else the file's
+    /// stem; where two reports have one hostname, the hostname and the file's stem.
+    pub name: String,
+    pub file: String,
+    pub hostname: Option<String>,
+    /// The other files whose report has this node's hostname.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub same_hostname_as: Vec<String>,
+    /// Why the file is not a report this gpuaudit reads (one line); null where it was read.
+    pub not_read: Option<String>,
+    pub verdict: Verdict,
+    pub gpus: Vec<GpuGroup>,
+    /// Findings that failed, and that warned.
+    pub fail: u32,
+    pub warn: u32,
+    pub failed_checks: Vec<FailedCheck>,
+}
+
+impl Node {
+    /// `8× NVIDIA H200` (several models: joined with " + "); "no GPU" where none was listed.
+    pub fn gpu_label(&self) -> String {
+        if self.gpus.is_empty() {
+            return "no GPU".into();
+        }
+        self.gpus
+            .iter()
+            .map(|g| format!("{}× {}", g.count, g.model))
+            .collect::<Vec<_>>()
+            .join(" + ")
+    }
+}
+
+/// A GPU's model as the fleet groups peers: its name as the driver gives it, else its spec
+/// entry's name.
+pub fn gpu_model(report: &Report, index: u32) -> String {
+    report
+        .gpus
+        .iter()
+        .find(|g| g.index == index)
+        .map(|g| {
+            g.name
+                .clone()
+                .or_else(|| g.spec.as_ref().map(|s| s.name.clone()))
+                .unwrap_or_else(|| "unknown GPU".into())
+        })
+        .unwrap_or_else(|| "unknown GPU".into())
+}
+
+fn gpu_groups(report: &Report) -> Vec<GpuGroup> {
+    let mut groups: Vec<GpuGroup> = Vec::new();
+    for g in &report.gpus {
+        let model = gpu_model(report, g.index);
+        match groups.iter_mut().find(|x| x.model == model) {
+            Some(x) => x.count += 1,
+            None => groups.push(GpuGroup { count: 1, model }),
+        }
+    }
+    groups
+}
+
+fn failed_checks(findings: &[Finding]) -> Vec<FailedCheck> {
+    let mut by_check: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    for f in findings.iter().filter(|f| f.status == Status::Fail) {
+        let gpus = by_check.entry(f.check.as_str()).or_insert_with(|| {
+            order.push(f.check.as_str());
+            Vec::new()
+        });
+        if let Some(g) = f.gpu {
+            gpus.push(g);
+        }
+    }
+    order
+        .into_iter()
+        .map(|c| {
+            let mut gpus = by_check.remove(c).unwrap_or_default();
+            gpus.sort_unstable();
+            gpus.dedup();
+            FailedCheck {
+                check: c.to_string(),
+                gpus,
+            }
+        })
+        .collect()
+}
+
+/// The nodes of `inputs`, in their order, named uniquely.
+pub fn nodes(inputs: &[Input]) -> Vec<Node> {
+    let mut out: Vec<Node> = inputs
+        .iter()
+        .map(|i| match &i.report {
+            Err(reason) => Node {
+                name: i.stem.clone(),
+                file: i.file.clone(),
+                hostname: None,
+                same_hostname_as: vec![],
+                not_read: Some(reason.clone()),
+                verdict: Verdict::NotRead,
+                gpus: vec![],
+                fail: 0,
+                warn: 0,
+                failed_checks: vec![],
+            },
+            Ok(r) => {
+                let fail = r
+                    .findings
+                    .iter()
+                    .filter(|f| f.status == Status::Fail)
+                    .count();
+                let warn = r
+                    .findings
+                    .iter()
+                    .filter(|f| f.status == Status::Warn)
+                    .count();
+                let hostname = r.machine.hostname.clone().filter(|h| !h.trim().is_empty());
+                Node {
+                    name: hostname.clone().unwrap_or_else(|| i.stem.clone()),
+                    file: i.file.clone(),
+                    hostname,
+                    same_hostname_as: vec![],
+                    not_read: None,
+                    verdict: if fail > 0 {
+                        Verdict::Fail
+                    } else if warn > 0 {
+                        Verdict::Warn
+                    } else {
+                        Verdict::Pass
+                    },
+                    gpus: gpu_groups(r),
+                    fail: u32::try_from(fail).unwrap_or(u32::MAX),
+                    warn: u32::try_from(warn).unwrap_or(u32::MAX),
+                    failed_checks: failed_checks(&r.findings),
+                }
+            }
+        })
+        .collect();
+    // Two reports of one hostname are two nodes (the same machine audited twice, or two
+    // machines that kept an image's hostname): both stay, each names the other's file.
+    let mut by_host: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for (i, n) in out.iter().enumerate() {
+        if let Some(h) = &n.hostname {
+            by_host.entry(h.clone()).or_default().push(i);
+        }
+    }
+    for idx in by_host.values().filter(|v| v.len() > 1) {
+        for &i in idx {
+            let others: Vec<String> = idx
+                .iter()
+                .filter(|&&j| j != i)
+                .map(|&j| out[j].file.clone())
+                .collect();
+            out[i].same_hostname_as = others;
+            out[i].name = format!("{} ({})", out[i].name, inputs[i].stem);
+        }
+    }
+    // A stem that happens to equal another node's name (an unread file `a.json` beside the
+    // report of host `a`) is told apart by its file.
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for n in &out {
+        *seen.entry(n.name.clone()).or_default() += 1;
+    }
+    for n in out.iter_mut() {
+        if seen.get(&n.name).copied().unwrap_or(0) > 1 {
+            n.name = format!("{} [{}]", n.name, n.file);
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::Machine;
+    use crate::{Policy, Reading};
+
+    fn input(stem: &str, host: Option<&str>) -> Input {
+        let facts = Machine::healthy("h200-sxm-141gb", 2)
+            .with(|f| {
+                f.machine.hostname = match host {
+                    Some(h) => Reading::Value(h.into()),
+                    None => Reading::unavailable("no hostname"),
+                }
+            })
+            .build();
+        Input {
+            file: format!("{stem}.json"),
+            stem: stem.into(),
+            report: Ok(Report::build(&facts, &Policy::default())),
+        }
+    }
+
+    #[test]
+    fn a_node_is_its_hostname_else_its_stem() {
+        let n = nodes(&[input("a", Some("gpu-1")), input("b", None)]);
+        assert_eq!(n[0].name, "gpu-1");
+        assert_eq!(n[1].name, "b");
+        assert_eq!(n[0].gpu_label(), "2× NVIDIA H200");
+        assert_eq!(n[0].verdict, Verdict::Pass);
+    }
+
+    #[test]
+    fn two_reports_of_one_hostname_stay_two_nodes() {
+        let n = nodes(&[
+            input("a", Some("h")),
+            input("b", Some("h")),
+            input("c", Some("x")),
+        ]);
+        assert_eq!(n.len(), 3);
+        assert_eq!(n[0].name, "h (a)");
+        assert_eq!(n[1].name, "h (b)");
+        assert_eq!(n[0].same_hostname_as, vec!["b.json".to_string()]);
+        assert!(n[2].same_hostname_as.is_empty());
+    }
+
+    #[test]
+    fn an_unread_file_fails_and_keeps_its_reason() {
+        let bad = Input {
+            file: "x.json".into(),
+            stem: "x".into(),
+            report: Err("not JSON".into()),
+        };
+        let n = nodes(&[bad, input("y", Some("x"))]);
+        assert_eq!(n[0].verdict, Verdict::NotRead);
+        assert!(n[0].verdict.fails());
+        assert_eq!(n[0].not_read.as_deref(), Some("not JSON"));
+        assert_eq!(n[0].name, "x [x.json]");
+        assert_eq!(n[1].name, "x [y.json]");
+    }
+
+    #[test]
+    fn a_warning_is_a_warn_node_and_a_failure_a_fail_node() {
+        let mut w = input("w", Some("w"));
+        let mut f = input("f", Some("f"));
+        w.report
+            .as_mut()
+            .unwrap()
+            .findings
+            .push(Finding::warn("os.persistence", "off"));
+        let r = f.report.as_mut().unwrap();
+        r.findings.push(Finding::warn("os.persistence", "off"));
+        r.findings.push(Finding::fail("cuda.driver", "too old"));
+        let n = nodes(&[w, f]);
+        assert_eq!((n[0].verdict, n[0].fail, n[0].warn), (Verdict::Warn, 0, 1));
+        assert!(n[0].failed_checks.is_empty());
+        assert_eq!((n[1].verdict, n[1].fail, n[1].warn), (Verdict::Fail, 1, 1));
+        assert_eq!(
+            n[1].failed_checks,
+            vec![FailedCheck {
+                check: "cuda.driver".into(),
+                gpus: vec![]
+            }]
+        );
+    }
+
+    #[test]
+    fn failed_checks_name_their_gpus() {
+        let facts = Machine::healthy("h200-sxm-141gb", 2)
+            .gpu(1, |g| g.pcie.width_current = Reading::Value(8))
+            .build();
+        let i = Input {
+            file: "a.json".into(),
+            stem: "a".into(),
+            report: Ok(Report::build(&facts, &Policy::default())),
+        };
+        let n = &nodes(&[i])[0];
+        assert_eq!(n.verdict, Verdict::Fail);
+        assert!(n.fail >= 1);
+        let link = n
+            .failed_checks
+            .iter()
+            .find(|c| c.check == "pcie.link")
+            .unwrap();
+        assert_eq!(link.gpus, vec![1]);
+        assert!(!Verdict::Warn.fails() && !Verdict::Pass.fails());
+    }
+}

@@ -1,0 +1,165 @@
+//! `gpuaudit fleet REPORT...|DIR`: many nodes' saved reports summarised (gpuaudit-core's
+//! `fleet`). This file finds and reads the files; the core judges and renders.
+
+use crate::cli::{FleetArgs, FleetFormat};
+use crate::commands::report;
+use crate::{output, sink};
+use anyhow::{anyhow, bail, Result};
+use gpuaudit_core::fleet::{self, Fleet, Input};
+use gpuaudit_probe::root::io_reason;
+use std::path::{Path, PathBuf};
+
+/// The files the arguments name: a file as given, a directory as every `*.json` file in it
+/// (not recursive), sorted by name. A directory that cannot be listed, or has no report
+/// file, is a wrong argument (exit 2).
+fn files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for a in args {
+        if !a.is_dir() {
+            out.push(a.clone());
+            continue;
+        }
+        let entries = std::fs::read_dir(a)
+            .map_err(|e| anyhow!("cannot list {}: {}", a.display(), io_reason(&e)))?;
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| {
+                p.extension()
+                    .and_then(|x| x.to_str())
+                    .is_some_and(|x| x.eq_ignore_ascii_case("json"))
+                    && !p.is_dir()
+            })
+            .collect();
+        if found.is_empty() {
+            bail!("{}: no *.json file in this directory", a.display());
+        }
+        found.sort();
+        out.extend(found);
+    }
+    Ok(out)
+}
+
+fn input(path: &Path) -> Input {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    Input {
+        file: path.display().to_string(),
+        stem,
+        // Only what the summary reads: no series, messages, fixes or methods, the evidence
+        // of the drift's checks alone.
+        report: report::read_with(path, |t| {
+            gpuaudit_core::report::from_json_for_summary(t, fleet::EVIDENCE_READ)
+        })
+        .map_err(|e| e.reason()),
+    }
+}
+
+/// Every file read and parsed, in order, on as many threads as there are CPUs: parsing is
+/// what a fleet of a thousand --full reports spends its time on.
+fn inputs(paths: &[PathBuf]) -> Vec<Input> {
+    let threads = std::thread::available_parallelism()
+        .map(usize::from)
+        .unwrap_or(1)
+        .clamp(1, 16);
+    let chunk = paths.len().div_ceil(threads).max(1);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = paths
+            .chunks(chunk)
+            .map(|c| s.spawn(move || c.iter().map(|p| input(p)).collect::<Vec<Input>>()))
+            .collect();
+        handles
+            .into_iter()
+            .zip(paths.chunks(chunk))
+            .flat_map(|(h, c)| {
+                // A thread that panicked (it cannot: reading returns errors) costs its files a
+                // reason, not the run.
+                h.join().unwrap_or_else(|_| {
+                    c.iter()
+                        .map(|p| Input {
+                            file: p.display().to_string(),
+                            stem: p.display().to_string(),
+                            report: Err("could not be read (the reader failed)".into()),
+                        })
+                        .collect()
+                })
+            })
+            .collect()
+    })
+}
+
+fn choose_format(format: Option<FleetFormat>, out: Option<&Path>) -> FleetFormat {
+    if let Some(f) = format {
+        return f;
+    }
+    let ext = out
+        .and_then(|p| p.extension())
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    match ext.as_str() {
+        "json" => FleetFormat::Json,
+        "md" | "markdown" => FleetFormat::Md,
+        _ => FleetFormat::Table,
+    }
+}
+
+/// Exit 0: every node read, none failed a check; 1: a node failed a check or its file is not
+/// a report; 2: no file was a report, or an argument is wrong.
+pub fn run(args: &FleetArgs) -> Result<u8> {
+    let paths = files(&args.reports)?;
+    let inputs = inputs(&paths);
+    let summary = Fleet::summarise(&inputs);
+    if summary.nothing_read() {
+        let first = summary
+            .nodes
+            .first()
+            .and_then(|n| n.not_read.clone())
+            .unwrap_or_default();
+        bail!(
+            "no report could be read of {} file{} ({}: {first})",
+            inputs.len(),
+            if inputs.len() == 1 { "" } else { "s" },
+            inputs.first().map(|i| i.file.as_str()).unwrap_or("")
+        );
+    }
+    let out = args.output.as_deref();
+    let text = match choose_format(args.format, out) {
+        FleetFormat::Json => summary.to_json(),
+        FleetFormat::Md => fleet::markdown(&summary),
+        FleetFormat::Table => fleet::table(
+            &summary,
+            output::table_width(out),
+            output::use_color(args.color, out),
+        ),
+    };
+    sink::deliver(text, out)?;
+    Ok(u8::from(summary.fails()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_format_follows_the_output_file_unless_asked() {
+        assert_eq!(choose_format(None, None), FleetFormat::Table);
+        assert_eq!(
+            choose_format(None, Some(Path::new("f.JSON"))),
+            FleetFormat::Json
+        );
+        assert_eq!(
+            choose_format(None, Some(Path::new("f.md"))),
+            FleetFormat::Md
+        );
+        assert_eq!(
+            choose_format(None, Some(Path::new("f.txt"))),
+            FleetFormat::Table
+        );
+        assert_eq!(
+            choose_format(Some(FleetFormat::Md), Some(Path::new("f.json"))),
+            FleetFormat::Md
+        );
+    }
+}

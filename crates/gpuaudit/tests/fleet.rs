@@ -1,0 +1,443 @@
+//! `gpuaudit fleet`: a generated fleet of a few hundred reports, with degraded nodes mixed
+//! in, summarised by the binary; and a fleet of every fixture's audit.
+
+mod common;
+
+use common::gpuaudit;
+use gpuaudit_core::facts::MeasuredFacts;
+use gpuaudit_core::testing::{measured, Machine};
+use gpuaudit_core::{Policy, Reading, Report};
+use serde_json::Value;
+use std::path::Path;
+
+/// Healthy nodes of the generated fleet, besides the degraded ones.
+const HEALTHY: usize = 290;
+
+/// A measured 2×H200 node named `host`, after `change` to its facts and its measurements.
+fn node(
+    host: &str,
+    facts: impl FnOnce(Machine) -> Machine,
+    measure: impl FnOnce(&mut MeasuredFacts),
+) -> Report {
+    let m = Machine::healthy("h200-sxm-141gb", 2)
+        .with(|f| f.machine.hostname = Reading::Value(host.into()))
+        .measured(|m| {
+            measured::full_run(m, 2);
+            measure(m);
+        });
+    let policy = Policy {
+        full: true,
+        ..Policy::default()
+    };
+    Report::build(&facts(m).build(), &policy)
+}
+
+/// GPU 1's copy kernel at `share` of what it measured.
+fn slower_copy(m: &mut MeasuredFacts, share: f64) {
+    if let Reading::Value(mem) = &mut m.memory {
+        if let Reading::Value(b) = &mut mem[1].result {
+            b.copy_gbps = b.copy_gbps.map(|c| c * share);
+        }
+    }
+}
+
+fn write(dir: &Path, file: &str, r: &Report) {
+    std::fs::write(dir.join(file), serde_json::to_string(r).unwrap()).unwrap();
+}
+
+/// The fleet: `HEALTHY` healthy nodes, `slow-mem` (GPU 1's copies 12% slower: flagged),
+/// `mem-5pct` (5% slower: not), `x8-link` (GPU 1 trained at x8), `old-driver` (another
+/// driver of R580), `twin` twice (two files, one hostname), a corrupt file and a report of
+/// another schema.
+fn fleet_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let healthy = node("template", |m| m, |_| {});
+    for i in 0..HEALTHY {
+        let mut r = healthy.clone();
+        r.machine.hostname = Some(format!("gpu-{i:03}"));
+        write(dir.path(), &format!("gpu-{i:03}.json"), &r);
+    }
+    write(
+        dir.path(),
+        "slow-mem.json",
+        &node("slow-mem", |m| m, |m| slower_copy(m, 0.88)),
+    );
+    write(
+        dir.path(),
+        "mem-5pct.json",
+        &node("mem-5pct", |m| m, |m| slower_copy(m, 0.95)),
+    );
+    write(
+        dir.path(),
+        "x8-link.json",
+        &node(
+            "x8-link",
+            |m| m.gpu(1, |g| g.pcie.width_current = Reading::Value(8)),
+            |_| {},
+        ),
+    );
+    write(
+        dir.path(),
+        "old-driver.json",
+        &node(
+            "old-driver",
+            |m| {
+                m.with(|f| {
+                    // User space and kernel module alike: only the version differs.
+                    f.driver.version = Reading::Value("580.95.05".into());
+                    if let Reading::Value(p) = &mut f.driver.proc_version {
+                        *p = p.replace("580.159.04", "580.95.05");
+                    }
+                })
+            },
+            |_| {},
+        ),
+    );
+    let mut twin = healthy.clone();
+    twin.machine.hostname = Some("twin".into());
+    write(dir.path(), "twin-a.json", &twin);
+    write(dir.path(), "twin-b.json", &twin);
+    std::fs::write(
+        dir.path().join("corrupt.json"),
+        "{ \"schema\": \"gpuaudit.rep",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("bench.json"),
+        r#"{"schema": "gpuaudit.bench/1", "measured": {}}"#,
+    )
+    .unwrap();
+    // Not a *.json file, not read.
+    std::fs::write(dir.path().join("notes.txt"), "x").unwrap();
+    dir
+}
+
+fn run_json(args: &[&std::ffi::OsStr]) -> (i32, Value, String) {
+    let out = gpuaudit()
+        .arg("fleet")
+        .args(args)
+        .args(["--format", "json"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let v: Value = serde_json::from_str(&stdout).unwrap_or(Value::Null);
+    (
+        out.status.code().unwrap_or(-1),
+        v,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn names(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn a_generated_fleet_is_summarised_exactly() {
+    let dir = fleet_dir();
+    let (code, v, stderr) = run_json(&[dir.path().as_os_str()]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(v["schema"], "gpuaudit.fleet/1");
+    let nodes = v["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), HEALTHY + 8);
+    assert_eq!(v["counts"]["nodes"], HEALTHY + 8);
+    assert_eq!(v["counts"]["not_read"], 2);
+    // Sorted by file name: bench.json, corrupt.json, gpu-000 ...
+    assert_eq!(nodes[0]["name"], "bench");
+    assert_eq!(nodes[0]["verdict"], "not-read");
+    assert_eq!(
+        nodes[0]["not_read"],
+        "schema 'gpuaudit.bench/1' is not one this gpuaudit reads (gpuaudit.report/1)"
+    );
+    assert_eq!(nodes[1]["name"], "corrupt");
+    assert!(
+        nodes[1]["not_read"]
+            .as_str()
+            .unwrap()
+            .starts_with("not JSON ("),
+        "{}",
+        nodes[1]
+    );
+    assert_eq!(nodes[2]["name"], "gpu-000");
+    assert_eq!(nodes[2]["verdict"], "pass");
+    assert_eq!(nodes[2]["gpus"][0]["count"], 2);
+    assert_eq!(nodes[2]["gpus"][0]["model"], "NVIDIA H200");
+
+    // Only the memory copy figure flags, and only the 12% node (the 5% one is within 10%).
+    let flagged: Vec<(String, String)> = v["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|f| {
+            f["outliers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|o| {
+                    (
+                        f["name"].as_str().unwrap().to_string(),
+                        o["node"].as_str().unwrap().to_string(),
+                    )
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(
+        flagged,
+        vec![("memory_copy_bandwidth".to_string(), "slow-mem".to_string())]
+    );
+    let copy = v["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "memory_copy_bandwidth")
+        .unwrap();
+    assert_eq!(copy["peers"], "NVIDIA H200");
+    assert_eq!(copy["nodes"], HEALTHY + 6);
+    assert_eq!(copy["median"], 3959.3);
+    assert_eq!(copy["outliers"][0]["gpu"], 1);
+    let s = copy["outliers"][0]["shortfall"].as_f64().unwrap();
+    assert!((s - 0.12).abs() < 1e-9, "{s}");
+    assert_eq!(v["counts"]["flagged"], 1);
+
+    // Drift: the driver alone, the majority first.
+    let drift = v["drift"].as_array().unwrap();
+    assert_eq!(drift.len(), 1, "{drift:?}");
+    assert_eq!(drift[0]["field"], "driver");
+    assert_eq!(drift[0]["values"][0]["value"], "580.159.04");
+    assert_eq!(
+        drift[0]["values"][0]["nodes"].as_array().unwrap().len(),
+        HEALTHY + 5
+    );
+    assert_eq!(drift[0]["values"][1]["value"], "580.95.05");
+    assert_eq!(names(&drift[0]["values"][1]["nodes"]), vec!["old-driver"]);
+
+    // The x8 link fails pcie.link on its GPU 1.
+    let link = v["failing_checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["check"] == "pcie.link")
+        .unwrap();
+    assert_eq!(link["nodes"].as_array().unwrap().len(), 1);
+    assert_eq!(link["nodes"][0]["node"], "x8-link");
+    assert_eq!(link["nodes"][0]["gpus"], serde_json::json!([1]));
+
+    // One hostname, two files: both kept, each naming the other.
+    let twins: Vec<&Value> = nodes.iter().filter(|n| n["hostname"] == "twin").collect();
+    assert_eq!(twins.len(), 2);
+    assert_eq!(twins[0]["name"], "twin (twin-a)");
+    assert_eq!(twins[1]["name"], "twin (twin-b)");
+    assert!(twins[0]["same_hostname_as"][0]
+        .as_str()
+        .unwrap()
+        .ends_with("twin-b.json"));
+
+    // The failing nodes are exactly the degraded ones and the unread files.
+    let failing: Vec<&str> = nodes
+        .iter()
+        .filter(|n| n["verdict"] == "fail" || n["verdict"] == "not-read")
+        .map(|n| n["name"].as_str().unwrap())
+        .collect();
+    // (12% slower copies are still within what memory.bandwidth accepts of an H200: only
+    // the fleet's own median shows them.)
+    assert_eq!(failing, vec!["bench", "corrupt", "x8-link"]);
+}
+
+#[test]
+fn the_table_fits_80_columns_and_names_what_stands_out() {
+    let dir = fleet_dir();
+    let out = gpuaudit()
+        .arg("fleet")
+        .arg(dir.path())
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let t = String::from_utf8(out.stdout).unwrap();
+    for l in t.lines() {
+        assert!(l.chars().count() <= 80, "{l}");
+    }
+    assert!(
+        t.starts_with(&format!("Fleet of {} nodes: ", HEALTHY + 8)),
+        "{t}"
+    );
+    assert!(
+        t.contains("slow-mem 3484 GB/s on GPU 1: 12.0% worse"),
+        "{t}"
+    );
+    assert!(
+        t.contains("driver: 580.159.04 on 295 nodes; 580.95.05 on old-driver"),
+        "{t}"
+    );
+    assert!(t.contains("pcie.link (GPU 1)"), "{t}");
+    assert!(t.contains("not read: schema 'gpuaudit.bench/1'"), "{t}");
+}
+
+#[test]
+fn exit_status_0_1_and_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let healthy = node("h", |m| m, |_| {});
+    for i in 0..3 {
+        let mut r = healthy.clone();
+        r.machine.hostname = Some(format!("h{i}"));
+        write(dir.path(), &format!("h{i}.json"), &r);
+    }
+    let files: Vec<std::path::PathBuf> = (0..3)
+        .map(|i| dir.path().join(format!("h{i}.json")))
+        .collect();
+    let (code, v, _) = run_json(&files.iter().map(|p| p.as_os_str()).collect::<Vec<_>>());
+    assert_eq!(code, 0);
+    assert_eq!(v["counts"]["pass"], 3);
+
+    // A missing file is a node that was not read: exit 1, not 2.
+    let missing = dir.path().join("gone.json");
+    let (code, v, _) = run_json(&[files[0].as_os_str(), missing.as_os_str()]);
+    assert_eq!(code, 1);
+    assert_eq!(v["nodes"][1]["not_read"], "cannot be read: no such file");
+
+    // Nothing readable: exit 2, one line on stderr, nothing on stdout.
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "[]").unwrap();
+    let (code, v, stderr) = run_json(&[bad.as_os_str()]);
+    assert_eq!(code, 2);
+    assert_eq!(v, Value::Null);
+    assert!(
+        stderr.contains("no report could be read of 1 file")
+            && stderr.contains("it has no \"schema\""),
+        "{stderr}"
+    );
+    // A directory without a report file, no argument, a wrong format: exit 2.
+    let empty = tempfile::tempdir().unwrap();
+    let (code, _, stderr) = run_json(&[empty.path().as_os_str()]);
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("no *.json file in this directory"),
+        "{stderr}"
+    );
+    let out = gpuaudit().arg("fleet").output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let out = gpuaudit()
+        .args(["fleet", "--format", "html"])
+        .arg(&files[0])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn output_picks_the_format_from_its_extension() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.json", &node("a", |m| m, |_| {}));
+    let md = dir.path().join("fleet.md");
+    let out = gpuaudit()
+        .arg("fleet")
+        .arg(dir.path().join("a.json"))
+        .arg("--output")
+        .arg(&md)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(out.stdout.is_empty());
+    let text = std::fs::read_to_string(&md).unwrap();
+    assert!(text.starts_with("### ✅ Fleet of 1 node: 1 pass"), "{text}");
+}
+
+/// A small fleet: two healthy nodes, one on an x8 link, one corrupt file, one hostile name.
+fn small_fleet() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.json", &node("node-a", |m| m, |_| {}));
+    write(
+        dir.path(),
+        "b.json",
+        &node("node-b", |m| m, |m| slower_copy(m, 0.80)),
+    );
+    write(
+        dir.path(),
+        "c.json",
+        &node(
+            "node-c",
+            |m| m.gpu(1, |g| g.pcie.width_current = Reading::Value(8)),
+            |_| {},
+        ),
+    );
+    write(
+        dir.path(),
+        "d.json",
+        &node("<b>evil</b>|\x1b[2J", |m| m, |_| {}),
+    );
+    std::fs::write(dir.path().join("e.json"), "not json").unwrap();
+    dir
+}
+
+fn render_small(format: &str) -> String {
+    let dir = small_fleet();
+    let out = gpuaudit()
+        .current_dir(dir.path())
+        .args(["fleet", ".", "--format", format])
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn small_fleet_table() {
+    let t = render_small("table");
+    assert!(!t.contains('\x1b'), "{t}");
+    insta::assert_snapshot!("fleet-table-small", t);
+}
+
+#[test]
+fn small_fleet_markdown() {
+    let m = render_small("md");
+    assert!(!m.contains("<b>"), "{m}");
+    insta::assert_snapshot!("fleet-md-small", m);
+}
+
+#[test]
+fn every_fixtures_audit_as_a_fleet() {
+    let dir = tempfile::tempdir().unwrap();
+    for name in common::all_fixtures() {
+        let (_, report) = common::audit(&name, &[]);
+        let file = format!("{}.json", name.replace('/', "-"));
+        std::fs::write(dir.path().join(file), report.to_string()).unwrap();
+    }
+    let (code, v, stderr) = run_json(&[dir.path().as_os_str()]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(v["counts"]["not_read"], 0);
+    assert_eq!(
+        v["nodes"].as_array().unwrap().len(),
+        common::all_fixtures().len()
+    );
+    let x8 = v["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|n| {
+            n["file"]
+                .as_str()
+                .unwrap()
+                .ends_with("/h200-x2-x8-link.json")
+        })
+        .unwrap();
+    assert_eq!(x8["verdict"], "fail");
+    assert!(x8["failed_checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|c| c["check"] == "pcie.link" && c["gpus"] == serde_json::json!([1])));
+    // The real machines run other drivers: the drift lists them.
+    let driver = v["drift"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["field"] == "driver")
+        .unwrap();
+    assert!(driver["values"].as_array().unwrap().len() > 5, "{driver}");
+}
