@@ -132,6 +132,52 @@ pub fn tables(m: &MeasuredFacts) -> Vec<(String, Vec<Vec<String>>)> {
                 }
             }
             t.push((s("Host <-> device copies, GB/s"), rows));
+            // Both directions at once, SM-driven copies and latency (--full / bench): one row
+            // per GPU that has any of them, each missing reading with its reason.
+            let mut extras = vec![vec![
+                s("GPU"),
+                s("both ways h2d"),
+                s("both ways d2h"),
+                s("both ways total"),
+                s("SM h2d"),
+                s("SM d2h"),
+                s("SM latency us"),
+                s("round trip us"),
+            ]];
+            for g in &p.per_gpu {
+                let Reading::Value(v) = &g.result else {
+                    continue;
+                };
+                let all_missing = v.bidirectional.value().is_none()
+                    && v.sm_copy.value().is_none()
+                    && v.latency.value().is_none();
+                if all_missing {
+                    continue;
+                }
+                let or_why = |r: Option<f64>, why: Option<&str>| match r {
+                    Some(x) => figure(x),
+                    None => why.unwrap_or("-").to_string(),
+                };
+                let b = &v.bidirectional;
+                let c = &v.sm_copy;
+                let l = &v.latency;
+                extras.push(vec![
+                    g.gpu.to_string(),
+                    or_why(b.value().map(|x| x.h2d_gbps), b.reason()),
+                    f(b.value().map(|x| x.d2h_gbps)),
+                    f(b.value().map(|x| x.total_gbps)),
+                    or_why(c.value().map(|x| x.h2d_gbps), c.reason()),
+                    f(c.value().map(|x| x.d2h_gbps)),
+                    or_why(l.value().map(|x| x.sm_chase_us), l.reason()),
+                    f(l.value().map(|x| x.memcpy_round_trip_us)),
+                ]);
+            }
+            if extras.len() > 1 {
+                t.push((
+                    s("Host link: both directions at once, SM copies, latency"),
+                    extras,
+                ));
+            }
             if let Reading::Value(all) = &p.all_at_once {
                 let mut rows = vec![vec![s("direction"), s("size"), s("per GPU"), s("total")]];
                 for c in all {
@@ -162,6 +208,7 @@ pub fn tables(m: &MeasuredFacts) -> Vec<(String, Vec<Vec<String>>)> {
                 s("read"),
                 s("write"),
                 s("triad"),
+                s("add"),
                 s("verified"),
             ]];
             let mut sweep = vec![vec![
@@ -183,6 +230,7 @@ pub fn tables(m: &MeasuredFacts) -> Vec<(String, Vec<Vec<String>>)> {
                             f(b.read_gbps),
                             f(b.write_gbps),
                             f(b.triad_gbps),
+                            f(b.add_gbps),
                             if b.verify.iter().all(|x| x.ok) {
                                 s("yes")
                             } else {

@@ -4,7 +4,10 @@
 use crate::checks::judge::{
     allreduce_expected, gemm_expected, p2p_expected, pcie_expected, spec_of,
 };
-use crate::facts::{Direction, Facts, HostMemory, MeasuredFacts, Measurement};
+use crate::facts::{
+    best_verified_point, Direction, Facts, HostMemory, MeasuredFacts, Measurement, ADD_KERNELS,
+    COPY_KERNELS, READ_KERNELS, TRIAD_KERNELS, WRITE_KERNELS,
+};
 use crate::reading::Reading;
 use crate::spec::Attainable;
 use crate::units::MIB;
@@ -94,6 +97,7 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
                     ..mk(&name, pt.gbps, "GB/s", exp, &how)
                 });
             }
+            out.extend(host_extras(v, g.gpu, link));
         }
         if let Reading::Value(all) = &p.all_at_once {
             for c in all {
@@ -108,8 +112,9 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
                             v.value,
                             "GB/s",
                             exp,
-                            "pinned copies on every GPU at once, each GPU timed with its own \
-                             events",
+                            "pinned copies (cuMemcpyAsync, copy engines) on every GPU at once, \
+                             each GPU timed with its own events (nvbandwidth's host_to_all / \
+                             all_to_host_memcpy_ce)",
                         )
                     });
                 }
@@ -120,33 +125,67 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
         for g in mem {
             let Some(v) = g.result.value() else { continue };
             let exp = spec_of(facts, g.gpu).and_then(|s| s.memory_bandwidth_gbps);
+            let best = |kernels: &[&str], what: &str| -> String {
+                match best_verified_point(&v.sweep, kernels) {
+                    Some(p) => format!(
+                        "{what}; best verified launch of kernels {}: {} at {} blocks x {} \
+                         threads",
+                        kernels.join("/"),
+                        p.kernel,
+                        p.blocks,
+                        p.threads
+                    ),
+                    None => what.to_string(),
+                }
+            };
             let figures = [
                 (
                     "memory_copy_bandwidth",
                     v.copy_gbps,
-                    "gpuaudit copy kernel (16-byte loads, 4 in flight per thread), bytes read + \
-                     written, median of repeats, best launch shape whose output verified",
+                    best(
+                        &COPY_KERNELS,
+                        "gpuaudit copy kernels (16-byte vectors; grid-stride, streaming, tiled \
+                         and flat one-vector-per-thread), bytes read + written, median of \
+                         repeats, each launch's output verified",
+                    ),
                 ),
                 (
                     "memory_memcpy_bandwidth",
                     v.memcpy_gbps,
                     "cuMemcpyDtoDAsync within the GPU, bytes read + written, median of repeats, \
-                     output verified",
+                     output verified"
+                        .to_string(),
                 ),
                 (
                     "memory_read_bandwidth",
                     v.read_gbps,
-                    "gpuaudit read kernel (XOR reduction), bytes read",
+                    best(
+                        &READ_KERNELS,
+                        "gpuaudit read kernel (XOR reduction, as BabelStream's Dot reads), \
+                         bytes read",
+                    ),
                 ),
                 (
                     "memory_write_bandwidth",
                     v.write_gbps,
-                    "gpuaudit write kernel, bytes written",
+                    best(&WRITE_KERNELS, "gpuaudit write kernel, bytes written"),
                 ),
                 (
                     "memory_triad_bandwidth",
                     v.triad_gbps,
-                    "STREAM triad a = b + s*c over f32, 2 reads + 1 write per element",
+                    best(
+                        &TRIAD_KERNELS,
+                        "STREAM triad a = b + s*c over f32, 2 reads + 1 write per element",
+                    ),
+                ),
+                (
+                    "memory_add_bandwidth",
+                    v.add_gbps,
+                    best(
+                        &ADD_KERNELS,
+                        "STREAM/BabelStream add a = b + c over f32, 2 reads + 1 write per \
+                         element",
+                    ),
                 ),
             ];
             for (name, val, how) in figures {
@@ -154,7 +193,7 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
                     out.push(Measurement {
                         gpu: Some(g.gpu),
                         size_bytes: Some(v.buffer_bytes),
-                        ..mk(name, val, "GB/s", exp, how)
+                        ..mk(name, val, "GB/s", exp, &how)
                     });
                 }
             }
@@ -445,4 +484,98 @@ mod tests {
             g.method
         );
     }
+}
+
+/// The bidirectional, SM-driven and latency figures of one GPU's host link.
+fn host_extras(v: &crate::facts::PcieGpu, gpu: u32, link: Option<f64>) -> Vec<Measurement> {
+    let mut out = Vec::new();
+    let at = |size: u64, m: Measurement| Measurement {
+        gpu: Some(gpu),
+        size_bytes: Some(size),
+        ..m
+    };
+    if let Reading::Value(b) = &v.bidirectional {
+        let how = "pinned cuMemcpyHtoDAsync and cuMemcpyDtoHAsync at the same time on two \
+                   streams (copy engines), each direction timed with its own events, data \
+                   verified (nvbandwidth's host_to_device_bidirectional_memcpy_ce)";
+        out.push(at(
+            b.size_bytes,
+            mk(
+                "h2d_bidirectional_bandwidth",
+                b.h2d_gbps,
+                "GB/s",
+                link,
+                &format!("host to device while device to host runs: {how}; expected: the PCIe link's one-direction rate"),
+            ),
+        ));
+        out.push(at(
+            b.size_bytes,
+            mk(
+                "d2h_bidirectional_bandwidth",
+                b.d2h_gbps,
+                "GB/s",
+                link,
+                &format!("device to host while host to device runs: {how}; expected: the PCIe link's one-direction rate"),
+            ),
+        ));
+        out.push(at(
+            b.size_bytes,
+            mk(
+                "bidirectional_total_bandwidth",
+                b.total_gbps,
+                "GB/s",
+                link.map(|l| 2.0 * l),
+                &format!("both directions added: {how}; expected: twice the PCIe link's one-direction rate (the link is full duplex)"),
+            ),
+        ));
+    }
+    if let Reading::Value(c) = &v.sm_copy {
+        let how = format!(
+            "gpuaudit's copy kernel ({}) between device memory and mapped pinned host memory, \
+             the SMs moving the data over the link, median of launches, data verified \
+             (nvbandwidth's {{}}_memcpy_sm); expected: the PCIe link's one-direction rate",
+            c.kernel
+        );
+        for (name, val, nv) in [
+            ("h2d_sm_bandwidth", c.h2d_gbps, "host_to_device"),
+            ("d2h_sm_bandwidth", c.d2h_gbps, "device_to_host"),
+        ] {
+            out.push(at(
+                c.size_bytes,
+                mk(name, val, "GB/s", link, &how.replace("{}", nv)),
+            ));
+        }
+    }
+    if let Reading::Value(l) = &v.latency {
+        out.push(Measurement {
+            gpu: Some(gpu),
+            ..mk(
+                "host_latency_sm_us",
+                l.sm_chase_us,
+                "us",
+                None,
+                &format!(
+                    "one GPU thread following {} dependent links through mapped pinned host \
+                     memory (each link its own 512-byte line, never followed twice), time per \
+                     load, median of launches (nvbandwidth's host_device_latency_sm)",
+                    l.chase_steps
+                ),
+            )
+        });
+        out.push(Measurement {
+            gpu: Some(gpu),
+            ..mk(
+                "host_round_trip_us",
+                l.memcpy_round_trip_us,
+                "us",
+                None,
+                &format!(
+                    "a synchronous 4-byte cuMemcpyHtoDAsync then DtoH (each followed by \
+                     cuStreamSynchronize), timed on the host, median of {} round trips",
+                    l.round_trips
+                ),
+            )
+        });
+    }
+    out
 }

@@ -41,6 +41,9 @@ pub fn pcie_gpu(h2d: f64, d2h: f64) -> PcieGpu {
             ok: true,
             detail: None,
         }],
+        bidirectional: Reading::unavailable("quick audit: run with --full"),
+        sm_copy: Reading::unavailable("quick audit: run with --full"),
+        latency: Reading::unavailable("quick audit: run with --full"),
     }
 }
 
@@ -53,6 +56,7 @@ pub fn membw(copy: f64) -> MemoryBandwidth {
         read_gbps: None,
         write_gbps: None,
         triad_gbps: None,
+        add_gbps: None,
         sweep: vec![],
         verify: vec![],
         note: None,

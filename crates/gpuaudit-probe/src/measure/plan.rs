@@ -397,6 +397,10 @@ pub struct PcieParams {
     pub batches: u32,
     /// Size of the all-GPUs-at-once copies; `None`: not measured (one GPU).
     pub all_at_once_size: Option<u64>,
+    /// Also, per GPU: both directions at once, copies by the SMs through mapped host memory,
+    /// and the host <-> device latency (nvbandwidth's figures; `--full` and bench only).
+    #[serde(default)]
+    pub host_extras: bool,
     pub budget: Budget,
 }
 
@@ -407,7 +411,16 @@ pub struct MemoryParams {
     /// Repeats per kernel and shape (median taken).
     pub repeats: u32,
     pub shapes: Vec<LaunchShape>,
-    /// Also read, write and triad (the copy kernel and memcpy always run).
+    /// The read kernel's shapes: `shapes` and at least one of 8 or more blocks per SM (the
+    /// grid-stride read needs that many in flight to reach HBM's rate on an H200: 4451-4499
+    /// GB/s at 8x256 against 3900 at 4 blocks per SM).
+    #[serde(default)]
+    pub read_shapes: Vec<LaunchShape>,
+    /// Threads per block of the flat kernels (one 16-byte vector per thread, a grid covering
+    /// the array), each tried; empty: no flat kernel.
+    #[serde(default)]
+    pub flat_threads: Vec<u32>,
+    /// Also read, write, triad and add (the copy kernels and memcpy always run).
     pub all_kernels: bool,
     /// Both copy variants (default caching and streaming hints).
     pub both_copy_variants: bool,
@@ -616,6 +629,25 @@ fn not_rehearsed() -> Step<RehearseParams> {
 }
 
 const KIB: u64 = 1 << 10;
+
+/// Milliseconds a GPU's host extras take (bidirectional copies at 1 GiB, SM copies, latency).
+const HOST_EXTRAS_MS: u64 = 400;
+
+/// The grid-stride read's fewest blocks per SM that reach HBM's rate (measured on an H200).
+pub const READ_MIN_BLOCKS_PER_SM: u32 = 8;
+
+/// The read kernel's launch shapes: `shapes`, plus 8x256 when none of them has
+/// [`READ_MIN_BLOCKS_PER_SM`] blocks per SM.
+pub fn read_shapes(shapes: &[LaunchShape]) -> Vec<LaunchShape> {
+    let mut v = shapes.to_vec();
+    if !v.iter().any(|s| s.blocks_per_sm >= READ_MIN_BLOCKS_PER_SM) {
+        v.push(LaunchShape {
+            blocks_per_sm: READ_MIN_BLOCKS_PER_SM,
+            threads: 256,
+        });
+    }
+    v
+}
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 
@@ -771,13 +803,17 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
             };
             let all_at_once_size = (n >= 2).then_some(if full { GIB } else { quick_size });
             let all_est = if n >= 2 { est / 4 } else { 0 };
+            // The host extras (both directions at once, SM copies, latency) take ~0.3 s a GPU
+            // at 1 GiB over gen5 x16: full audit and bench only, the quick audit's 10 s stay.
+            let extras_est = if full { HOST_EXTRAS_MS } else { 0 };
             Step::Run(PcieParams {
                 sizes,
                 pageable: true,
                 batch_bytes: if full { 64 * MIB } else { quick_size },
                 batches,
                 all_at_once_size,
-                budget: Budget::new(n * est + all_est, over),
+                host_extras: full,
+                budget: Budget::new(n * (est + extras_est) + all_est, over),
             })
         }
     };
@@ -826,10 +862,19 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
                 }]
             };
             let shapes = opts.memory_launch.clone().unwrap_or(default_shapes);
-            let est_per_gpu = if full {
-                400 + 60 * shapes.len() as u64 * 5
+            let read_shapes = read_shapes(&shapes);
+            // The flat kernels: 256 threads was the best flat copy on an H200 (4291 GB/s
+            // against 4133 at 1024), the triad was as fast at 256 and 1024. The quick audit
+            // tries the flat copy at 256 only (one more launch, ~10 ms).
+            let flat_threads = if full {
+                vec![256, 512, 1024]
             } else {
-                150
+                vec![256]
+            };
+            let est_per_gpu = if full {
+                400 + 60 * (shapes.len() as u64 * 6 + flat_threads.len() as u64 * 3)
+            } else {
+                160
             };
             let est = if at_once {
                 est_per_gpu + 50 * n
@@ -840,6 +885,8 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
                 max_buffer_bytes: if full { 4 * GIB } else { GIB },
                 repeats: if full { 10 } else { 5 },
                 shapes,
+                read_shapes,
+                flat_threads,
                 all_kernels: full,
                 both_copy_variants: full,
                 gpus_at_once: at_once,
@@ -1148,6 +1195,56 @@ mod tests {
         assert_eq!(p.jobs().len(), 6);
         assert!(p.estimate_ms() < 110_000, "{}", p.estimate_ms());
         assert!(p.burn.params().unwrap().budget.timeout_s >= 60);
+    }
+
+    #[test]
+    fn flat_kernels_read_shapes_and_host_extras_by_mode() {
+        let quick = plan(&[h200(0)], &Options::default(), &LibStatus::all_found());
+        let m = quick.memory.params().unwrap();
+        assert_eq!(m.flat_threads, vec![256]);
+        assert!(!quick.pcie.params().unwrap().host_extras);
+        let opts = Options {
+            full: true,
+            ..Options::default()
+        };
+        let full = plan(&[h200(0)], &opts, &LibStatus::all_found());
+        let m = full.memory.params().unwrap();
+        assert_eq!(m.flat_threads, vec![256, 512, 1024]);
+        assert!(m.read_shapes.iter().any(|s| s.blocks_per_sm >= 8));
+        assert!(full.pcie.params().unwrap().host_extras);
+        // The extras are in the full plan's time budget.
+        let full_pcie = full.pcie.params().unwrap().budget;
+        assert_eq!(full_pcie.estimate_ms, 2500 + HOST_EXTRAS_MS);
+    }
+
+    #[test]
+    fn the_read_sweep_always_has_eight_blocks_per_sm() {
+        let sh = |b, t| LaunchShape {
+            blocks_per_sm: b,
+            threads: t,
+        };
+        // 4 blocks per SM only: 8x256 is added.
+        assert_eq!(read_shapes(&[sh(4, 512)]), vec![sh(4, 512), sh(8, 256)]);
+        // Just below the minimum: added.
+        assert_eq!(read_shapes(&[sh(7, 256)]), vec![sh(7, 256), sh(8, 256)]);
+        // At it, or above: the shapes as they are.
+        assert_eq!(read_shapes(&[sh(8, 128)]), vec![sh(8, 128)]);
+        assert_eq!(
+            read_shapes(&[sh(2, 1024), sh(16, 128)]),
+            vec![sh(2, 1024), sh(16, 128)]
+        );
+        assert_eq!(read_shapes(&[]), vec![sh(8, 256)]);
+    }
+
+    #[test]
+    fn old_plans_without_the_new_memory_fields_still_parse() {
+        let p = plan(&[h200(0)], &Options::default(), &LibStatus::all_found());
+        let mut v = serde_json::to_value(p.memory.params().unwrap()).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("read_shapes");
+        o.remove("flat_threads");
+        let m: MemoryParams = serde_json::from_value(v).unwrap();
+        assert!(m.read_shapes.is_empty() && m.flat_threads.is_empty());
     }
 
     #[test]

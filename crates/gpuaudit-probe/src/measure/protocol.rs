@@ -174,6 +174,53 @@ mod tests {
                     pipeline: Reading::unavailable("the loader failed: x"),
                 },
             )))),
+            ChildMsg::Result(GroupResult::Pcie(Reading::Value(PcieBandwidth {
+                per_gpu: vec![OnGpu::new(
+                    0,
+                    Reading::Value(gpuaudit_core::facts::PcieGpu {
+                        points: vec![],
+                        link_under_load: Reading::unavailable("not sampled"),
+                        verify: vec![],
+                        bidirectional: Reading::Value(gpuaudit_core::facts::BidirectionalCopy {
+                            size_bytes: 256 << 20,
+                            h2d_gbps: 52.5,
+                            d2h_gbps: 50.25,
+                            total_gbps: 102.75,
+                        }),
+                        sm_copy: Reading::Value(gpuaudit_core::facts::SmHostCopy {
+                            size_bytes: 256 << 20,
+                            h2d_gbps: 50.5,
+                            d2h_gbps: 48.0,
+                            kernel: "copy 528x512".into(),
+                        }),
+                        latency: Reading::unavailable(
+                            "the latency chase ended on the wrong element",
+                        ),
+                    }),
+                )],
+                all_at_once: Reading::unavailable("one GPU: nothing to run at once"),
+            }))),
+            ChildMsg::Result(GroupResult::Memory(Reading::Value(vec![OnGpu::new(
+                0,
+                Reading::Value(MemoryBandwidth {
+                    buffer_bytes: 4 << 30,
+                    copy_gbps: Some(4290.0),
+                    memcpy_gbps: None,
+                    read_gbps: Some(4470.0),
+                    write_gbps: None,
+                    triad_gbps: Some(4386.0),
+                    add_gbps: Some(4380.0),
+                    sweep: vec![gpuaudit_core::facts::KernelPoint {
+                        kernel: "add_flat".into(),
+                        blocks: 1 << 20,
+                        threads: 256,
+                        gbps: 4380.0,
+                        verified: true,
+                    }],
+                    verify: vec![],
+                    note: None,
+                }),
+            )]))),
             ChildMsg::Done,
         ];
         for m in msgs {
