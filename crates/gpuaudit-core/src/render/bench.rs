@@ -1,6 +1,6 @@
 //! The full tables of `gpuaudit bench`: every size, every GPU, every kernel shape.
 
-use crate::facts::{Direction, HostMemory, MeasuredFacts};
+use crate::facts::{Direction, HostMemory, MeasuredFacts, PatternKind};
 use crate::reading::Reading;
 use crate::units::{bytes, figure, GIB};
 
@@ -352,6 +352,30 @@ pub fn tables(m: &MeasuredFacts) -> Vec<(String, Vec<Vec<String>>)> {
                         .unwrap_or_else(|| s("-"))
                 }),
             ));
+            if !p.patterns.is_empty() {
+                let mut rows = vec![vec![s("GPU"), s("one to all"), s("all to one")]];
+                for &g in &p.gpus {
+                    let of = |k: PatternKind| {
+                        p.patterns
+                            .iter()
+                            .find(|x| x.gpu == g && x.kind == k)
+                            .map(|x| cell(&x.gbps.as_ref().map(|v| figure(*v))))
+                            .unwrap_or_else(|| s("-"))
+                    };
+                    rows.push(vec![
+                        format!("GPU {g}"),
+                        of(PatternKind::OneToAll),
+                        of(PatternKind::AllToOne),
+                    ]);
+                }
+                t.push((
+                    format!(
+                        "One GPU and all the others at once, aggregate GB/s ({} a copy)",
+                        bytes(p.size_bytes)
+                    ),
+                    rows,
+                ));
+            }
             t.push((
                 s("Peer access (cuDeviceCanAccessPeer)"),
                 matrix(&|a, b| {
@@ -488,5 +512,78 @@ mod tests {
         assert_eq!(p2p[1], vec!["GPU 0", "X", "394"]);
         let gemm = &t.iter().find(|x| x.0 == "GEMM").unwrap().1;
         assert_eq!(gemm[0][0], "not measured");
+        // No pattern and no host extra measured: no such table.
+        assert!(!titles.iter().any(|x| x.starts_with("One GPU and all")));
+        assert!(!titles.iter().any(|x| x.starts_with("Host link:")));
+    }
+
+    #[test]
+    fn host_extras_and_patterns_have_their_tables() {
+        use crate::facts::*;
+        use crate::testing::measured::{membw, pcie_gpu};
+        use crate::units::GIB;
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .measured(|m| {
+                let mut g = pcie_gpu(55.4, 55.3);
+                g.bidirectional = Reading::Value(BidirectionalCopy {
+                    size_bytes: 256 << 20,
+                    h2d_gbps: 50.0,
+                    d2h_gbps: 48.0,
+                    total_gbps: 98.0,
+                });
+                g.latency = Reading::Value(HostLatency {
+                    sm_chase_us: 1.9,
+                    chase_steps: 2000,
+                    memcpy_round_trip_us: 18.5,
+                    round_trips: 100,
+                });
+                g.sm_copy = Reading::unavailable("cuMemHostAlloc(256 MiB, mapped): out of memory");
+                m.pcie = Reading::Value(PcieBandwidth {
+                    per_gpu: vec![
+                        OnGpu::new(0, Reading::Value(g)),
+                        // Quick audit figures only: no row in the extras table.
+                        OnGpu::new(1, Reading::Value(pcie_gpu(55.0, 55.0))),
+                    ],
+                    all_at_once: Reading::unavailable("x"),
+                });
+                let mut b = membw(4100.0);
+                b.add_gbps = Some(4380.0);
+                m.memory = Reading::Value(vec![OnGpu::new(0, Reading::Value(b))]);
+                let mut x = p2p(393.7, true);
+                x.patterns = vec![P2pPattern {
+                    kind: PatternKind::AllToOne,
+                    gpu: 1,
+                    peers: vec![0],
+                    size_bytes: GIB,
+                    gbps: Reading::Value(391.0),
+                    verify: None,
+                }];
+                m.p2p = Reading::Value(x);
+            })
+            .build();
+        let t = tables(&f.measured);
+        let find = |p: &str| &t.iter().find(|x| x.0.starts_with(p)).unwrap().1;
+        let extras = find("Host link:");
+        assert_eq!(extras.len(), 2, "{extras:?}");
+        assert_eq!(
+            extras[1],
+            vec![
+                "0",
+                "50.0",
+                "48.0",
+                "98.0",
+                "cuMemHostAlloc(256 MiB, mapped): out of memory",
+                "-",
+                "1.90",
+                "18.5"
+            ]
+        );
+        let pats = find("One GPU and all the others");
+        assert_eq!(pats[0], vec!["GPU", "one to all", "all to one"]);
+        assert_eq!(pats[1], vec!["GPU 0", "-", "-"]);
+        assert_eq!(pats[2], vec!["GPU 1", "-", "391"]);
+        let mem = find("Device memory, GB/s");
+        let add_col = mem[0].iter().position(|c| c == "add").unwrap();
+        assert_eq!(mem[1][add_col], figure(4380.0));
     }
 }

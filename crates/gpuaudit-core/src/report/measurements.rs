@@ -5,8 +5,8 @@ use crate::checks::judge::{
     allreduce_expected, gemm_expected, p2p_expected, pcie_expected, spec_of,
 };
 use crate::facts::{
-    best_verified_point, Direction, Facts, HostMemory, MeasuredFacts, Measurement, ADD_KERNELS,
-    COPY_KERNELS, READ_KERNELS, TRIAD_KERNELS, WRITE_KERNELS,
+    best_verified_point, Direction, Facts, HostMemory, MeasuredFacts, Measurement, PatternKind,
+    ADD_KERNELS, COPY_KERNELS, READ_KERNELS, TRIAD_KERNELS, WRITE_KERNELS,
 };
 use crate::reading::Reading;
 use crate::spec::Attainable;
@@ -293,6 +293,37 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
                 });
             }
         }
+        for t in &p.patterns {
+            if let Reading::Value(v) = t.gbps {
+                let how = format!(
+                    "cuMemcpyPeerAsync (copy engines) {} GPUs {} at once, each copy on its own \
+                     stream, all bytes over the time from one start event to the last end, \
+                     every copy's data verified (nvbandwidth's {}_memcpy_ce); judged against \
+                     the pattern's fastest single pair",
+                    match t.kind {
+                        PatternKind::OneToAll => "from this GPU to",
+                        PatternKind::AllToOne => "into this GPU from",
+                    },
+                    t.peers
+                        .iter()
+                        .map(|g| g.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    t.kind.label()
+                );
+                out.push(Measurement {
+                    gpu: Some(t.gpu),
+                    size_bytes: Some(t.size_bytes),
+                    ..mk(
+                        &format!("p2p_{}_bandwidth", t.kind.label()),
+                        v,
+                        "GB/s",
+                        None,
+                        &how,
+                    )
+                });
+            }
+        }
     }
     if let Reading::Value(a) = &m.nccl {
         let expected = allreduce_expected(facts, &a.gpus).map(|e| e.0);
@@ -392,100 +423,6 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
     out
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::facts::{GemmDtype, GemmResult, OnGpu, PcieBandwidth};
-    use crate::testing::measured::{allreduce, gemm_point, p2p, pcie_gpu};
-    use crate::testing::Machine;
-    use crate::units::GIB;
-
-    #[test]
-    fn flat_list_carries_expectations() {
-        let f = Machine::healthy("h200-sxm-141gb", 2)
-            .measured(|m| {
-                m.pcie = Reading::Value(PcieBandwidth {
-                    per_gpu: vec![OnGpu::new(0, Reading::Value(pcie_gpu(55.4, 55.3)))],
-                    all_at_once: Reading::unavailable("one GPU"),
-                });
-                m.gemm = Reading::Value(vec![OnGpu::new(
-                    0,
-                    Reading::Value(vec![GemmResult {
-                        dtype: GemmDtype::Bf16,
-                        result: Reading::Value(gemm_point(789.0, true)),
-                    }]),
-                )]);
-                m.nccl = Reading::Value(allreduce(328.3, true));
-                m.p2p = Reading::Value(p2p(393.7, true));
-            })
-            .build();
-        let m = measurements(&f);
-        let h2d = m.iter().find(|x| x.name == "h2d_pinned_bandwidth").unwrap();
-        assert_eq!(h2d.gpu, Some(0));
-        assert!((h2d.expected.unwrap() - 63.015).abs() < 0.01);
-        assert!((h2d.ratio.unwrap() - 0.879).abs() < 0.01);
-        let pageable = m
-            .iter()
-            .find(|x| x.name == "h2d_pageable_bandwidth")
-            .unwrap();
-        assert_eq!(pageable.expected, None);
-        let g = m.iter().find(|x| x.name == "gemm_tflops").unwrap();
-        assert_eq!(g.dtype.as_deref(), Some("bf16"));
-        assert_eq!(g.expected, Some(989.5));
-        // The method says what the figure is judged against, at the size measured.
-        assert!(
-            g.method.contains(
-                "judged against the 81% of it healthy GPUs of this model reach at 8192x8192x8192"
-            ),
-            "{}",
-            g.method
-        );
-        let bus: Vec<_> = m.iter().filter(|x| x.name == "allreduce_busbw").collect();
-        assert_eq!(bus.len(), 2);
-        assert_eq!(bus[0].size_bytes, Some(GIB));
-        // Only the large message is held against the topology's figure.
-        assert!(bus[0].expected.is_some() && bus[0].ratio.is_some());
-        assert_eq!((bus[1].expected, bus[1].ratio), (None, None));
-        let lat = m.iter().find(|x| x.name == "allreduce_latency_us").unwrap();
-        assert_eq!(lat.value, 57.6);
-        let p = m
-            .iter()
-            .find(|x| x.name == "p2p_bandwidth" && x.gpu == Some(0))
-            .unwrap();
-        assert_eq!((p.peer, p.expected), (Some(1), Some(450.0)));
-        let j = serde_json::to_value(&m[0]).unwrap();
-        assert!(
-            j.get("size_bytes").is_some() && j.get("dtype").is_none(),
-            "{j}"
-        );
-    }
-
-    #[test]
-    fn a_size_without_an_attainable_figure_says_so() {
-        let f = Machine::healthy("h200-sxm-141gb", 1)
-            .measured(|m| {
-                let mut p = gemm_point(700.0, true);
-                (p.m, p.n, p.k) = (4096, 4096, 4096);
-                m.gemm = Reading::Value(vec![OnGpu::new(
-                    0,
-                    Reading::Value(vec![GemmResult {
-                        dtype: GemmDtype::Bf16,
-                        result: Reading::Value(p),
-                    }]),
-                )]);
-            })
-            .build();
-        let m = measurements(&f);
-        let g = m.iter().find(|x| x.name == "gemm_tflops").unwrap();
-        assert!(
-            g.method
-                .contains("no attainable figure known for this model at this size"),
-            "{}",
-            g.method
-        );
-    }
-}
-
 /// The bidirectional, SM-driven and latency figures of one GPU's host link.
 fn host_extras(v: &crate::facts::PcieGpu, gpu: u32, link: Option<f64>) -> Vec<Measurement> {
     let mut out = Vec::new();
@@ -578,4 +515,225 @@ fn host_extras(v: &crate::facts::PcieGpu, gpu: u32, link: Option<f64>) -> Vec<Me
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::facts::{GemmDtype, GemmResult, OnGpu, PcieBandwidth};
+    use crate::testing::measured::{allreduce, gemm_point, p2p, pcie_gpu};
+    use crate::testing::Machine;
+    use crate::units::GIB;
+
+    #[test]
+    fn flat_list_carries_expectations() {
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .measured(|m| {
+                m.pcie = Reading::Value(PcieBandwidth {
+                    per_gpu: vec![OnGpu::new(0, Reading::Value(pcie_gpu(55.4, 55.3)))],
+                    all_at_once: Reading::unavailable("one GPU"),
+                });
+                m.gemm = Reading::Value(vec![OnGpu::new(
+                    0,
+                    Reading::Value(vec![GemmResult {
+                        dtype: GemmDtype::Bf16,
+                        result: Reading::Value(gemm_point(789.0, true)),
+                    }]),
+                )]);
+                m.nccl = Reading::Value(allreduce(328.3, true));
+                m.p2p = Reading::Value(p2p(393.7, true));
+            })
+            .build();
+        let m = measurements(&f);
+        let h2d = m.iter().find(|x| x.name == "h2d_pinned_bandwidth").unwrap();
+        assert_eq!(h2d.gpu, Some(0));
+        assert!((h2d.expected.unwrap() - 63.015).abs() < 0.01);
+        assert!((h2d.ratio.unwrap() - 0.879).abs() < 0.01);
+        let pageable = m
+            .iter()
+            .find(|x| x.name == "h2d_pageable_bandwidth")
+            .unwrap();
+        assert_eq!(pageable.expected, None);
+        let g = m.iter().find(|x| x.name == "gemm_tflops").unwrap();
+        assert_eq!(g.dtype.as_deref(), Some("bf16"));
+        assert_eq!(g.expected, Some(989.5));
+        // The method says what the figure is judged against, at the size measured.
+        assert!(
+            g.method.contains(
+                "judged against the 81% of it healthy GPUs of this model reach at 8192x8192x8192"
+            ),
+            "{}",
+            g.method
+        );
+        let bus: Vec<_> = m.iter().filter(|x| x.name == "allreduce_busbw").collect();
+        assert_eq!(bus.len(), 2);
+        assert_eq!(bus[0].size_bytes, Some(GIB));
+        // Only the large message is held against the topology's figure.
+        assert!(bus[0].expected.is_some() && bus[0].ratio.is_some());
+        assert_eq!((bus[1].expected, bus[1].ratio), (None, None));
+        let lat = m.iter().find(|x| x.name == "allreduce_latency_us").unwrap();
+        assert_eq!(lat.value, 57.6);
+        let p = m
+            .iter()
+            .find(|x| x.name == "p2p_bandwidth" && x.gpu == Some(0))
+            .unwrap();
+        assert_eq!((p.peer, p.expected), (Some(1), Some(450.0)));
+        let j = serde_json::to_value(&m[0]).unwrap();
+        assert!(
+            j.get("size_bytes").is_some() && j.get("dtype").is_none(),
+            "{j}"
+        );
+    }
+
+    #[test]
+    fn host_extras_patterns_and_the_best_kernel_are_in_the_list() {
+        use crate::facts::{
+            BidirectionalCopy, HostLatency, KernelPoint, P2pPattern, PatternKind, SmHostCopy,
+        };
+        use crate::testing::measured::membw;
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .measured(|m| {
+                let mut g = pcie_gpu(55.4, 55.3);
+                g.bidirectional = Reading::Value(BidirectionalCopy {
+                    size_bytes: 256 << 20,
+                    h2d_gbps: 50.0,
+                    d2h_gbps: 48.0,
+                    total_gbps: 98.0,
+                });
+                g.sm_copy = Reading::Value(SmHostCopy {
+                    size_bytes: 256 << 20,
+                    h2d_gbps: 45.0,
+                    d2h_gbps: 44.0,
+                    kernel: "copy 528x512".into(),
+                });
+                g.latency = Reading::Value(HostLatency {
+                    sm_chase_us: 1.9,
+                    chase_steps: 2000,
+                    memcpy_round_trip_us: 18.5,
+                    round_trips: 100,
+                });
+                m.pcie = Reading::Value(PcieBandwidth {
+                    per_gpu: vec![OnGpu::new(0, Reading::Value(g))],
+                    all_at_once: Reading::unavailable("one GPU"),
+                });
+                let mut b = membw(4100.0);
+                b.add_gbps = Some(4380.0);
+                b.triad_gbps = Some(4386.0);
+                b.sweep = vec![
+                    KernelPoint {
+                        kernel: "triad".into(),
+                        blocks: 528,
+                        threads: 512,
+                        gbps: 4110.0,
+                        verified: true,
+                    },
+                    KernelPoint {
+                        kernel: "triad_flat".into(),
+                        blocks: 1 << 20,
+                        threads: 256,
+                        gbps: 4386.0,
+                        verified: true,
+                    },
+                ];
+                m.memory = Reading::Value(vec![OnGpu::new(0, Reading::Value(b))]);
+                let mut x = p2p(393.7, true);
+                x.patterns = vec![
+                    P2pPattern {
+                        kind: PatternKind::OneToAll,
+                        gpu: 0,
+                        peers: vec![1],
+                        size_bytes: GIB,
+                        gbps: Reading::Value(390.0),
+                        verify: None,
+                    },
+                    P2pPattern {
+                        kind: PatternKind::AllToOne,
+                        gpu: 0,
+                        peers: vec![1],
+                        size_bytes: GIB,
+                        gbps: Reading::unavailable("x"),
+                        verify: None,
+                    },
+                ];
+                m.p2p = Reading::Value(x);
+            })
+            .build();
+        let m = measurements(&f);
+        let get = |n: &str| {
+            m.iter()
+                .find(|x| x.name == n)
+                .unwrap_or_else(|| panic!("{n}"))
+        };
+        let link = 63.015;
+        let b = get("h2d_bidirectional_bandwidth");
+        assert_eq!(
+            (b.value, b.gpu, b.size_bytes),
+            (50.0, Some(0), Some(256 << 20))
+        );
+        assert!((b.expected.unwrap() - link).abs() < 0.01);
+        assert!(b.method.contains("host_to_device_bidirectional_memcpy_ce"));
+        assert_eq!(get("d2h_bidirectional_bandwidth").value, 48.0);
+        let total = get("bidirectional_total_bandwidth");
+        assert!((total.expected.unwrap() - 2.0 * link).abs() < 0.01);
+        let sm = get("d2h_sm_bandwidth");
+        assert_eq!(sm.value, 44.0);
+        assert!(
+            sm.method.contains("device_to_host_memcpy_sm"),
+            "{}",
+            sm.method
+        );
+        assert!(get("h2d_sm_bandwidth")
+            .method
+            .contains("host_to_device_memcpy_sm"));
+        let lat = get("host_latency_sm_us");
+        assert_eq!(
+            (lat.value, lat.unit.as_str(), lat.expected),
+            (1.9, "us", None)
+        );
+        assert!(lat.method.contains("host_device_latency_sm"));
+        assert_eq!(get("host_round_trip_us").value, 18.5);
+        // The method names the kernel and shape the figure came from.
+        let triad = get("memory_triad_bandwidth");
+        assert!(
+            triad
+                .method
+                .contains("triad_flat at 1048576 blocks x 256 threads"),
+            "{}",
+            triad.method
+        );
+        // No sweep behind the add figure: the method says what it is, no launch.
+        let add = get("memory_add_bandwidth");
+        assert_eq!(add.value, 4380.0);
+        assert!(!add.method.contains("best verified"), "{}", add.method);
+        let one = get("p2p_one_to_all_bandwidth");
+        assert_eq!((one.value, one.gpu, one.expected), (390.0, Some(0), None));
+        assert!(one.method.contains("one_to_all_memcpy_ce"));
+        // A pattern that was not measured has no figure (never 0).
+        assert!(!m.iter().any(|x| x.name == "p2p_all_to_one_bandwidth"));
+    }
+
+    #[test]
+    fn a_size_without_an_attainable_figure_says_so() {
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .measured(|m| {
+                let mut p = gemm_point(700.0, true);
+                (p.m, p.n, p.k) = (4096, 4096, 4096);
+                m.gemm = Reading::Value(vec![OnGpu::new(
+                    0,
+                    Reading::Value(vec![GemmResult {
+                        dtype: GemmDtype::Bf16,
+                        result: Reading::Value(p),
+                    }]),
+                )]);
+            })
+            .build();
+        let m = measurements(&f);
+        let g = m.iter().find(|x| x.name == "gemm_tflops").unwrap();
+        assert!(
+            g.method
+                .contains("no attainable figure known for this model at this size"),
+            "{}",
+            g.method
+        );
+    }
 }

@@ -106,6 +106,7 @@ pub fn p2p(gbps01: f64, peer: bool) -> P2pMatrix {
             b: 1,
             gbps: Reading::Value(740.0),
         }],
+        patterns: vec![],
     }
 }
 
@@ -336,6 +337,7 @@ pub fn full_run(m: &mut MeasuredFacts, n: u32) {
         size_bytes: GIB,
         pairs,
         bidirectional,
+        patterns: vec![],
     });
     let mut ar = allreduce(331.8, true);
     ar.gpus = gpus.clone();

@@ -469,6 +469,10 @@ pub struct P2pParams {
     pub repeats: u32,
     /// Back-to-back 4-byte copies timed for the latency.
     pub latency_copies: u32,
+    /// Also one-to-all and all-to-one copies from/to every GPU (nvbandwidth's patterns;
+    /// `--full` and bench only).
+    #[serde(default)]
+    pub patterns: bool,
     pub budget: Budget,
 }
 
@@ -629,6 +633,15 @@ fn not_rehearsed() -> Step<RehearseParams> {
 }
 
 const KIB: u64 = 1 << 10;
+
+/// Copies of the one-to-all and all-to-one patterns over `n` GPUs (each plus its warm-up):
+/// 2n patterns of n - 1 copies, `repeats` + 1 times.
+pub fn pattern_copies(n: usize, repeats: u32) -> u64 {
+    if n < 2 {
+        return 0;
+    }
+    2 * n as u64 * (n as u64 - 1) * (repeats as u64 + 1)
+}
 
 /// Milliseconds a GPU's host extras take (bidirectional copies at 1 GiB, SM copies, latency).
 const HOST_EXTRAS_MS: u64 = 400;
@@ -989,12 +1002,24 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
             // Peer access, syncs, verification and the 4-byte copies: ~15 ms a pair; the
             // copies at 200 GB/s (between NVLink and PCIe). The limit holds copies through
             // host memory at 10 GB/s.
-            let est = 200 + 15 * pairs + volume / 200_000_000;
+            // The patterns (full only) copy n - 1 buffers for each of 2n patterns: 2 n (n - 1)
+            // copies of `size` per repeat, as much again as the ordered pairs.
+            let pattern_volume = if full {
+                pattern_copies(n as usize, repeats) * size
+            } else {
+                0
+            };
+            let est = 200 + 15 * pairs + (volume + pattern_volume) / 200_000_000;
             Step::Run(P2pParams {
                 size,
                 repeats,
                 latency_copies: 200,
-                budget: Budget::at_least(est, over, 30 + volume / 10_000_000_000),
+                patterns: full,
+                budget: Budget::at_least(
+                    est,
+                    over,
+                    30 + (volume + pattern_volume) / 10_000_000_000,
+                ),
             })
         }
     };
@@ -1215,6 +1240,42 @@ mod tests {
         // The extras are in the full plan's time budget.
         let full_pcie = full.pcie.params().unwrap().budget;
         assert_eq!(full_pcie.estimate_ms, 2500 + HOST_EXTRAS_MS);
+    }
+
+    #[test]
+    fn device_patterns_run_in_full_plans_on_two_or_more_gpus() {
+        let opts = Options {
+            full: true,
+            ..Options::default()
+        };
+        let full = plan(&[h200(0), h200(1)], &opts, &LibStatus::all_found());
+        assert!(full.p2p.params().unwrap().patterns);
+        let quick = plan(
+            &[h200(0), h200(1)],
+            &Options::default(),
+            &LibStatus::all_found(),
+        );
+        assert!(!quick.p2p.params().unwrap().patterns);
+        // One GPU: no P2P group at all.
+        let one = plan(&[h200(0)], &opts, &LibStatus::all_found());
+        assert!(one.p2p.params().is_none());
+        // 2 GPUs: 4 patterns of 1 copy; 8 GPUs: 16 patterns of 7 copies; each repeats + 1.
+        assert_eq!(pattern_copies(2, 10), 2 * 2 * 11);
+        assert_eq!(pattern_copies(8, 10), 2 * 8 * 7 * 11);
+        assert_eq!(pattern_copies(1, 10), 0);
+        assert_eq!(pattern_copies(0, 10), 0);
+        // The full plan on 8 GPUs still fits (the patterns add to the P2P group's estimate).
+        let eight: Vec<Target> = (0..8).map(h200).collect();
+        let p = plan(&eight, &opts, &LibStatus::all_found());
+        let p2p = p.p2p.params().unwrap();
+        assert!(p2p.patterns);
+        let pairs = 56;
+        let volume = p2p_copies(8, p2p.repeats) * p2p.size;
+        let pv = pattern_copies(8, p2p.repeats) * p2p.size;
+        assert_eq!(
+            p2p.budget.estimate_ms,
+            200 + 15 * pairs + (volume + pv) / 200_000_000
+        );
     }
 
     #[test]
