@@ -170,6 +170,9 @@ pub fn render(name: &str, format: &str, extra: &[&str]) -> (i32, String) {
         .args(["--format", format])
         .args(extra)
         .env("COLUMNS", "80")
+        // The views print the audit time: one fixed time keeps their snapshots the same on
+        // every run (it was the clock's, so html/md snapshots failed a minute later).
+        .env("GPUAUDIT_NOW", "2026-12-01T12:36:18Z")
         .output()
         .expect("gpuaudit runs");
     (

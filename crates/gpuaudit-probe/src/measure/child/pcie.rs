@@ -395,6 +395,8 @@ impl ExtraBufs {
         self.clear(&s)?;
         let (blocks, threads) = (g.sm_count * SM_COPY_BLOCKS_PER_SM, SM_COPY_THREADS);
         let n4 = self.size / 16;
+        // The mapped addresses are those of the current context: this GPU's.
+        g.bind()?;
         let host_src = self.host_src.device_ptr()?;
         let host_dst = self.host_dst.device_ptr()?;
         let rate = |src: u64, dst: u64| -> R<f64> {
@@ -467,10 +469,12 @@ pub fn chase_end(start_node: u64, steps: u64, nodes: u64) -> u64 {
 fn latency(g: &cu::Gpu, k: &cu::Kernels, verify: &mut Vec<Verify>) -> R<HostLatency> {
     let nodes = chase_nodes();
     let chain = chase_chain(nodes);
+    g.bind()?;
     let mut host = PinnedBuf::new_mapped(chain.len() as u64 * 8)?;
     for (dst, w) in host.as_mut_slice().chunks_exact_mut(8).zip(&chain) {
         dst.copy_from_slice(&w.to_le_bytes());
     }
+    g.bind()?;
     let p = host.device_ptr()?;
     let out = DevBuf::new(g, 8)?;
     let s = Stream::new(g)?;
