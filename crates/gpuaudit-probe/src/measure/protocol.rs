@@ -145,6 +145,7 @@ impl CtxProbeLine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpuaudit_core::facts::Verify;
 
     #[test]
     fn messages_round_trip() {
@@ -221,6 +222,26 @@ mod tests {
                     note: None,
                 }),
             )]))),
+            ChildMsg::Result(GroupResult::P2p(Reading::Value(P2pMatrix {
+                gpus: vec![0, 1],
+                size_bytes: 1 << 30,
+                pairs: vec![],
+                bidirectional: vec![],
+                patterns: vec![gpuaudit_core::facts::P2pPattern {
+                    kind: gpuaudit_core::facts::PatternKind::AllToOne,
+                    gpu: 1,
+                    peers: vec![0],
+                    size_bytes: 1 << 30,
+                    gbps: Reading::unavailable(
+                        "copied data differs: GPU 0 -> GPU 1: 3 words differ",
+                    ),
+                    verify: Some(Verify {
+                        what: "all_to_one GPU 1 1 GiB".into(),
+                        ok: false,
+                        detail: Some("GPU 0 -> GPU 1: 3 words differ".into()),
+                    }),
+                }],
+            }))),
             ChildMsg::Done,
         ];
         for m in msgs {
@@ -228,6 +249,25 @@ mod tests {
             assert!(!line.contains('\n'));
             assert_eq!(ChildMsg::parse(&line), Some(m));
         }
+    }
+
+    #[test]
+    fn a_pattern_line_has_its_kind_in_snake_case() {
+        let p = gpuaudit_core::facts::P2pPattern {
+            kind: gpuaudit_core::facts::PatternKind::OneToAll,
+            gpu: 0,
+            peers: vec![1, 2],
+            size_bytes: 1 << 30,
+            gbps: Reading::Value(780.5),
+            verify: None,
+        };
+        let j = serde_json::to_string(&p).unwrap();
+        assert!(j.contains(r#""kind":"one_to_all""#), "{j}");
+        assert!(j.contains(r#""gbps":780.5"#), "{j}");
+        // A matrix of an older child (no patterns) still parses.
+        let old = r#"{"gpus":[0,1],"size_bytes":1,"pairs":[]}"#;
+        let m: P2pMatrix = serde_json::from_str(old).unwrap();
+        assert!(m.patterns.is_empty() && m.bidirectional.is_empty());
     }
 
     #[test]

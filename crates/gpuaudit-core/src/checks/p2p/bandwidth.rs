@@ -532,6 +532,13 @@ mod tests {
     fn explain_gives_the_thresholds_the_code_uses() {
         let what = CHECK.doc.what;
         assert!(
+            what.contains(&format!(
+                "aggregate below {} of the pattern's fastest single pair warns",
+                percent(PATTERN_WARN)
+            )),
+            "{what}"
+        );
+        assert!(
             what.contains(&format!("below {} warns", percent(WARN))),
             "{what}"
         );

@@ -475,6 +475,20 @@ mod tests {
     fn explain_gives_the_thresholds_the_code_uses() {
         let what = CHECK.doc.what;
         assert!(
+            what.contains(&format!(
+                "slower direction below {} of the link's one-direction rate warns",
+                percent(BIDIR_WARN)
+            )),
+            "{what}"
+        );
+        assert!(
+            what.contains(&format!(
+                "below {} of the copy engines' are named",
+                percent(SM_COPY_NOTE)
+            )),
+            "{what}"
+        );
+        assert!(
             what.contains(&format!("below {} warns", percent(WARN))),
             "{what}"
         );

@@ -186,7 +186,7 @@ fn one(
     let s = &stream;
     let n4 = buf / 16;
     let max_grid = cu::max_grid_x(g);
-    cu::write_pattern_dev(g, k, &s, a.ptr, buf, SEED_A)?;
+    cu::write_pattern_dev(g, k, s, a.ptr, buf, SEED_A)?;
     s.sync()?;
 
     let grid = |sh: &LaunchShape| g.sm_count.saturating_mul(sh.blocks_per_sm).max(1);
@@ -278,7 +278,7 @@ fn one(
         for l in &stride_launches {
             let mut run = || {
                 l.issue(n4, max_grid, |grid, t, _| {
-                    launch(*f, grid, t, &s, &mut kargs![a.ptr, b.ptr, n4])
+                    launch(*f, grid, t, s, &mut kargs![a.ptr, b.ptr, n4])
                 })
             };
             timed(
@@ -303,13 +303,7 @@ fn one(
             let mut run = || {
                 l.issue(n4, max_grid, |grid, t, base| {
                     let base = base.unwrap_or(0);
-                    launch(
-                        k.copy_flat,
-                        grid,
-                        t,
-                        &s,
-                        &mut kargs![a.ptr, b.ptr, base, n4],
-                    )
+                    launch(k.copy_flat, grid, t, s, &mut kargs![a.ptr, b.ptr, base, n4])
                 })
             };
             timed(
@@ -332,10 +326,10 @@ fn one(
     // The driver's copy (what cudaMemcpy and PyTorch's tensor.copy_ use): the timed copies
     // themselves are checked.
     tick("memcpy");
-    cu::memset_d32_async(b.ptr, 0, buf / 4, &s)?;
-    let ms = time_median(g, &s, p.repeats, || cu::dtod_async(b.ptr, a.ptr, buf, &s))?;
+    cu::memset_d32_async(b.ptr, 0, buf / 4, s)?;
+    let ms = time_median(g, s, p.repeats, || cu::dtod_async(b.ptr, a.ptr, buf, s))?;
     s.sync()?;
-    let bad = cu::check_pattern_dev(g, k, &s, b.ptr, buf, SEED_A)?;
+    let bad = cu::check_pattern_dev(g, k, s, b.ptr, buf, SEED_A)?;
     let memcpy_ok = bad == 0;
     verify.push(check(
         "cuMemcpyDtoD: destination compared with the pattern",
@@ -354,7 +348,7 @@ fn one(
             let (blocks, _) = l.dims(n4, max_grid);
             let mut run = || {
                 l.issue(n4, max_grid, |grid, t, _| {
-                    launch(k.read_xor, grid, t, &s, &mut kargs![a.ptr, n4, xors.ptr])
+                    launch(k.read_xor, grid, t, s, &mut kargs![a.ptr, n4, xors.ptr])
                 })
             };
             let mut check_xor = || -> R<Option<String>> {
@@ -368,7 +362,7 @@ fn one(
                 l.kernel("read"),
                 l,
                 buf as f64,
-                &mut || cu::memset_d32_async(xors.ptr, 0, max_blocks as u64, &s),
+                &mut || cu::memset_d32_async(xors.ptr, 0, max_blocks as u64, s),
                 &mut run,
                 &mut check_xor,
                 &mut failures,
@@ -385,7 +379,7 @@ fn one(
         for l in &stride_launches {
             let mut run = || {
                 l.issue(n4, max_grid, |grid, t, _| {
-                    launch(k.write_pattern, grid, t, &s, &mut kargs![b.ptr, n4, SEED_W])
+                    launch(k.write_pattern, grid, t, s, &mut kargs![b.ptr, n4, SEED_W])
                 })
             };
             timed(
@@ -408,8 +402,8 @@ fn one(
         // the shapes, flat over the thread counts.
         let nf = buf / 4;
         let hg = helper_grid(g);
-        launch(k.fill_f32, hg, 256, &s, &mut kargs![b.ptr, nf, SEED_B])?;
-        launch(k.fill_f32, hg, 256, &s, &mut kargs![c.ptr, nf, SEED_C])?;
+        launch(k.fill_f32, hg, 256, s, &mut kargs![b.ptr, nf, SEED_B])?;
+        launch(k.fill_f32, hg, 256, s, &mut kargs![c.ptr, nf, SEED_C])?;
         for kind in [F32Kind::Triad, F32Kind::Add] {
             let mut failures = Vec::new();
             for l in &both {
@@ -419,24 +413,24 @@ fn one(
                             k.triad_f32,
                             grid,
                             t,
-                            &s,
+                            s,
                             &mut kargs![a.ptr, b.ptr, c.ptr, TRIAD_S, n4],
                         ),
                         (F32Kind::Triad, Some(b0)) => launch(
                             k.triad_flat,
                             grid,
                             t,
-                            &s,
+                            s,
                             &mut kargs![a.ptr, b.ptr, c.ptr, TRIAD_S, b0, n4],
                         ),
                         (F32Kind::Add, None) => {
-                            launch(k.add_f32, grid, t, &s, &mut kargs![a.ptr, b.ptr, c.ptr, n4])
+                            launch(k.add_f32, grid, t, s, &mut kargs![a.ptr, b.ptr, c.ptr, n4])
                         }
                         (F32Kind::Add, Some(b0)) => launch(
                             k.add_flat,
                             grid,
                             t,
-                            &s,
+                            s,
                             &mut kargs![a.ptr, b.ptr, c.ptr, b0, n4],
                         ),
                     })
@@ -445,7 +439,7 @@ fn one(
                     l.kernel(kind.name()),
                     l,
                     3.0 * buf as f64,
-                    &mut || cu::memset_d32_async(a.ptr, 0, nf, &s),
+                    &mut || cu::memset_d32_async(a.ptr, 0, nf, s),
                     &mut run,
                     &mut || check_f32(g, a.ptr, nf, kind),
                     &mut failures,
@@ -598,7 +592,7 @@ mod tests {
         // Every vector is covered exactly once.
         let chunks = flat_chunks(12_345, 96, 7);
         let covered: u64 = chunks.iter().map(|c| c.1 as u64 * 96).sum();
-        assert!(covered >= 12_345 && covered < 12_345 + 96);
+        assert!((12_345..12_345 + 96).contains(&covered));
         for w in chunks.windows(2) {
             assert_eq!(w[1].0, w[0].0 + w[0].1 as u64 * 96);
         }

@@ -202,12 +202,12 @@ pub fn run(ctx: &Ctx, p: &P2pParams) -> R<P2pMatrix> {
     }
     let patterns = if p.patterns {
         let mut v = Vec::new();
-        for hub in 0..n {
+        for (hub, hub_gpu) in gpus.iter().enumerate() {
             for kind in [PatternKind::OneToAll, PatternKind::AllToOne] {
                 progress(
                     Group::P2p,
                     0.99,
-                    format!("{} GPU {}", kind.label(), gpus[hub].index),
+                    format!("{} GPU {}", kind.label(), hub_gpu.index),
                 );
                 v.push(pattern(ctx, &sides, hub, kind, size, p.repeats.max(1)));
             }

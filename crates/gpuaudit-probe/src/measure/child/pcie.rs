@@ -400,12 +400,12 @@ impl ExtraBufs {
         let host_src = self.host_src.device_ptr()?;
         let host_dst = self.host_dst.device_ptr()?;
         let rate = |src: u64, dst: u64| -> R<f64> {
-            let mut once = || launch(k.copy_v4, blocks, threads, &s, &mut kargs![src, dst, n4]);
+            let once = || launch(k.copy_v4, blocks, threads, &s, &mut kargs![src, dst, n4]);
             once()?;
             s.sync()?;
             let mut v = Vec::new();
             for _ in 0..batches.max(3) {
-                v.push(gbps(self.size as f64, cu::time_on(g, &s, &mut once)?));
+                v.push(gbps(self.size as f64, cu::time_on(g, &s, once)?));
             }
             median(&v).ok_or(Fail("no timing".into()))
         };
