@@ -522,7 +522,19 @@ mod tests {
         use crate::facts::*;
         use crate::testing::measured::{membw, pcie_gpu};
         use crate::units::GIB;
-        let f = Machine::healthy("h200-sxm-141gb", 2)
+        // Quick-audit host figures only: no extras table (not a header alone).
+        let quick = Machine::healthy("h200-sxm-141gb", 1)
+            .measured(|m| {
+                m.pcie = Reading::Value(PcieBandwidth {
+                    per_gpu: vec![OnGpu::new(0, Reading::Value(pcie_gpu(55.0, 55.0)))],
+                    all_at_once: Reading::unavailable("one GPU"),
+                });
+            })
+            .build();
+        let t = tables(&quick.measured);
+        assert!(t.iter().any(|x| x.0.starts_with("Host <-> device copies")));
+        assert!(!t.iter().any(|x| x.0.starts_with("Host link:")));
+        let f = Machine::healthy("h200-sxm-141gb", 3)
             .measured(|m| {
                 let mut g = pcie_gpu(55.4, 55.3);
                 g.bidirectional = Reading::Value(BidirectionalCopy {
@@ -538,11 +550,15 @@ mod tests {
                     round_trips: 100,
                 });
                 g.sm_copy = Reading::unavailable("cuMemHostAlloc(256 MiB, mapped): out of memory");
+                let mut only_bidir = pcie_gpu(55.0, 55.0);
+                only_bidir.bidirectional = g.bidirectional.clone();
                 m.pcie = Reading::Value(PcieBandwidth {
                     per_gpu: vec![
                         OnGpu::new(0, Reading::Value(g)),
+                        // One reading of the three is enough for a row.
+                        OnGpu::new(1, Reading::Value(only_bidir)),
                         // Quick audit figures only: no row in the extras table.
-                        OnGpu::new(1, Reading::Value(pcie_gpu(55.0, 55.0))),
+                        OnGpu::new(2, Reading::Value(pcie_gpu(55.0, 55.0))),
                     ],
                     all_at_once: Reading::unavailable("x"),
                 });
@@ -564,7 +580,10 @@ mod tests {
         let t = tables(&f.measured);
         let find = |p: &str| &t.iter().find(|x| x.0.starts_with(p)).unwrap().1;
         let extras = find("Host link:");
-        assert_eq!(extras.len(), 2, "{extras:?}");
+        assert_eq!(extras.len(), 3, "{extras:?}");
+        assert_eq!(extras[2][0], "1");
+        assert_eq!(extras[2][1], "50.0");
+        assert_eq!(extras[2][6], "quick audit: run with --full");
         assert_eq!(
             extras[1],
             vec![
