@@ -705,8 +705,10 @@ mod tests {
         let add = get("memory_add_bandwidth");
         assert_eq!(add.value, 4380.0);
         assert!(!add.method.contains("best verified"), "{}", add.method);
+        assert_eq!(triad.size_bytes, Some(4 * GIB));
         let one = get("p2p_one_to_all_bandwidth");
         assert_eq!((one.value, one.gpu, one.expected), (390.0, Some(0), None));
+        assert_eq!(one.size_bytes, Some(GIB));
         assert!(one.method.contains("one_to_all_memcpy_ce"));
         // A pattern that was not measured has no figure (never 0).
         assert!(!m.iter().any(|x| x.name == "p2p_all_to_one_bandwidth"));
