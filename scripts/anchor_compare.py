@@ -2,7 +2,15 @@
 """gpuaudit against the tools a user would reach for by hand, measured side by side.
 
   anchor_compare.py anchor [--ctx-bin PATH] [--out FILE]   PyTorch / driver-API anchors, JSON
-  anchor_compare.py compare GPUAUDIT.json ANCHOR.json      the comparison table (last)
+  anchor_compare.py compare GPUAUDIT.json ANCHOR.json [--babelstream BS.json]
+                                                           the comparison table (last)
+  anchor_compare.py babelstream BINARY [--out FILE]        run a BabelStream binary, JSON
+  anchor_compare.py selftest                               the parsers' own tests
+
+BabelStream is optional and never part of this repository: point BABELSTREAM at a binary
+built by hand on the GPU machine. It runs with --arraysize 536870912 --numtimes 50 (2^29
+doubles, 4 GiB an array, as gpuaudit's full buffers), with --csv where the binary has it, and
+its Copy/Add/Triad/Dot stand beside gpuaudit's copy/add/triad/read on GPU 0.
 
 The anchor follows ../shared/tools/torch_anchor.py (1 GiB host copies timed with events over 10
 repeats, 8192^3 GEMMs, device copy counted as bytes read + written over a 4 GiB buffer, 1 GiB
@@ -263,6 +271,127 @@ def run_anchor(ctx_bin):
     return res
 
 
+# ------------------------------------------------------------------------------- BabelStream
+
+BABELSTREAM_ARGS = ["--arraysize", "536870912", "--numtimes", "50"]
+# BabelStream's kernels and the gpuaudit figure each stands beside.
+BABELSTREAM_PAIRS = [("Copy", "memory_copy_bandwidth", "copy"),
+                     ("Add", "memory_add_bandwidth", "add"),
+                     ("Triad", "memory_triad_bandwidth", "triad"),
+                     ("Dot", "memory_read_bandwidth", "read")]
+
+
+def rate_to_gbps(value, unit):
+    """A BabelStream rate in GB/s (10^9 bytes/s) from its unit (MB/s, GB/s, MiB/s, GiB/s)."""
+    u = unit.lower().replace("bytes", "b").replace("/sec", "").replace("_per_sec", "")
+    u = u.replace("max_", "").strip()
+    scale = {"mb": 1e-3, "gb": 1.0, "mib": (1 << 20) / 1e9, "gib": (1 << 30) / 1e9}
+    if u not in scale:
+        raise ValueError(f"unknown BabelStream unit {unit!r}")
+    return float(value) * scale[u]
+
+
+def parse_babelstream(text):
+    """{"Copy": GB/s, ...} from BabelStream's output, CSV (--csv) or its table."""
+    out = {}
+    lines = [l.strip() for l in text.splitlines() if l.strip()]
+    for i, l in enumerate(lines):
+        cells = [c.strip() for c in l.split(",")]
+        if len(cells) > 4 and cells[0].lower() == "function":
+            # CSV: function,num_times,n_elements,sizeof,max_mbytes_per_sec,min_runtime,...
+            col = next((k for k, c in enumerate(cells) if "bytes_per_sec" in c.lower()), None)
+            if col is None:
+                raise ValueError("BabelStream CSV without a bytes-per-second column")
+            for row in lines[i + 1:]:
+                r = [c.strip() for c in row.split(",")]
+                if len(r) > col and r[0] in {p[0] for p in BABELSTREAM_PAIRS}:
+                    out[r[0]] = rate_to_gbps(r[col], cells[col])
+            return out
+        words = l.split()
+        if len(words) >= 2 and words[0] == "Function" and "bytes/sec" in words[1].lower():
+            # The table: Function MBytes/sec Min (sec) Max Average
+            for row in lines[i + 1:]:
+                r = row.split()
+                if len(r) >= 2 and r[0] in {p[0] for p in BABELSTREAM_PAIRS}:
+                    out[r[0]] = rate_to_gbps(r[1], words[1])
+            return out
+    return out
+
+
+def run_babelstream(binary):
+    res = {"binary": binary}
+    try:
+        helptext = subprocess.run([binary, "--help"], capture_output=True, text=True,
+                                  timeout=60)
+        has_csv = "--csv" in (helptext.stdout + helptext.stderr)
+    except Exception as e:  # noqa: BLE001
+        res["error"] = f"{binary} --help: {e!r}"
+        return res
+    cmd = [binary] + BABELSTREAM_ARGS + (["--csv"] if has_csv else [])
+    res["command"] = " ".join(cmd)
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    except Exception as e:  # noqa: BLE001
+        res["error"] = repr(e)
+        return res
+    res["exit"] = r.returncode
+    res["output"] = r.stdout[-4000:]
+    try:
+        res["GBps"] = parse_babelstream(r.stdout)
+    except ValueError as e:
+        res["error"] = str(e)
+    if not res.get("GBps") and "error" not in res:
+        res["error"] = "no Copy/Add/Triad/Dot figure in BabelStream's output"
+    return res
+
+
+def selftest():
+    csv = ("function,num_times,n_elements,sizeof,max_mbytes_per_sec,min_runtime,max_runtime,"
+           "avg_runtime\nCopy,50,536870912,8,4060123.5,0.002,0.003,0.0025\n"
+           "Mul,50,536870912,8,4000000,0.002,0.003,0.0025\n"
+           "Add,50,536870912,8,4374000,0.002,0.003,0.0025\n"
+           "Triad,50,536870912,8,4373000.0,0.002,0.003,0.0025\n"
+           "Dot,50,536870912,8,4448000,0.002,0.003,0.0025\n")
+    got = parse_babelstream(csv)
+    assert set(got) == {"Copy", "Add", "Triad", "Dot"}, got
+    assert abs(got["Copy"] - 4060.1235) < 1e-6, got
+    table = ("BabelStream\nVersion: 5.0\nRunning kernels 50 times\n"
+             "Function    MBytes/sec  Min (sec)   Max         Average\n"
+             "Copy        4060123.500 0.00211     0.00230     0.00220\n"
+             "Triad       4373000.000 0.00295     0.00300     0.00297\n")
+    got = parse_babelstream(table)
+    assert got == {"Copy": 4060.1235, "Triad": 4373.0}, got
+    gib = "Function    GiBytes/sec  Min\nDot 4000.0 0.1\n"
+    assert abs(parse_babelstream(gib)["Dot"] - 4000.0 * (1 << 30) / 1e9) < 1e-6
+    try:
+        rate_to_gbps(1, "furlongs/sec")
+        raise AssertionError("an unknown unit must not parse")
+    except ValueError:
+        pass
+    assert parse_babelstream("nothing here") == {}
+    # The comparison rows: BabelStream beside gpuaudit's GPU 0 figures, ratio and bar.
+    ms = [{"name": "memory_copy_bandwidth", "gpu": 0, "value": 4100.0},
+          {"name": "memory_read_bandwidth", "gpu": 0, "value": 4470.0},
+          {"name": "memory_copy_bandwidth", "gpu": 1, "value": 1.0}]
+    rows = babelstream_rows(ms, {"GBps": {"Copy": 4060.0, "Dot": 4448.0, "Add": 4374.0}})
+    assert rows[0] == ("GPU0 copy vs BabelStream Copy GB/s", 4100.0, 4060.0, "hi"), rows
+    assert rows[1] == ("GPU0 add vs BabelStream Add GB/s", None, 4374.0, "hi"), rows
+    assert rows[2] == ("GPU0 triad vs BabelStream Triad GB/s", None, None, "hi"), rows
+    assert rows[3][1:] == (4470.0, 4448.0, "hi"), rows
+    assert babelstream_rows(ms, {"error": "x"}) == []
+    print("selftest: ok")
+    return 0
+
+
+def babelstream_rows(ms, bs):
+    """The table's BabelStream rows (GPU 0, where BabelStream runs by default)."""
+    figs = bs.get("GBps") or {}
+    if not figs:
+        return []
+    return [(f"GPU0 {ours} vs BabelStream {theirs} GB/s", find(ms, name, gpu=0),
+             figs.get(theirs), "hi") for theirs, name, ours in BABELSTREAM_PAIRS]
+
+
 # ------------------------------------------------------------------------------- compare
 
 def find(ms, name, gpu=None, peer=None, dtype=None, size=None):
@@ -305,7 +434,7 @@ def measurements_of(doc):
     return []
 
 
-def compare(ga_path, an_path):
+def compare(ga_path, an_path, bs_path=None):
     ga = json.load(open(ga_path))
     an = json.load(open(an_path))
     ms = measurements_of(ga)
@@ -329,6 +458,11 @@ def compare(ga_path, an_path):
         add(f"GPU{i} device copy r+w GB/s (best)", best, c.get("d2d_rw_GBps"), "hi")
         add(f"GPU{i} device copy kernel r+w GB/s", kern, c.get("d2d_rw_GBps"), None)
         add(f"GPU{i} device memcpy r+w GB/s", memcpy, c.get("d2d_rw_GBps"), None)
+        if i == 0 and bs_path:
+            bs = json.load(open(bs_path))
+            if bs.get("error"):
+                print(f"warning: BabelStream: {bs['error']}")
+            rows.extend(babelstream_rows(ms, bs))
         g = an.get(f"gpu{i}_gemm", {})
         for dt in ("bf16", "fp16", "tf32", "fp32", "fp64", "fp8"):
             ga_v = find(ms, "gemm_tflops", gpu=i, dtype=dt)
@@ -445,6 +579,18 @@ def main():
         return 0
     if a[0] == "compare" and len(a) == 3:
         return compare(a[1], a[2])
+    if a[0] == "compare" and len(a) == 5 and a[3] == "--babelstream":
+        return compare(a[1], a[2], a[4])
+    if a[0] == "babelstream" and len(a) >= 2:
+        res = run_babelstream(a[1])
+        text = json.dumps(res, indent=1)
+        if "--out" in a:
+            with open(a[a.index("--out") + 1], "w") as f:
+                f.write(text)
+        print(text)
+        return 0 if "error" not in res else 1
+    if a[0] == "selftest":
+        return selftest()
     print(__doc__)
     return 2
 

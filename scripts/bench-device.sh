@@ -13,6 +13,10 @@
 #                           2 GPUs, 15 s on 8)
 #   RUN_BURN=SECS           also run the burn for SECS seconds
 #   RUN_ANCHOR=0            skip the anchors (gpuaudit only)
+#   BABELSTREAM=/path/to/binary   also run this BabelStream binary (built by hand on the GPU
+#                           machine; never part of the repository) with --arraysize 536870912
+#                           --numtimes 50 [--csv]: its Copy/Add/Triad/Dot beside gpuaudit's
+#                           copy/add/triad/read on GPU 0 in the comparison table
 #   GPUAUDIT_MEMBW_LAUNCH=4x512,8x256   launch shapes the memory kernels sweep
 #   GPUAUDIT_GEMM_LAYOUT=nn|tn, GPUAUDIT_GEMM_SIZE=8192   GEMM overrides
 #   GPUAUDIT_GPU_ORDER=one-by-one|interleaved|all-at-once   how memory and GEMM go through
@@ -84,6 +88,14 @@ if [ "${RUN_ANCHOR:-1}" != 0 ]; then
   grep -E "anchor:" "$OUT/anchor.stderr" >&2
 fi
 
+# 3b. BabelStream, when given.
+if [ -n "${BABELSTREAM:-}" ]; then
+  t=$(now)
+  timeout 900 python3 scripts/anchor_compare.py babelstream "$BABELSTREAM" --out "$OUT/babelstream.json" >/dev/null 2>"$OUT/babelstream.stderr"; rc=$?
+  echo "babelstream: $(elapsed "$t") s wall, exit $rc" >&2
+  python3 -c "import json,sys; d=json.load(open(sys.argv[1])); print('babelstream:', d.get('command'), d.get('GBps'), d.get('error', ''))" "$OUT/babelstream.json" >&2 2>/dev/null
+fi
+
 # 4. The burn, when asked.
 if [ -n "${RUN_BURN:-}" ]; then
   t=$(now)
@@ -98,7 +110,9 @@ fi
 
 # 5. The comparison, last.
 if [ -s "$OUT/anchor.json" ] && [ -s "$OUT/gpuaudit.json" ]; then
-  python3 scripts/anchor_compare.py compare "$OUT/gpuaudit.json" "$OUT/anchor.json" | tee "$OUT/compare.txt"
+  BS_ARGS=()
+  [ -s "$OUT/babelstream.json" ] && BS_ARGS=(--babelstream "$OUT/babelstream.json")
+  python3 scripts/anchor_compare.py compare "$OUT/gpuaudit.json" "$OUT/anchor.json" ${BS_ARGS[@]+"${BS_ARGS[@]}"} | tee "$OUT/compare.txt"
 else
   echo "no comparison: gpuaudit.json or anchor.json is missing or empty (see $OUT)"
 fi

@@ -9,6 +9,9 @@
 #   burn    gpuaudit burn $BURN_SECS
 #
 #   STEPS="facts collect quick" OUT=/tmp/o scripts/device-run.sh .dev/gpuaudit
+#   BABELSTREAM=/path/to/babelstream STEPS=bench scripts/device-run.sh .dev/gpuaudit
+#     (optional: a BabelStream binary built by hand on the GPU machine, run by the bench step
+#     beside gpuaudit's memory figures; see scripts/bench-device.sh)
 set -u
 cd "$(dirname "$0")/.." || exit 2
 BIN=${1:-.dev/gpuaudit}
@@ -100,7 +103,7 @@ fi
 
 if has bench; then
   echo "== bench and anchors"
-  OUT="$W/bench" RUN_QUICK=0 scripts/bench-device.sh "$BIN" 2>&1 | tail -80
+  OUT="$W/bench" RUN_QUICK=0 scripts/bench-device.sh "$BIN" 2>&1 | tail -100
   cat "$W/bench/gpuaudit.time" >>"$TIMES" 2>/dev/null
 fi
 

@@ -295,6 +295,53 @@ pub struct PcieGpu {
     pub link_under_load: Reading<PcieLinkState>,
     #[serde(default)]
     pub verify: Vec<Verify>,
+    /// Pinned copies both ways at once (two streams, copy engines), as nvbandwidth's
+    /// host_to_device_bidirectional_memcpy_ce; `--full` and bench only.
+    #[serde(default)]
+    pub bidirectional: Reading<BidirectionalCopy>,
+    /// Copies done by a kernel reading or writing mapped pinned host memory (SMs, not the
+    /// copy engines), as nvbandwidth's host_to_device_memcpy_sm / device_to_host_memcpy_sm.
+    #[serde(default)]
+    pub sm_copy: Reading<SmHostCopy>,
+    /// Host <-> device latency; `--full` and bench only.
+    #[serde(default)]
+    pub latency: Reading<HostLatency>,
+}
+
+/// Both directions at once over one GPU's link, each timed on its own stream.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BidirectionalCopy {
+    pub size_bytes: u64,
+    /// Host to device while device to host runs.
+    pub h2d_gbps: f64,
+    /// Device to host while host to device runs.
+    pub d2h_gbps: f64,
+    /// The two added.
+    pub total_gbps: f64,
+}
+
+/// A kernel moving data between device memory and mapped pinned host memory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SmHostCopy {
+    pub size_bytes: u64,
+    pub h2d_gbps: f64,
+    pub d2h_gbps: f64,
+    /// The kernel and its launch shape ("copy 1056x512").
+    pub kernel: String,
+}
+
+/// Host <-> device latency, microseconds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HostLatency {
+    /// One GPU thread following a chain of dependent loads through mapped pinned host
+    /// memory: time per load (median over launches), as nvbandwidth's host_device_latency_sm.
+    pub sm_chase_us: f64,
+    /// Dependent loads per launch.
+    pub chase_steps: u64,
+    /// A 4-byte cuMemcpyHtoD then a 4-byte cuMemcpyDtoH, synchronous, timed on the host:
+    /// median of the round trips (what a small synchronous copy costs an application).
+    pub memcpy_round_trip_us: f64,
+    pub round_trips: u32,
 }
 
 impl PcieGpu {
@@ -361,6 +408,9 @@ pub struct MemoryBandwidth {
     /// a = b + s·c over f32, 2 reads + 1 write per element.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub triad_gbps: Option<f64>,
+    /// a = b + c over f32 (BabelStream's Add), 2 reads + 1 write per element.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub add_gbps: Option<f64>,
     /// Every kernel and launch configuration tried, each with whether its output verified.
     #[serde(default)]
     pub sweep: Vec<KernelPoint>,
@@ -383,9 +433,18 @@ impl MemoryBandwidth {
     }
 }
 
-/// The copy kernels' names in [`KernelPoint::kernel`]: the 16-byte copy, the same with
-/// streaming (evict-first) stores, and the eight-words-per-thread tile.
-pub const COPY_KERNELS: [&str; 3] = ["copy", "copy_cs", "copy_tile8"];
+/// The copy kernels' names in [`KernelPoint::kernel`]: the 16-byte grid-stride copy, the same
+/// with streaming (evict-first) stores, the eight-words-per-thread tile, and the flat copy (one
+/// 16-byte vector per thread, a grid covering the array, as BabelStream's).
+pub const COPY_KERNELS: [&str; 4] = ["copy", "copy_cs", "copy_tile8", "copy_flat"];
+/// The triad kernels: grid-stride and flat.
+pub const TRIAD_KERNELS: [&str; 2] = ["triad", "triad_flat"];
+/// The add kernels (a = b + c): grid-stride and flat.
+pub const ADD_KERNELS: [&str; 2] = ["add", "add_flat"];
+/// The read kernel (XOR reduction, grid-stride).
+pub const READ_KERNELS: [&str; 1] = ["read"];
+/// The write kernel (pattern stores, grid-stride).
+pub const WRITE_KERNELS: [&str; 1] = ["write"];
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KernelPoint {
@@ -403,12 +462,18 @@ pub struct KernelPoint {
 /// The best figure among the points of `kernels` whose output verified; `None` when none did
 /// (or none was measured). A fast launch whose output was wrong is never the figure.
 pub fn best_verified(points: &[KernelPoint], kernels: &[&str]) -> Option<f64> {
+    best_verified_point(points, kernels).map(|p| p.gbps)
+}
+
+/// The launch that gave [`best_verified`]'s figure (its kernel and shape, for the method).
+pub fn best_verified_point<'a>(
+    points: &'a [KernelPoint],
+    kernels: &[&str],
+) -> Option<&'a KernelPoint> {
     points
         .iter()
-        .filter(|p| p.verified && kernels.contains(&p.kernel.as_str()))
-        .map(|p| p.gbps)
-        .filter(|v| v.is_finite())
-        .max_by(|a, b| a.total_cmp(b))
+        .filter(|p| p.verified && kernels.contains(&p.kernel.as_str()) && p.gbps.is_finite())
+        .max_by(|a, b| a.gbps.total_cmp(&b.gbps))
 }
 
 // ---------------------------------------------------------------- GEMM
@@ -508,6 +573,45 @@ pub struct P2pMatrix {
     /// Every unordered pair, copies both ways at once.
     #[serde(default)]
     pub bidirectional: Vec<P2pBidir>,
+    /// One GPU to all the others and all to one at once (nvbandwidth's one_to_all and
+    /// all_to_one_memcpy_ce); `--full` and bench only, empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub patterns: Vec<P2pPattern>,
+}
+
+/// Which way the copies of a [`P2pPattern`] go.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PatternKind {
+    /// `gpu` copies to every other GPU at once.
+    OneToAll,
+    /// Every other GPU copies to `gpu` at once.
+    AllToOne,
+}
+
+impl PatternKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            PatternKind::OneToAll => "one_to_all",
+            PatternKind::AllToOne => "all_to_one",
+        }
+    }
+}
+
+/// Copies between one GPU and all the others at the same time (copy engines, each on its own
+/// stream, one start and one end for all).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct P2pPattern {
+    pub kind: PatternKind,
+    /// The one GPU: the source of one-to-all, the destination of all-to-one.
+    pub gpu: u32,
+    pub peers: Vec<u32>,
+    pub size_bytes: u64,
+    /// All the copies' bytes over the time from the common start to the last end; a figure
+    /// only when every copy's data verified.
+    pub gbps: Reading<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<Verify>,
 }
 
 impl P2pMatrix {
@@ -776,6 +880,43 @@ mod tests {
     }
 
     #[test]
+    fn the_best_verified_point_names_its_kernel_and_shape() {
+        let pt = |kernel: &str, blocks, gbps, verified| KernelPoint {
+            kernel: kernel.into(),
+            blocks,
+            threads: 256,
+            gbps,
+            verified,
+        };
+        let sweep = vec![
+            pt("triad", 528, 4110.0, true),
+            pt("triad_flat", 1 << 20, 4386.0, true),
+            // Faster but wrong: never the figure.
+            pt("triad_flat", 1 << 19, 4500.0, false),
+            pt("add_flat", 1 << 20, 4390.0, true),
+            pt("copy_flat", 1 << 20, f64::NAN, true),
+        ];
+        let best = best_verified_point(&sweep, &TRIAD_KERNELS).unwrap();
+        assert_eq!((best.kernel.as_str(), best.blocks), ("triad_flat", 1 << 20));
+        assert_eq!(best_verified(&sweep, &TRIAD_KERNELS), Some(4386.0));
+        assert_eq!(best_verified(&sweep, &ADD_KERNELS), Some(4390.0));
+        // A figure that is not finite is no figure.
+        assert_eq!(best_verified(&sweep, &COPY_KERNELS), None);
+        assert_eq!(best_verified_point(&sweep, &READ_KERNELS), None);
+        assert!(COPY_KERNELS.contains(&"copy_flat"));
+    }
+
+    #[test]
+    fn new_host_readings_default_to_not_read_in_old_reports() {
+        // Reports written before the bidirectional, SM and latency readings still parse.
+        let old = r#"{"points":[],"verify":[]}"#;
+        let g: PcieGpu = serde_json::from_str(old).unwrap();
+        assert!(g.bidirectional.value().is_none());
+        assert!(g.sm_copy.value().is_none());
+        assert!(g.latency.value().is_none());
+    }
+
+    #[test]
     fn the_copy_figure_is_the_better_verified_one() {
         let mut m = MemoryBandwidth {
             buffer_bytes: 1 << 30,
@@ -784,6 +925,7 @@ mod tests {
             read_gbps: None,
             write_gbps: None,
             triad_gbps: None,
+            add_gbps: None,
             sweep: vec![],
             verify: vec![],
             note: None,

@@ -1,6 +1,6 @@
 //! The full tables of `gpuaudit bench`: every size, every GPU, every kernel shape.
 
-use crate::facts::{Direction, HostMemory, MeasuredFacts};
+use crate::facts::{Direction, HostMemory, MeasuredFacts, PatternKind};
 use crate::reading::Reading;
 use crate::units::{bytes, figure, GIB};
 
@@ -132,6 +132,52 @@ pub fn tables(m: &MeasuredFacts) -> Vec<(String, Vec<Vec<String>>)> {
                 }
             }
             t.push((s("Host <-> device copies, GB/s"), rows));
+            // Both directions at once, SM-driven copies and latency (--full / bench): one row
+            // per GPU that has any of them, each missing reading with its reason.
+            let mut extras = vec![vec![
+                s("GPU"),
+                s("both ways h2d"),
+                s("both ways d2h"),
+                s("both ways total"),
+                s("SM h2d"),
+                s("SM d2h"),
+                s("SM latency us"),
+                s("round trip us"),
+            ]];
+            for g in &p.per_gpu {
+                let Reading::Value(v) = &g.result else {
+                    continue;
+                };
+                let all_missing = v.bidirectional.value().is_none()
+                    && v.sm_copy.value().is_none()
+                    && v.latency.value().is_none();
+                if all_missing {
+                    continue;
+                }
+                let or_why = |r: Option<f64>, why: Option<&str>| match r {
+                    Some(x) => figure(x),
+                    None => why.unwrap_or("-").to_string(),
+                };
+                let b = &v.bidirectional;
+                let c = &v.sm_copy;
+                let l = &v.latency;
+                extras.push(vec![
+                    g.gpu.to_string(),
+                    or_why(b.value().map(|x| x.h2d_gbps), b.reason()),
+                    f(b.value().map(|x| x.d2h_gbps)),
+                    f(b.value().map(|x| x.total_gbps)),
+                    or_why(c.value().map(|x| x.h2d_gbps), c.reason()),
+                    f(c.value().map(|x| x.d2h_gbps)),
+                    or_why(l.value().map(|x| x.sm_chase_us), l.reason()),
+                    f(l.value().map(|x| x.memcpy_round_trip_us)),
+                ]);
+            }
+            if extras.len() > 1 {
+                t.push((
+                    s("Host link: both directions at once, SM copies, latency"),
+                    extras,
+                ));
+            }
             if let Reading::Value(all) = &p.all_at_once {
                 let mut rows = vec![vec![s("direction"), s("size"), s("per GPU"), s("total")]];
                 for c in all {
@@ -162,6 +208,7 @@ pub fn tables(m: &MeasuredFacts) -> Vec<(String, Vec<Vec<String>>)> {
                 s("read"),
                 s("write"),
                 s("triad"),
+                s("add"),
                 s("verified"),
             ]];
             let mut sweep = vec![vec![
@@ -183,6 +230,7 @@ pub fn tables(m: &MeasuredFacts) -> Vec<(String, Vec<Vec<String>>)> {
                             f(b.read_gbps),
                             f(b.write_gbps),
                             f(b.triad_gbps),
+                            f(b.add_gbps),
                             if b.verify.iter().all(|x| x.ok) {
                                 s("yes")
                             } else {
@@ -304,6 +352,30 @@ pub fn tables(m: &MeasuredFacts) -> Vec<(String, Vec<Vec<String>>)> {
                         .unwrap_or_else(|| s("-"))
                 }),
             ));
+            if !p.patterns.is_empty() {
+                let mut rows = vec![vec![s("GPU"), s("one to all"), s("all to one")]];
+                for &g in &p.gpus {
+                    let of = |k: PatternKind| {
+                        p.patterns
+                            .iter()
+                            .find(|x| x.gpu == g && x.kind == k)
+                            .map(|x| cell(&x.gbps.as_ref().map(|v| figure(*v))))
+                            .unwrap_or_else(|| s("-"))
+                    };
+                    rows.push(vec![
+                        format!("GPU {g}"),
+                        of(PatternKind::OneToAll),
+                        of(PatternKind::AllToOne),
+                    ]);
+                }
+                t.push((
+                    format!(
+                        "One GPU and all the others at once, aggregate GB/s ({} a copy)",
+                        bytes(p.size_bytes)
+                    ),
+                    rows,
+                ));
+            }
             t.push((
                 s("Peer access (cuDeviceCanAccessPeer)"),
                 matrix(&|a, b| {
@@ -440,5 +512,97 @@ mod tests {
         assert_eq!(p2p[1], vec!["GPU 0", "X", "394"]);
         let gemm = &t.iter().find(|x| x.0 == "GEMM").unwrap().1;
         assert_eq!(gemm[0][0], "not measured");
+        // No pattern and no host extra measured: no such table.
+        assert!(!titles.iter().any(|x| x.starts_with("One GPU and all")));
+        assert!(!titles.iter().any(|x| x.starts_with("Host link:")));
+    }
+
+    #[test]
+    fn host_extras_and_patterns_have_their_tables() {
+        use crate::facts::*;
+        use crate::testing::measured::{membw, pcie_gpu};
+        use crate::units::GIB;
+        // Quick-audit host figures only: no extras table (not a header alone).
+        let quick = Machine::healthy("h200-sxm-141gb", 1)
+            .measured(|m| {
+                m.pcie = Reading::Value(PcieBandwidth {
+                    per_gpu: vec![OnGpu::new(0, Reading::Value(pcie_gpu(55.0, 55.0)))],
+                    all_at_once: Reading::unavailable("one GPU"),
+                });
+            })
+            .build();
+        let t = tables(&quick.measured);
+        assert!(t.iter().any(|x| x.0.starts_with("Host <-> device copies")));
+        assert!(!t.iter().any(|x| x.0.starts_with("Host link:")));
+        let f = Machine::healthy("h200-sxm-141gb", 3)
+            .measured(|m| {
+                let mut g = pcie_gpu(55.4, 55.3);
+                g.bidirectional = Reading::Value(BidirectionalCopy {
+                    size_bytes: 256 << 20,
+                    h2d_gbps: 50.0,
+                    d2h_gbps: 48.0,
+                    total_gbps: 98.0,
+                });
+                g.latency = Reading::Value(HostLatency {
+                    sm_chase_us: 1.9,
+                    chase_steps: 2000,
+                    memcpy_round_trip_us: 18.5,
+                    round_trips: 100,
+                });
+                g.sm_copy = Reading::unavailable("cuMemHostAlloc(256 MiB, mapped): out of memory");
+                let mut only_bidir = pcie_gpu(55.0, 55.0);
+                only_bidir.bidirectional = g.bidirectional.clone();
+                m.pcie = Reading::Value(PcieBandwidth {
+                    per_gpu: vec![
+                        OnGpu::new(0, Reading::Value(g)),
+                        // One reading of the three is enough for a row.
+                        OnGpu::new(1, Reading::Value(only_bidir)),
+                        // Quick audit figures only: no row in the extras table.
+                        OnGpu::new(2, Reading::Value(pcie_gpu(55.0, 55.0))),
+                    ],
+                    all_at_once: Reading::unavailable("x"),
+                });
+                let mut b = membw(4100.0);
+                b.add_gbps = Some(4380.0);
+                m.memory = Reading::Value(vec![OnGpu::new(0, Reading::Value(b))]);
+                let mut x = p2p(393.7, true);
+                x.patterns = vec![P2pPattern {
+                    kind: PatternKind::AllToOne,
+                    gpu: 1,
+                    peers: vec![0],
+                    size_bytes: GIB,
+                    gbps: Reading::Value(391.0),
+                    verify: None,
+                }];
+                m.p2p = Reading::Value(x);
+            })
+            .build();
+        let t = tables(&f.measured);
+        let find = |p: &str| &t.iter().find(|x| x.0.starts_with(p)).unwrap().1;
+        let extras = find("Host link:");
+        assert_eq!(extras.len(), 3, "{extras:?}");
+        assert_eq!(extras[2][0], "1");
+        assert_eq!(extras[2][1], "50.0");
+        assert_eq!(extras[2][6], "quick audit: run with --full");
+        assert_eq!(
+            extras[1],
+            vec![
+                "0",
+                "50.0",
+                "48.0",
+                "98.0",
+                "cuMemHostAlloc(256 MiB, mapped): out of memory",
+                "-",
+                "1.90",
+                "18.5"
+            ]
+        );
+        let pats = find("One GPU and all the others");
+        assert_eq!(pats[0], vec!["GPU", "one to all", "all to one"]);
+        assert_eq!(pats[1], vec!["GPU 0", "-", "-"]);
+        assert_eq!(pats[2], vec!["GPU 1", "-", "391"]);
+        let mem = find("Device memory, GB/s");
+        let add_col = mem[0].iter().position(|c| c == "add").unwrap();
+        assert_eq!(mem[1][add_col], figure(4380.0));
     }
 }

@@ -4,7 +4,10 @@
 use crate::checks::judge::{
     allreduce_expected, gemm_expected, p2p_expected, pcie_expected, spec_of,
 };
-use crate::facts::{Direction, Facts, HostMemory, MeasuredFacts, Measurement};
+use crate::facts::{
+    best_verified_point, Direction, Facts, HostMemory, MeasuredFacts, Measurement, PatternKind,
+    ADD_KERNELS, COPY_KERNELS, READ_KERNELS, TRIAD_KERNELS, WRITE_KERNELS,
+};
 use crate::reading::Reading;
 use crate::spec::Attainable;
 use crate::units::MIB;
@@ -94,6 +97,7 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
                     ..mk(&name, pt.gbps, "GB/s", exp, &how)
                 });
             }
+            out.extend(host_extras(v, g.gpu, link));
         }
         if let Reading::Value(all) = &p.all_at_once {
             for c in all {
@@ -108,8 +112,9 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
                             v.value,
                             "GB/s",
                             exp,
-                            "pinned copies on every GPU at once, each GPU timed with its own \
-                             events",
+                            "pinned copies (cuMemcpyAsync, copy engines) on every GPU at once, \
+                             each GPU timed with its own events (nvbandwidth's host_to_all / \
+                             all_to_host_memcpy_ce)",
                         )
                     });
                 }
@@ -120,33 +125,67 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
         for g in mem {
             let Some(v) = g.result.value() else { continue };
             let exp = spec_of(facts, g.gpu).and_then(|s| s.memory_bandwidth_gbps);
+            let best = |kernels: &[&str], what: &str| -> String {
+                match best_verified_point(&v.sweep, kernels) {
+                    Some(p) => format!(
+                        "{what}; best verified launch of kernels {}: {} at {} blocks x {} \
+                         threads",
+                        kernels.join("/"),
+                        p.kernel,
+                        p.blocks,
+                        p.threads
+                    ),
+                    None => what.to_string(),
+                }
+            };
             let figures = [
                 (
                     "memory_copy_bandwidth",
                     v.copy_gbps,
-                    "gpuaudit copy kernel (16-byte loads, 4 in flight per thread), bytes read + \
-                     written, median of repeats, best launch shape whose output verified",
+                    best(
+                        &COPY_KERNELS,
+                        "gpuaudit copy kernels (16-byte vectors; grid-stride, streaming, tiled \
+                         and flat one-vector-per-thread), bytes read + written, median of \
+                         repeats, each launch's output verified",
+                    ),
                 ),
                 (
                     "memory_memcpy_bandwidth",
                     v.memcpy_gbps,
                     "cuMemcpyDtoDAsync within the GPU, bytes read + written, median of repeats, \
-                     output verified",
+                     output verified"
+                        .to_string(),
                 ),
                 (
                     "memory_read_bandwidth",
                     v.read_gbps,
-                    "gpuaudit read kernel (XOR reduction), bytes read",
+                    best(
+                        &READ_KERNELS,
+                        "gpuaudit read kernel (XOR reduction, as BabelStream's Dot reads), \
+                         bytes read",
+                    ),
                 ),
                 (
                     "memory_write_bandwidth",
                     v.write_gbps,
-                    "gpuaudit write kernel, bytes written",
+                    best(&WRITE_KERNELS, "gpuaudit write kernel, bytes written"),
                 ),
                 (
                     "memory_triad_bandwidth",
                     v.triad_gbps,
-                    "STREAM triad a = b + s*c over f32, 2 reads + 1 write per element",
+                    best(
+                        &TRIAD_KERNELS,
+                        "STREAM triad a = b + s*c over f32, 2 reads + 1 write per element",
+                    ),
+                ),
+                (
+                    "memory_add_bandwidth",
+                    v.add_gbps,
+                    best(
+                        &ADD_KERNELS,
+                        "STREAM/BabelStream add a = b + c over f32, 2 reads + 1 write per \
+                         element",
+                    ),
                 ),
             ];
             for (name, val, how) in figures {
@@ -154,7 +193,7 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
                     out.push(Measurement {
                         gpu: Some(g.gpu),
                         size_bytes: Some(v.buffer_bytes),
-                        ..mk(name, val, "GB/s", exp, how)
+                        ..mk(name, val, "GB/s", exp, &how)
                     });
                 }
             }
@@ -250,6 +289,37 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
                         exp,
                         "copies both ways at once, one stream per GPU, from a common start \
                          event to the later end",
+                    )
+                });
+            }
+        }
+        for t in &p.patterns {
+            if let Reading::Value(v) = t.gbps {
+                let how = format!(
+                    "cuMemcpyPeerAsync (copy engines) {} GPUs {} at once, each copy on its own \
+                     stream, all bytes over the time from one start event to the last end, \
+                     every copy's data verified (nvbandwidth's {}_memcpy_ce); judged against \
+                     the pattern's fastest single pair",
+                    match t.kind {
+                        PatternKind::OneToAll => "from this GPU to",
+                        PatternKind::AllToOne => "into this GPU from",
+                    },
+                    t.peers
+                        .iter()
+                        .map(|g| g.to_string())
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    t.kind.label()
+                );
+                out.push(Measurement {
+                    gpu: Some(t.gpu),
+                    size_bytes: Some(t.size_bytes),
+                    ..mk(
+                        &format!("p2p_{}_bandwidth", t.kind.label()),
+                        v,
+                        "GB/s",
+                        None,
+                        &how,
                     )
                 });
             }
@@ -353,6 +423,100 @@ pub fn measurements(facts: &Facts) -> Vec<Measurement> {
     out
 }
 
+/// The bidirectional, SM-driven and latency figures of one GPU's host link.
+fn host_extras(v: &crate::facts::PcieGpu, gpu: u32, link: Option<f64>) -> Vec<Measurement> {
+    let mut out = Vec::new();
+    let at = |size: u64, m: Measurement| Measurement {
+        gpu: Some(gpu),
+        size_bytes: Some(size),
+        ..m
+    };
+    if let Reading::Value(b) = &v.bidirectional {
+        let how = "pinned cuMemcpyHtoDAsync and cuMemcpyDtoHAsync at the same time on two \
+                   streams (copy engines), each direction timed with its own events, data \
+                   verified (nvbandwidth's host_to_device_bidirectional_memcpy_ce)";
+        out.push(at(
+            b.size_bytes,
+            mk(
+                "h2d_bidirectional_bandwidth",
+                b.h2d_gbps,
+                "GB/s",
+                link,
+                &format!("host to device while device to host runs: {how}; expected: the PCIe link's one-direction rate"),
+            ),
+        ));
+        out.push(at(
+            b.size_bytes,
+            mk(
+                "d2h_bidirectional_bandwidth",
+                b.d2h_gbps,
+                "GB/s",
+                link,
+                &format!("device to host while host to device runs: {how}; expected: the PCIe link's one-direction rate"),
+            ),
+        ));
+        out.push(at(
+            b.size_bytes,
+            mk(
+                "bidirectional_total_bandwidth",
+                b.total_gbps,
+                "GB/s",
+                link.map(|l| 2.0 * l),
+                &format!("both directions added: {how}; expected: twice the PCIe link's one-direction rate (the link is full duplex)"),
+            ),
+        ));
+    }
+    if let Reading::Value(c) = &v.sm_copy {
+        let how = format!(
+            "gpuaudit's copy kernel ({}) between device memory and mapped pinned host memory, \
+             the SMs moving the data over the link, median of launches, data verified \
+             (nvbandwidth's {{}}_memcpy_sm); expected: the PCIe link's one-direction rate",
+            c.kernel
+        );
+        for (name, val, nv) in [
+            ("h2d_sm_bandwidth", c.h2d_gbps, "host_to_device"),
+            ("d2h_sm_bandwidth", c.d2h_gbps, "device_to_host"),
+        ] {
+            out.push(at(
+                c.size_bytes,
+                mk(name, val, "GB/s", link, &how.replace("{}", nv)),
+            ));
+        }
+    }
+    if let Reading::Value(l) = &v.latency {
+        out.push(Measurement {
+            gpu: Some(gpu),
+            ..mk(
+                "host_latency_sm_us",
+                l.sm_chase_us,
+                "us",
+                None,
+                &format!(
+                    "one GPU thread following {} dependent links through mapped pinned host \
+                     memory (each link its own 512-byte line, never followed twice), time per \
+                     load, median of launches (nvbandwidth's host_device_latency_sm)",
+                    l.chase_steps
+                ),
+            )
+        });
+        out.push(Measurement {
+            gpu: Some(gpu),
+            ..mk(
+                "host_round_trip_us",
+                l.memcpy_round_trip_us,
+                "us",
+                None,
+                &format!(
+                    "a synchronous 4-byte cuMemcpyHtoDAsync then DtoH (each followed by \
+                     cuStreamSynchronize), timed on the host, median of {} round trips",
+                    l.round_trips
+                ),
+            )
+        });
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -419,6 +583,135 @@ mod tests {
             j.get("size_bytes").is_some() && j.get("dtype").is_none(),
             "{j}"
         );
+    }
+
+    #[test]
+    fn host_extras_patterns_and_the_best_kernel_are_in_the_list() {
+        use crate::facts::{
+            BidirectionalCopy, HostLatency, KernelPoint, P2pPattern, PatternKind, SmHostCopy,
+        };
+        use crate::testing::measured::membw;
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .measured(|m| {
+                let mut g = pcie_gpu(55.4, 55.3);
+                g.bidirectional = Reading::Value(BidirectionalCopy {
+                    size_bytes: 256 << 20,
+                    h2d_gbps: 50.0,
+                    d2h_gbps: 48.0,
+                    total_gbps: 98.0,
+                });
+                g.sm_copy = Reading::Value(SmHostCopy {
+                    size_bytes: 256 << 20,
+                    h2d_gbps: 45.0,
+                    d2h_gbps: 44.0,
+                    kernel: "copy 528x512".into(),
+                });
+                g.latency = Reading::Value(HostLatency {
+                    sm_chase_us: 1.9,
+                    chase_steps: 2000,
+                    memcpy_round_trip_us: 18.5,
+                    round_trips: 100,
+                });
+                m.pcie = Reading::Value(PcieBandwidth {
+                    per_gpu: vec![OnGpu::new(0, Reading::Value(g))],
+                    all_at_once: Reading::unavailable("one GPU"),
+                });
+                let mut b = membw(4100.0);
+                b.add_gbps = Some(4380.0);
+                b.triad_gbps = Some(4386.0);
+                b.sweep = vec![
+                    KernelPoint {
+                        kernel: "triad".into(),
+                        blocks: 528,
+                        threads: 512,
+                        gbps: 4110.0,
+                        verified: true,
+                    },
+                    KernelPoint {
+                        kernel: "triad_flat".into(),
+                        blocks: 1 << 20,
+                        threads: 256,
+                        gbps: 4386.0,
+                        verified: true,
+                    },
+                ];
+                m.memory = Reading::Value(vec![OnGpu::new(0, Reading::Value(b))]);
+                let mut x = p2p(393.7, true);
+                x.patterns = vec![
+                    P2pPattern {
+                        kind: PatternKind::OneToAll,
+                        gpu: 0,
+                        peers: vec![1],
+                        size_bytes: GIB,
+                        gbps: Reading::Value(390.0),
+                        verify: None,
+                    },
+                    P2pPattern {
+                        kind: PatternKind::AllToOne,
+                        gpu: 0,
+                        peers: vec![1],
+                        size_bytes: GIB,
+                        gbps: Reading::unavailable("x"),
+                        verify: None,
+                    },
+                ];
+                m.p2p = Reading::Value(x);
+            })
+            .build();
+        let m = measurements(&f);
+        let get = |n: &str| {
+            m.iter()
+                .find(|x| x.name == n)
+                .unwrap_or_else(|| panic!("{n}"))
+        };
+        let link = 63.015;
+        let b = get("h2d_bidirectional_bandwidth");
+        assert_eq!(
+            (b.value, b.gpu, b.size_bytes),
+            (50.0, Some(0), Some(256 << 20))
+        );
+        assert!((b.expected.unwrap() - link).abs() < 0.01);
+        assert!(b.method.contains("host_to_device_bidirectional_memcpy_ce"));
+        assert_eq!(get("d2h_bidirectional_bandwidth").value, 48.0);
+        let total = get("bidirectional_total_bandwidth");
+        assert!((total.expected.unwrap() - 2.0 * link).abs() < 0.01);
+        let sm = get("d2h_sm_bandwidth");
+        assert_eq!(sm.value, 44.0);
+        assert!(
+            sm.method.contains("device_to_host_memcpy_sm"),
+            "{}",
+            sm.method
+        );
+        assert!(get("h2d_sm_bandwidth")
+            .method
+            .contains("host_to_device_memcpy_sm"));
+        let lat = get("host_latency_sm_us");
+        assert_eq!(
+            (lat.value, lat.unit.as_str(), lat.expected),
+            (1.9, "us", None)
+        );
+        assert!(lat.method.contains("host_device_latency_sm"));
+        assert_eq!(get("host_round_trip_us").value, 18.5);
+        // The method names the kernel and shape the figure came from.
+        let triad = get("memory_triad_bandwidth");
+        assert!(
+            triad
+                .method
+                .contains("triad_flat at 1048576 blocks x 256 threads"),
+            "{}",
+            triad.method
+        );
+        // No sweep behind the add figure: the method says what it is, no launch.
+        let add = get("memory_add_bandwidth");
+        assert_eq!(add.value, 4380.0);
+        assert!(!add.method.contains("best verified"), "{}", add.method);
+        assert_eq!(triad.size_bytes, Some(4 * GIB));
+        let one = get("p2p_one_to_all_bandwidth");
+        assert_eq!((one.value, one.gpu, one.expected), (390.0, Some(0), None));
+        assert_eq!(one.size_bytes, Some(GIB));
+        assert!(one.method.contains("one_to_all_memcpy_ce"));
+        // A pattern that was not measured has no figure (never 0).
+        assert!(!m.iter().any(|x| x.name == "p2p_all_to_one_bandwidth"));
     }
 
     #[test]

@@ -41,6 +41,9 @@ pub fn pcie_gpu(h2d: f64, d2h: f64) -> PcieGpu {
             ok: true,
             detail: None,
         }],
+        bidirectional: Reading::unavailable("quick audit: run with --full"),
+        sm_copy: Reading::unavailable("quick audit: run with --full"),
+        latency: Reading::unavailable("quick audit: run with --full"),
     }
 }
 
@@ -53,6 +56,7 @@ pub fn membw(copy: f64) -> MemoryBandwidth {
         read_gbps: None,
         write_gbps: None,
         triad_gbps: None,
+        add_gbps: None,
         sweep: vec![],
         verify: vec![],
         note: None,
@@ -102,6 +106,7 @@ pub fn p2p(gbps01: f64, peer: bool) -> P2pMatrix {
             b: 1,
             gbps: Reading::Value(740.0),
         }],
+        patterns: vec![],
     }
 }
 
@@ -332,6 +337,7 @@ pub fn full_run(m: &mut MeasuredFacts, n: u32) {
         size_bytes: GIB,
         pairs,
         bidirectional,
+        patterns: vec![],
     });
     let mut ar = allreduce(331.8, true);
     ar.gpus = gpus.clone();

@@ -9,8 +9,10 @@
 // Every random value is a pure function of (seed, index): the host re-creates any element
 // to check a result (see fill.rs, which mirrors these functions bit for bit).
 //
-// Sizes are element counts (u64); vector kernels take counts of 16-byte vectors. All kernels
-// are grid-stride loops, so any grid size is correct; the launcher picks it for speed.
+// Sizes are element counts (u64); vector kernels take counts of 16-byte vectors. The kernels
+// are grid-stride loops, so any grid size is correct and the launcher picks it for speed;
+// except the *_flat kernels (one vector per thread, no loop), which take the first vector of
+// their launch (`base`) and must be launched with blocks covering [base, n4).
 
 typedef unsigned int u32;
 typedef unsigned short u16;
@@ -236,6 +238,63 @@ extern "C" __global__ void triad_f32(float4* __restrict__ a, const float4* __res
         float4 b0 = b[i], c0 = c[i];
         a[i] = make_float4(b0.x + s * c0.x, b0.y + s * c0.y, b0.z + s * c0.z, b0.w + s * c0.w);
     }
+}
+
+// STREAM/BabelStream add over f32: a = b + c; 2 reads + 1 write per element, as triad.
+extern "C" __global__ void add_f32(float4* __restrict__ a, const float4* __restrict__ b,
+                                   const float4* __restrict__ c, u64 n4) {
+    u64 stride = (u64)gridDim.x * blockDim.x;
+    u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    for (; i + stride < n4; i += 2 * stride) {
+        float4 b0 = b[i], c0 = c[i];
+        float4 b1 = b[i + stride], c1 = c[i + stride];
+        a[i] = make_float4(b0.x + c0.x, b0.y + c0.y, b0.z + c0.z, b0.w + c0.w);
+        a[i + stride] = make_float4(b1.x + c1.x, b1.y + c1.y, b1.z + c1.z, b1.w + c1.w);
+    }
+    for (; i < n4; i += stride) {
+        float4 b0 = b[i], c0 = c[i];
+        a[i] = make_float4(b0.x + c0.x, b0.y + c0.y, b0.z + c0.z, b0.w + c0.w);
+    }
+}
+
+// Flat kernels, BabelStream's shape: one 16-byte vector per thread and no loop, so the grid is
+// as large as the array (the fastest shape measured on an H200: a grid-stride loop with few
+// blocks leaves HBM bandwidth unused). A launch covers vectors [base, base + grid * block);
+// the host issues several launches where one grid cannot cover the array.
+extern "C" __global__ void copy_flat(const uint4* __restrict__ src, uint4* __restrict__ dst,
+                                     u64 base, u64 n4) {
+    u64 i = base + (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n4) dst[i] = src[i];
+}
+
+extern "C" __global__ void triad_flat(float4* __restrict__ a, const float4* __restrict__ b,
+                                      const float4* __restrict__ c, float s, u64 base, u64 n4) {
+    u64 i = base + (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n4) {
+        float4 b0 = b[i], c0 = c[i];
+        a[i] = make_float4(b0.x + s * c0.x, b0.y + s * c0.y, b0.z + s * c0.z, b0.w + s * c0.w);
+    }
+}
+
+extern "C" __global__ void add_flat(float4* __restrict__ a, const float4* __restrict__ b,
+                                    const float4* __restrict__ c, u64 base, u64 n4) {
+    u64 i = base + (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n4) {
+        float4 b0 = b[i], c0 = c[i];
+        a[i] = make_float4(b0.x + c0.x, b0.y + c0.y, b0.z + c0.z, b0.w + c0.w);
+    }
+}
+
+// ----------------------------------------------------------------- host <-> device latency
+
+// One thread follows `steps` links of a chain of element indices from `start` (each load
+// depends on the one before, so every step costs one full round trip to the memory `p` is
+// in: mapped pinned host memory here, as nvbandwidth's host_device_latency_sm). The last
+// index is written out: the host knows where the chain must end.
+extern "C" __global__ void chase_u64(const u64* p, u64 start, u64 steps, u64* out) {
+    u64 i = start;
+    for (u64 k = 0; k < steps; k++) i = *(volatile const u64*)(p + i);
+    *out = i;
 }
 
 // ----------------------------------------------------------------- checks

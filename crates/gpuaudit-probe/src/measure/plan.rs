@@ -397,6 +397,10 @@ pub struct PcieParams {
     pub batches: u32,
     /// Size of the all-GPUs-at-once copies; `None`: not measured (one GPU).
     pub all_at_once_size: Option<u64>,
+    /// Also, per GPU: both directions at once, copies by the SMs through mapped host memory,
+    /// and the host <-> device latency (nvbandwidth's figures; `--full` and bench only).
+    #[serde(default)]
+    pub host_extras: bool,
     pub budget: Budget,
 }
 
@@ -407,7 +411,16 @@ pub struct MemoryParams {
     /// Repeats per kernel and shape (median taken).
     pub repeats: u32,
     pub shapes: Vec<LaunchShape>,
-    /// Also read, write and triad (the copy kernel and memcpy always run).
+    /// The read kernel's shapes: `shapes` and at least one of 8 or more blocks per SM (the
+    /// grid-stride read needs that many in flight to reach HBM's rate on an H200: 4451-4499
+    /// GB/s at 8x256 against 3900 at 4 blocks per SM).
+    #[serde(default)]
+    pub read_shapes: Vec<LaunchShape>,
+    /// Threads per block of the flat kernels (one 16-byte vector per thread, a grid covering
+    /// the array), each tried; empty: no flat kernel.
+    #[serde(default)]
+    pub flat_threads: Vec<u32>,
+    /// Also read, write, triad and add (the copy kernels and memcpy always run).
     pub all_kernels: bool,
     /// Both copy variants (default caching and streaming hints).
     pub both_copy_variants: bool,
@@ -456,6 +469,10 @@ pub struct P2pParams {
     pub repeats: u32,
     /// Back-to-back 4-byte copies timed for the latency.
     pub latency_copies: u32,
+    /// Also one-to-all and all-to-one copies from/to every GPU (nvbandwidth's patterns;
+    /// `--full` and bench only).
+    #[serde(default)]
+    pub patterns: bool,
     pub budget: Budget,
 }
 
@@ -616,6 +633,34 @@ fn not_rehearsed() -> Step<RehearseParams> {
 }
 
 const KIB: u64 = 1 << 10;
+
+/// Copies of the one-to-all and all-to-one patterns over `n` GPUs (each plus its warm-up):
+/// 2n patterns of n - 1 copies, `repeats` + 1 times.
+pub fn pattern_copies(n: usize, repeats: u32) -> u64 {
+    if n < 2 {
+        return 0;
+    }
+    2 * n as u64 * (n as u64 - 1) * (repeats as u64 + 1)
+}
+
+/// Milliseconds a GPU's host extras take (bidirectional copies at 1 GiB, SM copies, latency).
+const HOST_EXTRAS_MS: u64 = 400;
+
+/// The grid-stride read's fewest blocks per SM that reach HBM's rate (measured on an H200).
+pub const READ_MIN_BLOCKS_PER_SM: u32 = 8;
+
+/// The read kernel's launch shapes: `shapes`, plus 8x256 when none of them has
+/// [`READ_MIN_BLOCKS_PER_SM`] blocks per SM.
+pub fn read_shapes(shapes: &[LaunchShape]) -> Vec<LaunchShape> {
+    let mut v = shapes.to_vec();
+    if !v.iter().any(|s| s.blocks_per_sm >= READ_MIN_BLOCKS_PER_SM) {
+        v.push(LaunchShape {
+            blocks_per_sm: READ_MIN_BLOCKS_PER_SM,
+            threads: 256,
+        });
+    }
+    v
+}
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
 
@@ -771,13 +816,17 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
             };
             let all_at_once_size = (n >= 2).then_some(if full { GIB } else { quick_size });
             let all_est = if n >= 2 { est / 4 } else { 0 };
+            // The host extras (both directions at once, SM copies, latency) take ~0.3 s a GPU
+            // at 1 GiB over gen5 x16: full audit and bench only, the quick audit's 10 s stay.
+            let extras_est = if full { HOST_EXTRAS_MS } else { 0 };
             Step::Run(PcieParams {
                 sizes,
                 pageable: true,
                 batch_bytes: if full { 64 * MIB } else { quick_size },
                 batches,
                 all_at_once_size,
-                budget: Budget::new(n * est + all_est, over),
+                host_extras: full,
+                budget: Budget::new(n * (est + extras_est) + all_est, over),
             })
         }
     };
@@ -826,10 +875,19 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
                 }]
             };
             let shapes = opts.memory_launch.clone().unwrap_or(default_shapes);
-            let est_per_gpu = if full {
-                400 + 60 * shapes.len() as u64 * 5
+            let read_shapes = read_shapes(&shapes);
+            // The flat kernels: 256 threads was the best flat copy on an H200 (4291 GB/s
+            // against 4133 at 1024), the triad was as fast at 256 and 1024. The quick audit
+            // tries the flat copy at 256 only (one more launch, ~10 ms).
+            let flat_threads = if full {
+                vec![256, 512, 1024]
             } else {
-                150
+                vec![256]
+            };
+            let est_per_gpu = if full {
+                400 + 60 * (shapes.len() as u64 * 6 + flat_threads.len() as u64 * 3)
+            } else {
+                160
             };
             let est = if at_once {
                 est_per_gpu + 50 * n
@@ -840,6 +898,8 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
                 max_buffer_bytes: if full { 4 * GIB } else { GIB },
                 repeats: if full { 10 } else { 5 },
                 shapes,
+                read_shapes,
+                flat_threads,
                 all_kernels: full,
                 both_copy_variants: full,
                 gpus_at_once: at_once,
@@ -942,12 +1002,24 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
             // Peer access, syncs, verification and the 4-byte copies: ~15 ms a pair; the
             // copies at 200 GB/s (between NVLink and PCIe). The limit holds copies through
             // host memory at 10 GB/s.
-            let est = 200 + 15 * pairs + volume / 200_000_000;
+            // The patterns (full only) copy n - 1 buffers for each of 2n patterns: 2 n (n - 1)
+            // copies of `size` per repeat, as much again as the ordered pairs.
+            let pattern_volume = if full {
+                pattern_copies(n as usize, repeats) * size
+            } else {
+                0
+            };
+            let est = 200 + 15 * pairs + (volume + pattern_volume) / 200_000_000;
             Step::Run(P2pParams {
                 size,
                 repeats,
                 latency_copies: 200,
-                budget: Budget::at_least(est, over, 30 + volume / 10_000_000_000),
+                patterns: full,
+                budget: Budget::at_least(
+                    est,
+                    over,
+                    30 + (volume + pattern_volume) / 10_000_000_000,
+                ),
             })
         }
     };
@@ -1148,6 +1220,92 @@ mod tests {
         assert_eq!(p.jobs().len(), 6);
         assert!(p.estimate_ms() < 110_000, "{}", p.estimate_ms());
         assert!(p.burn.params().unwrap().budget.timeout_s >= 60);
+    }
+
+    #[test]
+    fn flat_kernels_read_shapes_and_host_extras_by_mode() {
+        let quick = plan(&[h200(0)], &Options::default(), &LibStatus::all_found());
+        let m = quick.memory.params().unwrap();
+        assert_eq!(m.flat_threads, vec![256]);
+        assert!(!quick.pcie.params().unwrap().host_extras);
+        let opts = Options {
+            full: true,
+            ..Options::default()
+        };
+        let full = plan(&[h200(0)], &opts, &LibStatus::all_found());
+        let m = full.memory.params().unwrap();
+        assert_eq!(m.flat_threads, vec![256, 512, 1024]);
+        assert!(m.read_shapes.iter().any(|s| s.blocks_per_sm >= 8));
+        assert!(full.pcie.params().unwrap().host_extras);
+        // The extras are in the full plan's time budget.
+        let full_pcie = full.pcie.params().unwrap().budget;
+        assert_eq!(full_pcie.estimate_ms, 2500 + HOST_EXTRAS_MS);
+    }
+
+    #[test]
+    fn device_patterns_run_in_full_plans_on_two_or_more_gpus() {
+        let opts = Options {
+            full: true,
+            ..Options::default()
+        };
+        let full = plan(&[h200(0), h200(1)], &opts, &LibStatus::all_found());
+        assert!(full.p2p.params().unwrap().patterns);
+        let quick = plan(
+            &[h200(0), h200(1)],
+            &Options::default(),
+            &LibStatus::all_found(),
+        );
+        assert!(!quick.p2p.params().unwrap().patterns);
+        // One GPU: no P2P group at all.
+        let one = plan(&[h200(0)], &opts, &LibStatus::all_found());
+        assert!(one.p2p.params().is_none());
+        // 2 GPUs: 4 patterns of 1 copy; 8 GPUs: 16 patterns of 7 copies; each repeats + 1.
+        assert_eq!(pattern_copies(2, 10), 2 * 2 * 11);
+        assert_eq!(pattern_copies(8, 10), 2 * 8 * 7 * 11);
+        assert_eq!(pattern_copies(1, 10), 0);
+        assert_eq!(pattern_copies(0, 10), 0);
+        // The full plan on 8 GPUs still fits (the patterns add to the P2P group's estimate).
+        let eight: Vec<Target> = (0..8).map(h200).collect();
+        let p = plan(&eight, &opts, &LibStatus::all_found());
+        let p2p = p.p2p.params().unwrap();
+        assert!(p2p.patterns);
+        let pairs = 56;
+        let volume = p2p_copies(8, p2p.repeats) * p2p.size;
+        let pv = pattern_copies(8, p2p.repeats) * p2p.size;
+        assert_eq!(
+            p2p.budget.estimate_ms,
+            200 + 15 * pairs + (volume + pv) / 200_000_000
+        );
+    }
+
+    #[test]
+    fn the_read_sweep_always_has_eight_blocks_per_sm() {
+        let sh = |b, t| LaunchShape {
+            blocks_per_sm: b,
+            threads: t,
+        };
+        // 4 blocks per SM only: 8x256 is added.
+        assert_eq!(read_shapes(&[sh(4, 512)]), vec![sh(4, 512), sh(8, 256)]);
+        // Just below the minimum: added.
+        assert_eq!(read_shapes(&[sh(7, 256)]), vec![sh(7, 256), sh(8, 256)]);
+        // At it, or above: the shapes as they are.
+        assert_eq!(read_shapes(&[sh(8, 128)]), vec![sh(8, 128)]);
+        assert_eq!(
+            read_shapes(&[sh(2, 1024), sh(16, 128)]),
+            vec![sh(2, 1024), sh(16, 128)]
+        );
+        assert_eq!(read_shapes(&[]), vec![sh(8, 256)]);
+    }
+
+    #[test]
+    fn old_plans_without_the_new_memory_fields_still_parse() {
+        let p = plan(&[h200(0)], &Options::default(), &LibStatus::all_found());
+        let mut v = serde_json::to_value(p.memory.params().unwrap()).unwrap();
+        let o = v.as_object_mut().unwrap();
+        o.remove("read_shapes");
+        o.remove("flat_threads");
+        let m: MemoryParams = serde_json::from_value(v).unwrap();
+        assert!(m.read_shapes.is_empty() && m.flat_threads.is_empty());
     }
 
     #[test]

@@ -145,6 +145,7 @@ impl CtxProbeLine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpuaudit_core::facts::Verify;
 
     #[test]
     fn messages_round_trip() {
@@ -174,6 +175,73 @@ mod tests {
                     pipeline: Reading::unavailable("the loader failed: x"),
                 },
             )))),
+            ChildMsg::Result(GroupResult::Pcie(Reading::Value(PcieBandwidth {
+                per_gpu: vec![OnGpu::new(
+                    0,
+                    Reading::Value(gpuaudit_core::facts::PcieGpu {
+                        points: vec![],
+                        link_under_load: Reading::unavailable("not sampled"),
+                        verify: vec![],
+                        bidirectional: Reading::Value(gpuaudit_core::facts::BidirectionalCopy {
+                            size_bytes: 256 << 20,
+                            h2d_gbps: 52.5,
+                            d2h_gbps: 50.25,
+                            total_gbps: 102.75,
+                        }),
+                        sm_copy: Reading::Value(gpuaudit_core::facts::SmHostCopy {
+                            size_bytes: 256 << 20,
+                            h2d_gbps: 50.5,
+                            d2h_gbps: 48.0,
+                            kernel: "copy 528x512".into(),
+                        }),
+                        latency: Reading::unavailable(
+                            "the latency chase ended on the wrong element",
+                        ),
+                    }),
+                )],
+                all_at_once: Reading::unavailable("one GPU: nothing to run at once"),
+            }))),
+            ChildMsg::Result(GroupResult::Memory(Reading::Value(vec![OnGpu::new(
+                0,
+                Reading::Value(MemoryBandwidth {
+                    buffer_bytes: 4 << 30,
+                    copy_gbps: Some(4290.0),
+                    memcpy_gbps: None,
+                    read_gbps: Some(4470.0),
+                    write_gbps: None,
+                    triad_gbps: Some(4386.0),
+                    add_gbps: Some(4380.0),
+                    sweep: vec![gpuaudit_core::facts::KernelPoint {
+                        kernel: "add_flat".into(),
+                        blocks: 1 << 20,
+                        threads: 256,
+                        gbps: 4380.0,
+                        verified: true,
+                    }],
+                    verify: vec![],
+                    note: None,
+                }),
+            )]))),
+            ChildMsg::Result(GroupResult::P2p(Reading::Value(P2pMatrix {
+                gpus: vec![0, 1],
+                size_bytes: 1 << 30,
+                pairs: vec![],
+                bidirectional: vec![],
+                patterns: vec![gpuaudit_core::facts::P2pPattern {
+                    kind: gpuaudit_core::facts::PatternKind::AllToOne,
+                    gpu: 1,
+                    peers: vec![0],
+                    size_bytes: 1 << 30,
+                    gbps: Reading::unavailable(
+                        "copied data differs: GPU 0 -> GPU 1: 3 words differ",
+                    ),
+                    verify: Some(Verify {
+                        what: "all_to_one GPU 1 1 GiB".into(),
+                        ok: false,
+                        detail: Some("GPU 0 -> GPU 1: 3 words differ".into()),
+                    }),
+                }],
+            }))),
             ChildMsg::Done,
         ];
         for m in msgs {
@@ -181,6 +249,25 @@ mod tests {
             assert!(!line.contains('\n'));
             assert_eq!(ChildMsg::parse(&line), Some(m));
         }
+    }
+
+    #[test]
+    fn a_pattern_line_has_its_kind_in_snake_case() {
+        let p = gpuaudit_core::facts::P2pPattern {
+            kind: gpuaudit_core::facts::PatternKind::OneToAll,
+            gpu: 0,
+            peers: vec![1, 2],
+            size_bytes: 1 << 30,
+            gbps: Reading::Value(780.5),
+            verify: None,
+        };
+        let j = serde_json::to_string(&p).unwrap();
+        assert!(j.contains(r#""kind":"one_to_all""#), "{j}");
+        assert!(j.contains(r#""gbps":780.5"#), "{j}");
+        // A matrix of an older child (no patterns) still parses.
+        let old = r#"{"gpus":[0,1],"size_bytes":1,"pairs":[]}"#;
+        let m: P2pMatrix = serde_json::from_str(old).unwrap();
+        assert!(m.patterns.is_empty() && m.bidirectional.is_empty());
     }
 
     #[test]

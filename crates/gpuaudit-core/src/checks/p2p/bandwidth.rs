@@ -3,7 +3,7 @@
 
 use crate::checks::judge::{group, label, p2p_expected, percent, rate_status, SIBLING_FLOOR};
 use crate::checks::{Check, CheckDoc, CheckKind, ProfileEffect};
-use crate::facts::{median, Facts};
+use crate::facts::{median, Facts, PatternKind};
 use crate::finding::{Finding, Status};
 use crate::policy::{Policy, Profile};
 use crate::reading::Reading;
@@ -18,6 +18,12 @@ pub const FAIL: f64 = 0.35;
 /// Back-to-back 4-byte copies slower than this (microseconds each) warn; the H200s here take
 /// about 6 us over NVLink.
 pub const LATENCY_WARN_US: f64 = 100.0;
+/// One GPU to all the others (or all to one) at once, against the fastest single pair of the
+/// pattern: the copies share the one GPU's links, which one pair over NVSwitch already fills,
+/// so spreading them over several peers must not lose more than a tenth (nvbandwidth's
+/// one_to_all / all_to_one figures on NVSwitch systems sit at the single-pair rate). Below
+/// warns: a fabric, switch or shared PCIe upstream that does not carry the copies at once.
+pub const PATTERN_WARN: f64 = 0.90;
 
 pub const CHECK: Check = Check {
     id: ID,
@@ -32,7 +38,10 @@ pub const CHECK: Check = Check {
                links between the pair) or PCIe: below 60% warns, below 35% fails; a pair \
                below 70% of the median of the pairs over the same kind of link fails; no \
                peer access between NVLink-connected GPUs fails (warns over PCIe); 4-byte \
-               copies slower than 100 us each warn.",
+               copies slower than 100 us each warn. With --full, one GPU to all the others \
+               and all to one at once (copy engines): the aggregate below 90% of the \
+               pattern's fastest single pair warns, a pattern that could not be measured \
+               warns, one whose data differs fails.",
         why: "Tensor and pipeline parallelism and NCCL move activations and gradients \
               between GPUs constantly. Without peer access copies go through host memory; \
               a missing NVLink halves or worse every collective.",
@@ -194,6 +203,60 @@ fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 "link": exp.as_ref().map(|e| e.1.clone()),
             }));
         }
+        let mut patterns = Vec::new();
+        for pt in p.patterns.iter().filter(|t| t.gpu == src) {
+            let fastest_pair = values
+                .iter()
+                .filter(|(a, b, _)| match pt.kind {
+                    PatternKind::OneToAll => *a == src && pt.peers.contains(b),
+                    PatternKind::AllToOne => *b == src && pt.peers.contains(a),
+                })
+                .map(|v| v.2)
+                .max_by(|a, b| a.total_cmp(b));
+            match &pt.gbps {
+                Reading::Value(v) => {
+                    parts.push(format!("{} {} GB/s", pt.kind.label(), figure(*v)));
+                    if let Some(best) = fastest_pair {
+                        if *v < PATTERN_WARN * best {
+                            status = status.max(for_profile(Status::Warn, train, &mut escalated));
+                            problems.push(format!(
+                                "{} from GPU {src}: {} GB/s at once, {} of its fastest single \
+                                 pair's {} GB/s (below {})",
+                                pt.kind.label(),
+                                figure(*v),
+                                percent(v / best),
+                                figure(best),
+                                percent(PATTERN_WARN)
+                            ));
+                            fix.get_or_insert(
+                                "Check nvidia-smi topo -m and the NVSwitch fabric manager; GPUs \
+                                 behind one PCIe switch share its upstream link.",
+                            );
+                        }
+                    }
+                }
+                Reading::Unavailable(why) => {
+                    status = status.max(Status::Warn);
+                    problems.push(format!("{} GPU {src} not measured: {why}", pt.kind.label()));
+                }
+            }
+            if let Some(v) = pt.verify.as_ref().filter(|v| !v.ok) {
+                status = Status::Fail;
+                problems.push(format!(
+                    "data check failed: {}{}",
+                    v.what,
+                    v.detail
+                        .as_ref()
+                        .map(|d| format!(": {d}"))
+                        .unwrap_or_default()
+                ));
+                fix = Some("GPU-to-GPU copies corrupted data: drain the machine and report it.");
+            }
+            patterns.push(serde_json::json!({
+                "kind": pt.kind, "peers": pt.peers, "gbps": pt.gbps,
+                "fastest_pair_gbps": fastest_pair,
+            }));
+        }
         let bidir: Vec<serde_json::Value> = p
             .bidirectional
             .iter()
@@ -220,6 +283,9 @@ fn check_p2p(facts: &Facts, policy: &Policy) -> Vec<Finding> {
             .with("pairs", evidence)
             .with("bidirectional", bidir)
             .with("size_bytes", p.size_bytes);
+        if !patterns.is_empty() {
+            f = f.with("patterns", patterns);
+        }
         if let Some(x) = fix {
             f = f.fix(x);
         }
@@ -249,10 +315,12 @@ pub(crate) fn profile_examples() -> Vec<(Profile, Facts)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::facts::{P2pPattern, Verify};
     use crate::finding::Status;
     use crate::reading::Reading;
     use crate::testing::measured::*;
     use crate::testing::Machine;
+    use crate::units::GIB;
 
     #[test]
     fn p2p_against_nvlink() {
@@ -273,6 +341,81 @@ mod tests {
         assert_eq!(g0.status, Status::Fail);
         assert!(g0.message.contains("no peer access"), "{}", g0.message);
         assert!(g0.message.contains("below the median"), "{}", g0.message);
+    }
+
+    fn with_pattern(
+        kind: PatternKind,
+        gpu: u32,
+        gbps: Reading<f64>,
+        ok: bool,
+    ) -> (Facts, Vec<Finding>) {
+        let mut f = Machine::healthy("h200-sxm-141gb", 2)
+            .measured(|_| {})
+            .build();
+        // GPU 0 -> GPU 1 at 400 GB/s, GPU 1 -> GPU 0 at 394.
+        let mut x = p2p(400.0, true);
+        x.patterns = vec![P2pPattern {
+            kind,
+            gpu,
+            peers: vec![1 - gpu],
+            size_bytes: GIB,
+            gbps,
+            verify: Some(Verify {
+                what: "one_to_all GPU 0 1 GiB".into(),
+                ok,
+                detail: (!ok).then(|| "GPU 0 -> GPU 1: 3 words differ".into()),
+            }),
+        }];
+        f.measured.p2p = Reading::Value(x);
+        let out = (CHECK.run)(&f, &Policy::default());
+        (f, out)
+    }
+
+    /// One-to-all from GPU 0 against its fastest pair (0 -> 1 at 400): 90% is 360; all-to-one
+    /// into GPU 0 against 1 -> 0 at 394 (354.6).
+    #[test]
+    fn patterns_judged_against_the_fastest_single_pair() {
+        for (kind, floor) in [
+            (PatternKind::OneToAll, 400.0 * PATTERN_WARN),
+            (PatternKind::AllToOne, 394.0 * PATTERN_WARN),
+        ] {
+            let (_, out) = with_pattern(kind, 0, Reading::Value(floor + 0.5), true);
+            let g0 = out.iter().find(|x| x.gpu == Some(0)).unwrap();
+            assert_eq!(g0.status, Status::Pass, "{}", g0.message);
+            assert!(g0.message.contains(kind.label()), "{}", g0.message);
+            let (_, out) = with_pattern(kind, 0, Reading::Value(floor - 0.5), true);
+            let g0 = out.iter().find(|x| x.gpu == Some(0)).unwrap();
+            assert_eq!(g0.status, Status::Warn, "{}", g0.message);
+            assert!(g0.message.contains("fastest single pair"), "{}", g0.message);
+            // GPU 1 has no pattern of its own here: not judged on GPU 0's.
+            assert_eq!(pair_status(&out, 1), Status::Pass);
+            // Under --profile train a warning about the links fails.
+            let (f, _) = with_pattern(kind, 0, Reading::Value(floor - 0.5), true);
+            assert_eq!(pair_status(&judged(&f, Profile::Train), 0), Status::Fail);
+        }
+        // Not measured: a warning with the reason; data that differs: a failure.
+        let (_, out) = with_pattern(
+            PatternKind::OneToAll,
+            1,
+            Reading::unavailable("GPU 1: not enough free memory"),
+            true,
+        );
+        let g1 = out.iter().find(|x| x.gpu == Some(1)).unwrap();
+        assert_eq!(g1.status, Status::Warn);
+        assert!(
+            g1.message.contains("not enough free memory"),
+            "{}",
+            g1.message
+        );
+        let (_, out) = with_pattern(
+            PatternKind::OneToAll,
+            0,
+            Reading::unavailable("copied data differs"),
+            false,
+        );
+        let g0 = out.iter().find(|x| x.gpu == Some(0)).unwrap();
+        assert_eq!(g0.status, Status::Fail);
+        assert!(g0.message.contains("3 words differ"), "{}", g0.message);
     }
 
     fn judged(f: &Facts, profile: Profile) -> Vec<Finding> {
@@ -388,6 +531,13 @@ mod tests {
     #[test]
     fn explain_gives_the_thresholds_the_code_uses() {
         let what = CHECK.doc.what;
+        assert!(
+            what.contains(&format!(
+                "aggregate below {} of the pattern's fastest single pair warns",
+                percent(PATTERN_WARN)
+            )),
+            "{what}"
+        );
         assert!(
             what.contains(&format!("below {} warns", percent(WARN))),
             "{what}"

@@ -24,6 +24,17 @@ pub const FAIL: f64 = 0.50;
 /// NVML samples (50 ms apart) that must all have seen a lower PCIe generation during the
 /// copies before it fails (fewer only warn: the generation drops whenever the link idles).
 pub const LINK_SAMPLES_FOR_FAIL: u32 = 20;
+/// Both directions at once (--full): PCIe is full duplex (each direction has its own lanes),
+/// so each direction should keep most of its one-way rate; the other direction's
+/// acknowledgements and flow-control updates share the lanes, and root complexes differ in
+/// how much DMA they carry both ways. The slower direction below 60% of the link's
+/// one-direction rate warns (never fails). Provisional: set from engineering judgment, to be
+/// checked against the next H200 run (BENCHMARKS.md).
+pub const BIDIR_WARN: f64 = 0.60;
+/// SM-driven copies (a kernel on mapped pinned host memory) below this share of the copy
+/// engines' figure are named in the message (information: applications that copy with
+/// kernels, such as NCCL's proxy-less paths and zero-copy loaders, see the lower figure).
+pub const SM_COPY_NOTE: f64 = 0.80;
 
 pub const CHECK: Check = Check {
     id: ID,
@@ -40,7 +51,10 @@ pub const CHECK: Check = Check {
                its siblings fails; a link that trained below its maximum while the copies \
                ran fails (a lower generation seen in fewer than 20 samples warns: links \
                drop their generation when idle); a GPU losing more than 30% when all copy \
-               at once shares an upstream link (warn).",
+               at once shares an upstream link (warn). With --full, both directions at once \
+               (two streams): the slower direction below 60% of the link's one-direction \
+               rate warns; SM-driven copies through mapped host memory below 80% of the \
+               copy engines' are named; the host<->device latency is reported.",
         why: "Every batch a GPU trains on and every result it returns crosses this link. A \
               card in a x8 slot, a link stuck at Gen3, a PCIe switch shared by several GPUs \
               or a noisy riser halves data loading and checkpointing, and slows multi-GPU \
@@ -171,6 +185,37 @@ fn check_pcie(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 ));
             }
         }
+        if let (Reading::Value(b), Some((rate, _, _))) = (&g.bidirectional, expected) {
+            let slower = b.h2d_gbps.min(b.d2h_gbps);
+            if slower < BIDIR_WARN * rate {
+                status = status.max(Status::Warn);
+                notes.push(format!(
+                    "with both directions at once (h2d {} GB/s, d2h {} GB/s) the slower gets \
+                     {} of the link's one-direction rate, below {}: the link or the root \
+                     complex does not carry both ways at full rate",
+                    figure(b.h2d_gbps),
+                    figure(b.d2h_gbps),
+                    percent(slower / rate),
+                    percent(BIDIR_WARN)
+                ));
+                fix.get_or_insert(
+                    "Check the root complex and IOMMU settings (BIOS, iommu=pt) and whether \
+                     the GPU's link is behind a switch shared with other devices.",
+                );
+            }
+        }
+        if let Reading::Value(c) = &g.sm_copy {
+            let sm = c.h2d_gbps.min(c.d2h_gbps);
+            if sm < SM_COPY_NOTE * worst {
+                notes.push(format!(
+                    "copies made by the SMs through mapped host memory reach h2d {} GB/s, \
+                     d2h {} GB/s ({:.0}% below the copy engines')",
+                    figure(c.h2d_gbps),
+                    figure(c.d2h_gbps),
+                    (1.0 - sm / worst) * 100.0
+                ));
+            }
+        }
         let bad = failed_verifications(&g.verify);
         if !bad.is_empty() {
             status = Status::Fail;
@@ -199,7 +244,10 @@ fn check_pcie(facts: &Facts, policy: &Policy) -> Vec<Finding> {
             )
             .with("link_gbps", expected.map(|e| e.0))
             .with("link_under_load", &g.link_under_load)
-            .with("all_gpus_h2d_gbps", concurrent(gpu, Direction::H2d));
+            .with("all_gpus_h2d_gbps", concurrent(gpu, Direction::H2d))
+            .with("bidirectional", &g.bidirectional)
+            .with("sm_copy", &g.sm_copy)
+            .with("latency", &g.latency);
         if let Some(x) = fix {
             f = f.fix(x);
         }
@@ -296,6 +344,64 @@ mod tests {
         (CHECK.run)(&f, &Policy::default()).remove(0)
     }
 
+    fn bidir(h2d: f64, d2h: f64) -> Reading<BidirectionalCopy> {
+        Reading::Value(BidirectionalCopy {
+            size_bytes: 256 << 20,
+            h2d_gbps: h2d,
+            d2h_gbps: d2h,
+            total_gbps: h2d + d2h,
+        })
+    }
+
+    /// Gen5 x16 is 63.015 GB/s one way: the slower direction of the two at once below 60%
+    /// (37.8) warns, never fails.
+    #[test]
+    fn both_directions_at_once_judged_against_the_link() {
+        let link = 63.015;
+        for (share, want) in [
+            (BIDIR_WARN + 0.005, Status::Pass),
+            (BIDIR_WARN - 0.005, Status::Warn),
+            (0.1, Status::Warn),
+        ] {
+            for (h, d) in [(link * share, 50.0), (50.0, link * share)] {
+                let mut g = pcie_gpu(55.0, 55.0);
+                g.bidirectional = bidir(h, d);
+                let out = one(g);
+                assert_eq!(out.status, want, "{share}: {}", out.message);
+                assert_eq!(
+                    out.message.contains("both directions at once"),
+                    want == Status::Warn,
+                    "{}",
+                    out.message
+                );
+            }
+        }
+        // Not measured (quick audit): no judgment.
+        assert_eq!(one(pcie_gpu(55.0, 55.0)).status, Status::Pass);
+    }
+
+    #[test]
+    fn sm_copies_are_named_where_they_differ_from_the_copy_engines() {
+        let with_sm = |h2d: f64, d2h: f64| {
+            let mut g = pcie_gpu(55.0, 50.0);
+            g.sm_copy = Reading::Value(SmHostCopy {
+                size_bytes: 256 << 20,
+                h2d_gbps: h2d,
+                d2h_gbps: d2h,
+                kernel: "copy 528x512".into(),
+            });
+            one(g)
+        };
+        // Against the slower copy-engine direction (50): 80% is 40.
+        let near = with_sm(40.5, 52.0);
+        assert_eq!(near.status, Status::Pass);
+        assert!(!near.message.contains("SMs"), "{}", near.message);
+        let low = with_sm(52.0, 39.5);
+        assert_eq!(low.status, Status::Pass, "information only");
+        assert!(low.message.contains("SMs"), "{}", low.message);
+        assert!(low.message.contains("21% below"), "{}", low.message);
+    }
+
     /// Gen5 x16 is 63.0 GB/s one way: 70% (44.1) warns, 50% (31.5) fails; the slower
     /// direction counts.
     #[test]
@@ -368,6 +474,20 @@ mod tests {
     #[test]
     fn explain_gives_the_thresholds_the_code_uses() {
         let what = CHECK.doc.what;
+        assert!(
+            what.contains(&format!(
+                "slower direction below {} of the link's one-direction rate warns",
+                percent(BIDIR_WARN)
+            )),
+            "{what}"
+        );
+        assert!(
+            what.contains(&format!(
+                "below {} of the copy engines' are named",
+                percent(SM_COPY_NOTE)
+            )),
+            "{what}"
+        );
         assert!(
             what.contains(&format!("below {} warns", percent(WARN))),
             "{what}"

@@ -302,6 +302,33 @@ impl PinnedBuf {
         Ok(PinnedBuf { ptr: p, bytes })
     }
 
+    /// Pinned and mapped into every context's address space (CU_MEMHOSTALLOC_DEVICEMAP), so
+    /// that kernels can read and write it over the link: see [`PinnedBuf::device_ptr`].
+    pub fn new_mapped(bytes: u64) -> R<PinnedBuf> {
+        let mut p: *mut c_void = ptr::null_mut();
+        const PORTABLE_DEVICEMAP: u32 = 0x01 | 0x02;
+        // SAFETY: writes one host pointer.
+        ck(
+            unsafe { sys::cuMemHostAlloc(&mut p, bytes as usize, PORTABLE_DEVICEMAP) },
+            &format!("cuMemHostAlloc({}, mapped)", human_bytes(bytes)),
+        )?;
+        if p.is_null() {
+            return Err(Fail("cuMemHostAlloc returned no memory".into()));
+        }
+        Ok(PinnedBuf { ptr: p, bytes })
+    }
+
+    /// The device address of mapped memory in the current context.
+    pub fn device_ptr(&self) -> R<sys::CUdeviceptr> {
+        let mut d: sys::CUdeviceptr = 0;
+        // SAFETY: writes one device address; the memory was allocated with DEVICEMAP.
+        ck(
+            unsafe { sys::cuMemHostGetDevicePointer_v2(&mut d, self.ptr, 0) },
+            "cuMemHostGetDevicePointer",
+        )?;
+        Ok(d)
+    }
+
     pub fn ptr(&self) -> *mut c_void {
         self.ptr
     }
@@ -576,6 +603,11 @@ pub struct Kernels {
     pub copy_tile8: sys::CUfunction,
     pub read_xor: sys::CUfunction,
     pub triad_f32: sys::CUfunction,
+    pub add_f32: sys::CUfunction,
+    pub copy_flat: sys::CUfunction,
+    pub triad_flat: sys::CUfunction,
+    pub add_flat: sys::CUfunction,
+    pub chase_u64: sys::CUfunction,
     pub fill_f32_const: sys::CUfunction,
     pub check_f32_const: sys::CUfunction,
     pub checksum_u32: sys::CUfunction,
@@ -642,6 +674,11 @@ impl Kernels {
             copy_tile8: f("copy_tile8")?,
             read_xor: f("read_xor")?,
             triad_f32: f("triad_f32")?,
+            add_f32: f("add_f32")?,
+            copy_flat: f("copy_flat")?,
+            triad_flat: f("triad_flat")?,
+            add_flat: f("add_flat")?,
+            chase_u64: f("chase_u64")?,
             fill_f32_const: f("fill_f32_const")?,
             check_f32_const: f("check_f32_const")?,
             checksum_u32: f("checksum_u32")?,
@@ -697,6 +734,17 @@ pub fn launch(
         },
         "cuLaunchKernel",
     )
+}
+
+/// The largest grid x dimension this GPU launches (2^31 - 1 from compute capability 3.0).
+pub fn max_grid_x(gpu: &Gpu) -> u32 {
+    attribute(
+        gpu.dev,
+        sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+    )
+    .ok()
+    .filter(|v| *v > 0)
+    .map_or(65_535, |v| v as u32)
 }
 
 /// Grid for the helper kernels (fills, checks): enough blocks to fill the GPU.

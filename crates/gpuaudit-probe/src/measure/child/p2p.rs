@@ -5,7 +5,7 @@ use super::cu::{self, human_bytes, DevBuf, Event, Gpu, Stream, R};
 use super::{gbps, progress, Ctx, Fail};
 use crate::measure::plan::{self, Group, P2pParams};
 use cudarc::driver::sys;
-use gpuaudit_core::facts::{P2pBidir, P2pMatrix, P2pPair, Verify};
+use gpuaudit_core::facts::{P2pBidir, P2pMatrix, P2pPair, P2pPattern, PatternKind, Verify};
 use gpuaudit_core::Reading;
 
 const PEER_ACCESS_ALREADY_ENABLED: u32 = 704;
@@ -200,12 +200,184 @@ pub fn run(ctx: &Ctx, p: &P2pParams) -> R<P2pMatrix> {
             },
         });
     }
+    let patterns = if p.patterns {
+        let mut v = Vec::new();
+        for (hub, hub_gpu) in gpus.iter().enumerate() {
+            for kind in [PatternKind::OneToAll, PatternKind::AllToOne] {
+                progress(
+                    Group::P2p,
+                    0.99,
+                    format!("{} GPU {}", kind.label(), hub_gpu.index),
+                );
+                v.push(pattern(ctx, &sides, hub, kind, size, p.repeats.max(1)));
+            }
+        }
+        v
+    } else {
+        Vec::new()
+    };
     Ok(P2pMatrix {
         gpus: gpus.iter().map(|g| g.index).collect(),
         size_bytes: size,
         pairs,
         bidirectional,
+        patterns,
     })
+}
+
+/// One copy of a pattern: from GPU `src` (index into the context's GPUs) to `dst`, issued on
+/// a stream of GPU `on`.
+struct PatternCopy<'a> {
+    src: usize,
+    dst: usize,
+    src_ptr: u64,
+    dst_ptr: u64,
+    on: usize,
+    stream: &'a Stream,
+}
+
+/// One GPU to all the others (each copy on its own stream of the source), or all the others
+/// to one (each on its source's stream, into its own slice of a buffer on the destination),
+/// all at once from one start event to the last end; the data of every copy verified.
+fn pattern(
+    ctx: &Ctx,
+    sides: &[Side],
+    hub: usize,
+    kind: PatternKind,
+    size: u64,
+    repeats: u32,
+) -> P2pPattern {
+    let gpus = &ctx.gpus;
+    let peers: Vec<usize> = (0..gpus.len()).filter(|&j| j != hub).collect();
+    let mut verify = None;
+    let gbps = (|| -> R<f64> {
+        let hub_gpu = &gpus[hub];
+        // Streams on the source for one-to-all; a buffer of one slice per source for
+        // all-to-one (the sources must not write over each other).
+        let mut own_streams = Vec::new();
+        let mut inbox = None;
+        match kind {
+            PatternKind::OneToAll => {
+                for _ in &peers {
+                    own_streams.push(Stream::new(hub_gpu)?);
+                }
+            }
+            PatternKind::AllToOne => {
+                let (free, _) = hub_gpu.mem_info()?;
+                let want = size * peers.len() as u64;
+                if free / 2 < want {
+                    return Err(Fail(format!(
+                        "GPU {}: not enough free memory for {} of incoming copies",
+                        hub_gpu.index,
+                        human_bytes(want)
+                    )));
+                }
+                inbox = Some(DevBuf::new(hub_gpu, want)?);
+            }
+        }
+        let copies: Vec<PatternCopy> = peers
+            .iter()
+            .enumerate()
+            .map(|(k, &j)| match kind {
+                PatternKind::OneToAll => PatternCopy {
+                    src: hub,
+                    dst: j,
+                    src_ptr: sides[hub].src.ptr,
+                    dst_ptr: sides[j].dst.ptr,
+                    on: hub,
+                    stream: &own_streams[k],
+                },
+                PatternKind::AllToOne => PatternCopy {
+                    src: j,
+                    dst: hub,
+                    src_ptr: sides[j].src.ptr,
+                    dst_ptr: inbox.as_ref().map_or(0, |b| b.at(k as u64 * size)),
+                    on: j,
+                    stream: &sides[j].stream,
+                },
+            })
+            .collect();
+        let hub_stream = Stream::new(hub_gpu)?;
+        let run = |count: u32| -> R<f64> {
+            let start = Event::new(hub_gpu)?;
+            let end = Event::new(hub_gpu)?;
+            start.record(&hub_stream)?;
+            let mut ends = Vec::new();
+            for c in &copies {
+                let g = &gpus[c.on];
+                g.bind()?;
+                c.stream.wait(&start)?;
+                for _ in 0..count {
+                    cu::peer_async(
+                        c.dst_ptr,
+                        gpus[c.dst].ctx,
+                        c.src_ptr,
+                        gpus[c.src].ctx,
+                        size,
+                        c.stream,
+                    )?;
+                }
+                let e = Event::new(g)?;
+                e.record(c.stream)?;
+                ends.push(e);
+            }
+            hub_gpu.bind()?;
+            for e in &ends {
+                hub_stream.wait(e)?;
+            }
+            end.record(&hub_stream)?;
+            end.sync()?;
+            start.ms_to(&end)
+        };
+        // Clear the destinations, warm up (and so copy once), then check every copy's data.
+        for c in &copies {
+            let d = &gpus[c.dst];
+            d.bind()?;
+            cu::memset_d32_async(c.dst_ptr, 0, size / 4, &sides[c.dst].stream)?;
+            sides[c.dst].stream.sync()?;
+        }
+        run(1)?;
+        let mut wrong = Vec::new();
+        for c in &copies {
+            let bad = cu::check_pattern_dev(
+                &gpus[c.dst],
+                &ctx.kernels[c.dst],
+                &sides[c.dst].stream,
+                c.dst_ptr,
+                size,
+                seed(gpus[c.src].index),
+            )?;
+            if bad > 0 {
+                wrong.push(format!(
+                    "GPU {} -> GPU {}: {bad} words differ",
+                    gpus[c.src].index, gpus[c.dst].index
+                ));
+            }
+        }
+        verify = Some(Verify {
+            what: format!(
+                "{} GPU {} {}: pattern compared on every destination",
+                kind.label(),
+                hub_gpu.index,
+                human_bytes(size)
+            ),
+            ok: wrong.is_empty(),
+            detail: (!wrong.is_empty()).then(|| wrong.join("; ")),
+        });
+        if !wrong.is_empty() {
+            return Err(Fail(format!("copied data differs: {}", wrong.join("; "))));
+        }
+        let ms = run(repeats)?;
+        Ok(gbps(size as f64 * copies.len() as f64 * repeats as f64, ms))
+    })();
+    P2pPattern {
+        kind,
+        gpu: gpus[hub].index,
+        peers: peers.iter().map(|&j| gpus[j].index).collect(),
+        size_bytes: size,
+        gbps: super::reading(gbps),
+        verify,
+    }
 }
 
 /// Both directions at once, each on its source GPU's stream, from one common start event to
