@@ -298,8 +298,9 @@ def parse_babelstream(text):
     for i, l in enumerate(lines):
         cells = [c.strip() for c in l.split(",")]
         if len(cells) > 4 and cells[0].lower() == "function":
-            # CSV: function,num_times,n_elements,sizeof,max_mbytes_per_sec,min_runtime,...
-            col = next((k for k, c in enumerate(cells) if "bytes_per_sec" in c.lower()), None)
+            # CSV: function,num_times,n_elements,sizeof,max_MB_per_sec,min_runtime,... (5.0
+            # writes max_MB_per_sec, older versions max_mbytes_per_sec; GB/MiB/GiB with --gb/--mibibytes)
+            col = next((k for k, c in enumerate(cells) if c.lower().endswith("_per_sec")), None)
             if col is None:
                 raise ValueError("BabelStream CSV without a bytes-per-second column")
             for row in lines[i + 1:]:
@@ -355,6 +356,12 @@ def selftest():
     got = parse_babelstream(csv)
     assert set(got) == {"Copy", "Add", "Triad", "Dot"}, got
     assert abs(got["Copy"] - 4060.1235) < 1e-6, got
+    # BabelStream 5.0's own --csv header, as it printed it on an H200 (2026-12-01).
+    v5 = ("function,num_times,n_elements,sizeof,max_MB_per_sec,min_runtime,max_runtime,avg_runtime\n"
+          "Copy,50,536870912,8,4.00869e+06,0.00214283,0.00216088,0.00214491\n"
+          "Dot,50,536870912,8,4.52922e+06,0.00189656,0.00190973,0.00190352\n")
+    got = parse_babelstream(v5)
+    assert abs(got["Copy"] - 4008.69) < 1e-6 and abs(got["Dot"] - 4529.22) < 1e-6, got
     table = ("BabelStream\nVersion: 5.0\nRunning kernels 50 times\n"
              "Function    MBytes/sec  Min (sec)   Max         Average\n"
              "Copy        4060123.500 0.00211     0.00230     0.00220\n"
