@@ -388,6 +388,16 @@ pub fn measurement_label(m: &Measurement) -> String {
         "memory_read_bandwidth" => "memory read".into(),
         "memory_write_bandwidth" => "memory write".into(),
         "memory_triad_bandwidth" => "memory triad".into(),
+        "memory_add_bandwidth" => "memory add".into(),
+        "h2d_bidirectional_bandwidth" => "host→GPU while GPU→host runs".into(),
+        "d2h_bidirectional_bandwidth" => "GPU→host while host→GPU runs".into(),
+        "bidirectional_total_bandwidth" => "host link, both ways summed".into(),
+        "h2d_sm_bandwidth" => "host→GPU copy by the SMs".into(),
+        "d2h_sm_bandwidth" => "GPU→host copy by the SMs".into(),
+        "host_latency_sm_us" => "host memory latency from the SM".into(),
+        "host_round_trip_us" => "host↔GPU 4-byte round trip".into(),
+        "p2p_one_to_all_bandwidth" => "one GPU → all others".into(),
+        "p2p_all_to_one_bandwidth" => "all others → one GPU".into(),
         "gemm_tflops" => format!("GEMM {dtype}"),
         "p2p_bandwidth" => "GPU→GPU copy (P2P)".into(),
         "p2p_bidir_bandwidth" => "GPU↔GPU both ways".into(),
@@ -530,6 +540,22 @@ pub fn percent(r: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Every figure a full audit reports has a person's name (the HTML chart showed
+    /// "memory_add_bandwidth" and the bidirectional figures by their JSON names).
+    #[test]
+    fn every_measured_figure_has_a_label() {
+        for n in [1, 2] {
+            let facts = crate::testing::Machine::healthy("h200-sxm-141gb", n)
+                .measured(|m| crate::testing::measured::full_run(m, n))
+                .build();
+            let report = crate::Report::build(&facts, &crate::policy::Policy::default());
+            assert!(!report.measurements.is_empty());
+            for m in &report.measurements {
+                assert_ne!(measurement_label(m), m.name, "{} has no label", m.name);
+            }
+        }
+    }
+
     use super::*;
     use crate::facts::{Facts, Origin};
     use crate::finding::Finding;
