@@ -14,7 +14,23 @@ use gpuaudit_probe::host::HostOptions;
 use gpuaudit_probe::measure;
 
 pub fn policy_from(args: &AuditArgs) -> Result<Policy> {
-    let expect = match &args.expect {
+    let (expect, gpus) = expect_and_gpus(args.expect.as_deref(), args.gpus.as_deref())?;
+    Ok(Policy {
+        profile: args.profile,
+        expect,
+        gpus,
+        full: args.full,
+        expected_concurrency: args.concurrency,
+    })
+}
+
+/// `--expect` (a model the spec database knows) and `--gpus` (a list of indices), as the audit
+/// and `gpuaudit serve` take them.
+pub fn expect_and_gpus(
+    expect: Option<&str>,
+    gpus: Option<&str>,
+) -> Result<(Option<Expectation>, Option<Vec<u32>>)> {
+    let expect = match expect {
         Some(s) => {
             let e: Expectation = s.parse().map_err(anyhow::Error::msg)?;
             if let Err(unknown) = SpecDb::embedded().resolve_expected(&e.model) {
@@ -24,19 +40,11 @@ pub fn policy_from(args: &AuditArgs) -> Result<Policy> {
         }
         None => None,
     };
-    let gpus = args
-        .gpus
-        .as_deref()
+    let gpus = gpus
         .map(parse_gpu_list)
         .transpose()
         .map_err(anyhow::Error::msg)?;
-    Ok(Policy {
-        profile: args.profile,
-        expect,
-        gpus,
-        full: args.full,
-        expected_concurrency: args.concurrency,
-    })
+    Ok((expect, gpus))
 }
 
 pub fn run(args: &AuditArgs) -> Result<u8> {

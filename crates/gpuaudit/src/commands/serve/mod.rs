@@ -9,13 +9,12 @@
 
 pub mod metrics;
 
-use crate::cli::{parse_gpu_list, ServeArgs};
+use crate::cli::ServeArgs;
 use crate::commands::audit::{apply_measured, check_selection};
 use crate::sink;
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use gpuaudit_core::facts::MeasuredFacts;
-use gpuaudit_core::spec::SpecDb;
-use gpuaudit_core::{Expectation, Policy, Report};
+use gpuaudit_core::{Policy, Report};
 use gpuaudit_probe::gather::{self, GatherOptions};
 use gpuaudit_probe::host::HostOptions;
 use gpuaudit_probe::{cleanup, measure};
@@ -141,22 +140,8 @@ pub fn run(args: &ServeArgs) -> Result<u8> {
 }
 
 fn policy_from(args: &ServeArgs) -> Result<Policy> {
-    let expect = match &args.expect {
-        Some(s) => {
-            let e: Expectation = s.parse().map_err(anyhow::Error::msg)?;
-            if let Err(unknown) = SpecDb::embedded().resolve_expected(&e.model) {
-                bail!("--expect '{s}': {unknown}");
-            }
-            Some(e)
-        }
-        None => None,
-    };
-    let gpus = args
-        .gpus
-        .as_deref()
-        .map(parse_gpu_list)
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
+    let (expect, gpus) =
+        super::audit::expect_and_gpus(args.expect.as_deref(), args.gpus.as_deref())?;
     Ok(Policy {
         profile: args.profile,
         expect,
