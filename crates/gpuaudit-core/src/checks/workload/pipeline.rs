@@ -486,6 +486,28 @@ pub fn diagnose(facts: &Facts, r: &Rehearsal) -> Result<Diagnosis, String> {
             }
         }
     };
+    // Another stage caps the pipeline, but the batch would starve the GPU too: say both, or
+    // the fix of the first only brings the second to light (seen on an H200 at batch 1: the
+    // loader named, the step at 19% of its batch-256 rate unsaid).
+    if d.bottleneck != Bottleneck::SmallBatch {
+        if let Some(x) = gpu
+            .reference
+            .value()
+            .filter(|_| r.config.batch < gpu.reference_batch)
+        {
+            let eff = step.samples_per_s / x.samples_per_s.max(f64::MIN_POSITIVE);
+            if eff < SMALL_BATCH_EFFICIENCY {
+                d.message.push_str(&format!(
+                    "; batch {} is also too small for the GPU: its step alone runs {} of the \
+                     {} samples/s it runs at batch {}",
+                    r.config.batch,
+                    pct(eff),
+                    rate(x.samples_per_s),
+                    gpu.reference_batch
+                ));
+            }
+        }
+    }
     if let Some(p) = pipeline {
         let slowest_cap = d.cap_samples_per_s.min(gpu_rate);
         if p.samples_per_s < PIPELINE_SHORTFALL * slowest_cap {
@@ -1211,6 +1233,34 @@ mod tests {
         // The reference batch itself is never too small.
         r.config.batch = 256;
         assert_eq!(judge(&r).bottleneck, Bottleneck::Gpu);
+    }
+
+    /// A loader that caps a pipeline whose batch is also too small: the loader is named, and
+    /// the batch after it (both sides of SMALL_BATCH_EFFICIENCY).
+    #[test]
+    fn a_tiny_batch_behind_another_bottleneck_is_said_too() {
+        let mut r = rehearsal();
+        r.config.batch = 1;
+        gpu_mut(&mut r).reference = Reading::Value(fig(14_500.0, 0.0));
+        set(&mut r, Stage::GpuStep, 2_800.0);
+        set(&mut r, Stage::Loader, 1_900.0);
+        gpu_mut(&mut r).pipeline = Reading::Value(pipeline(1_850.0, 0.65));
+        let d = judge(&r);
+        assert_ne!(d.bottleneck, Bottleneck::SmallBatch);
+        assert!(
+            d.message.contains(
+                "; batch 1 is also too small for the GPU: its step alone runs 19% of the \
+                 14,500 samples/s it runs at batch 256"
+            ),
+            "{}",
+            d.message
+        );
+        set(&mut r, Stage::GpuStep, 7_250.0);
+        assert!(!judge(&r).message.contains("also too small"));
+        set(&mut r, Stage::GpuStep, 7_240.0);
+        assert!(judge(&r).message.contains("also too small"));
+        r.config.batch = 256;
+        assert!(!judge(&r).message.contains("also too small"));
     }
 
     #[test]
