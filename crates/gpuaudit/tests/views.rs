@@ -353,8 +353,12 @@ fn html_structure() {
     ] {
         assert!(html.contains(&format!("id=\"{id}\"")), "{id}");
     }
-    // P2P rows name their peer.
+    // P2P rows name their peer: GPU 0 to 1 and 1 to 0, in the GPU and peer columns.
     assert!(html.contains("<th>peer</th>"), "{html}");
+    for (a, b) in [(0, 1), (1, 0)] {
+        let row = format!("<tr><td>GPU→GPU copy (P2P)</td><td>{a}</td><td>{b}</td>");
+        assert!(html.contains(&row), "{row}");
+    }
     snap("html-measured-h200-x2", &html_outline(&html));
 }
 

@@ -178,6 +178,7 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
             out.title("Worth knowing");
             for g in infos {
                 one_line(&mut out, g);
+                note_fix(&mut out, g);
             }
         }
         not_run(&mut out, &o);
@@ -279,6 +280,22 @@ fn one_line(out: &mut Out, g: &Group) {
     out.para(&head, st, &text, text_style, STATUS_COLS);
 }
 
+/// The fix of a finding that is not a problem (a note can carry what to do about it too),
+/// under its line: every format carries every fix.
+fn note_fix(out: &mut Out, g: &Group) {
+    if let Some(fix) = g.fix {
+        let head = " ".repeat(STATUS_COLS) + "fix: ";
+        let dim = out.dim_style();
+        out.para(
+            &head,
+            dim,
+            &escape_line(fix),
+            out.plain_style(),
+            STATUS_COLS + 5,
+        );
+    }
+}
+
 /// The checks that could not run: those of the main reason on one line, each other with
 /// its own reason.
 fn not_run(out: &mut Out, o: &Overview) {
@@ -318,7 +335,7 @@ fn not_run(out: &mut Out, o: &Overview) {
     }
 }
 
-/// `-v`: every finding by area, the problems' fixes given above.
+/// `-v`: every finding by area, the problems' fixes given above, the others' under them.
 fn every_finding(out: &mut Out, o: &Overview) {
     let mut current = "";
     for g in &o.groups {
@@ -328,6 +345,9 @@ fn every_finding(out: &mut Out, o: &Overview) {
             current = a;
         }
         one_line(out, g);
+        if !g.is_problem() {
+            note_fix(out, g);
+        }
     }
 }
 

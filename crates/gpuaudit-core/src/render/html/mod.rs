@@ -36,9 +36,14 @@ pub fn render(report: &Report) -> String {
     if !infos.is_empty() {
         b.push_str("<section id=notes><h2>Worth knowing</h2><ul class=compact>\n");
         for g in infos {
+            // A note can carry what to do about it too: every format carries every fix.
+            let fix = g
+                .fix
+                .map(|f| format!("<br><span class=fix>fix: {}</span>", text(f)))
+                .unwrap_or_default();
             let _ = writeln!(
                 b,
-                "<li>{} <span class=check>{}</span>: {}</li>",
+                "<li>{} <span class=check>{}</span>: {}{fix}</li>",
                 badge(g.status),
                 esc(g.check),
                 text(&g.message)
