@@ -43,7 +43,9 @@ pub fn explain(id: &str) -> Result<u8> {
         c.title,
         indent(d.what),
         indent(d.why),
-        indent(d.verify),
+        // As written, flush left: a person copies it whole into a shell, and an indented
+        // heredoc neither ends (`  EOF`) nor runs (Python: "unexpected indent").
+        d.verify.lines().map(str::trim_end).collect::<Vec<_>>().join("\n"),
         indent(d.fix)
     );
     if !c.profiles.is_empty() {
@@ -92,9 +94,10 @@ fn did_you_mean(id: &str, ids: &[&str]) -> String {
     }
 }
 
+/// Each line two spaces in, its own indentation kept.
 fn indent(s: &str) -> String {
     s.lines()
-        .map(|l| format!("  {}", l.trim()))
+        .map(|l| format!("  {}", l.trim_end()))
         .collect::<Vec<_>>()
         .join("\n")
 }

@@ -93,8 +93,11 @@ pub const CHECK: Check = Check {
         why: "Hardware slowdown, thermal slowdown and power brake mean the GPU protects itself: \
               failing cooling, a power supply asserting the brake, or an external signal. \
               They cut clocks by half or more.",
-        verify: "nvidia-smi -q -d PERFORMANCE\nnvidia-smi --query-gpu=index,clocks_event_reasons.active,power.draw,power.limit --format=csv\n\
-                 under load: nvidia-smi dmon -s pucv",
+        verify: "nvidia-smi -q -d PERFORMANCE\n\
+                 nvidia-smi --query-gpu=index,clocks_event_reasons.active,power.draw,power.limit --format=csv\n\
+                 # drivers before R535 name the field clocks_throttle_reasons.active:\n\
+                 nvidia-smi --query-gpu=index,clocks_throttle_reasons.active,power.draw,power.limit --format=csv\n\
+                 nvidia-smi dmon -s pucv   # under load",
         fix: "Thermal: check fans, airflow, inlet temperature and `nvidia-smi -q -d TEMPERATURE`. \
               Power brake / hardware slowdown: the chassis or PSU asserts it: a hardware \
               problem for the owner or provider. A power limit below the default: see \

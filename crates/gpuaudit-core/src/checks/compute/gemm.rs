@@ -72,8 +72,8 @@ pub const CHECK: Check = Check {
         why: "Matrix multiplies are most of the work of training and inference. A GPU that \
               reaches a fraction of its peak is power- or clock-limited, hot, a slower \
               variant (PCIe instead of SXM), or shared.",
-        verify: "PyTorch: a=torch.randn(8192,8192,device='cuda',dtype=torch.bfloat16); \
-                 time a@a with torch.cuda.Event; TFLOPS = 2*8192**3/time/1e12.",
+        verify: "# PyTorch: 20 products of 8192 x 8192 bf16 matrices on GPU 0 after a warm-up, timed with CUDA events\n\
+                 python3 -c 'import torch; a = torch.randn(8192, 8192, device=\"cuda\", dtype=torch.bfloat16); c = a @ a; s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True); s.record(); [torch.mm(a, a, out=c) for _ in range(20)]; e.record(); e.synchronize(); print(\"%.0f TFLOPS\" % (20 * 2 * 8192 ** 3 / (s.elapsed_time(e) / 1e3) / 1e12))'",
         fix: "Check power limit and clocks (power.limit, clocks.max, clocks.throttle), \
               cooling, and that no other process uses the GPU. On a cloud instance, report \
               the figure with the GPU's serial number to the provider.",

@@ -44,9 +44,9 @@ pub const CHECK: Check = Check {
                  grep -n nvidia /etc/containerd/config.toml\n\
                  nvidia-ctk cdi list; ls /etc/cdi /var/run/cdi\n\
                  docker run --rm --gpus all ubuntu nvidia-smi",
-        fix: "Host: install the NVIDIA container toolkit and register it: `nvidia-ctk runtime \
-              configure --runtime=docker && systemctl restart docker` (or --runtime=containerd); \
-              regenerate CDI after every driver upgrade: `nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`. \
+        fix: "Host: install the NVIDIA container toolkit and register it: `sudo nvidia-ctk runtime \
+              configure --runtime=docker && sudo systemctl restart docker` (or --runtime=containerd); \
+              regenerate CDI after every driver upgrade: `sudo nvidia-ctk cdi generate --output=/etc/cdi/nvidia.yaml`. \
               Container: start it with `--gpus all` (or `--device nvidia.com/gpu=all` with CDI, \
               or the Kubernetes device plugin's `nvidia.com/gpu` resource), not with hand-picked \
               --device flags.",
@@ -213,7 +213,7 @@ fn judge_capabilities(facts: &Facts, gpus: Option<usize>) -> Option<Finding> {
         .libraries
         .value()
         .map(|l| loaded(l, "libcuda").is_some());
-    let fix = "restart the container with the compute capability: docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ... (or =all; Kubernetes: the same variable in the pod spec)";
+    let fix = "restart the container with the compute capability: `docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ...` (or =all; Kubernetes: the same variable in the pod spec)";
     let f = match libcuda {
         Some(true) => Finding::info(ID, format!("the container was started with NVIDIA_DRIVER_CAPABILITIES={shown}, without 'compute', yet a libcuda is on the loader's path (mounted another way, e.g. through CDI)")),
         Some(false) => Finding::fail(ID, format!("the container was started with NVIDIA_DRIVER_CAPABILITIES={shown}, without 'compute': the NVIDIA container toolkit mounted no CUDA library (no libcuda on the loader's path), so CUDA cannot run in this container")).fix(fix),
@@ -267,21 +267,21 @@ fn judge_host(facts: &Facts, out: &mut Vec<Finding>) {
         out.push(
             Finding::warn(ID, format!("container engines are installed ({}) but not the NVIDIA container toolkit: GPU containers start without GPUs ('could not select device driver \"\" with capabilities: [[gpu]]')", engines.join(", ")))
                 .with("engines", &engines)
-                .fix("install nvidia-container-toolkit, then `nvidia-ctk runtime configure --runtime=docker` (or containerd) and restart the engine"),
+                .fix("install nvidia-container-toolkit, then `sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker` (or containerd)"),
         );
     }
 
     match &c.docker {
         Reading::Unavailable(r) => out.push(
             Finding::skip(ID, format!("cannot judge docker's configuration: {r} (dockerd itself refuses to start with an invalid daemon.json)"))
-                .fix("fix the JSON: python3 -m json.tool /etc/docker/daemon.json"),
+                .fix("fix the JSON: `python3 -m json.tool /etc/docker/daemon.json` points at the error"),
         ),
         Reading::Value(Some(d)) if d.invalid.is_some() => {
             let why = d.invalid.as_deref().unwrap_or_default();
             out.push(
                 Finding::fail(ID, format!("{why}: dockerd refuses to start with a daemon.json it cannot parse ('unable to configure the Docker daemon with file /etc/docker/daemon.json'), so no container starts on this machine after the next docker restart or reboot"))
                     .with("file", "/etc/docker/daemon.json")
-                    .fix("fix the file (python3 -m json.tool /etc/docker/daemon.json points at the error), then `sudo systemctl restart docker`; `sudo nvidia-ctk runtime configure --runtime=docker` rewrites it with the nvidia runtime registered"),
+                    .fix("fix the file (`python3 -m json.tool /etc/docker/daemon.json` points at the error), then `sudo systemctl restart docker`; `sudo nvidia-ctk runtime configure --runtime=docker` rewrites it with the nvidia runtime registered"),
             );
         }
         Reading::Value(Some(d)) => {
@@ -297,7 +297,7 @@ fn judge_host(facts: &Facts, out: &mut Vec<Finding>) {
                 out.push(
                     f.with("runtimes", &d.runtimes)
                         .with("default_runtime", &d.default_runtime)
-                        .fix("nvidia-ctk runtime configure --runtime=docker && systemctl restart docker"),
+                        .fix("`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`"),
                 );
             } else if nvidia {
                 out.push(
@@ -313,7 +313,7 @@ fn judge_host(facts: &Facts, out: &mut Vec<Finding>) {
             if docker_present && has_gpus {
                 out.push(
                     Finding::info(ID, "dockerd is installed without /etc/docker/daemon.json: no nvidia runtime registered; `--gpus all` still works through the toolkit's hook")
-                        .fix("nvidia-ctk runtime configure --runtime=docker && systemctl restart docker"),
+                        .fix("`sudo nvidia-ctk runtime configure --runtime=docker && sudo systemctl restart docker`"),
                 );
             }
         }
@@ -330,7 +330,7 @@ fn judge_host(facts: &Facts, out: &mut Vec<Finding>) {
                 out.push(
                     Finding::warn(ID, "/etc/containerd/config.toml has no nvidia runtime and CDI is off: Kubernetes pods on this node get no GPU unless the GPU operator manages the runtime")
                         .with("runtimes", &cd.runtimes)
-                        .fix("nvidia-ctk runtime configure --runtime=containerd && systemctl restart containerd"),
+                        .fix("`sudo nvidia-ctk runtime configure --runtime=containerd && sudo systemctl restart containerd`"),
                 );
             }
         }
@@ -351,7 +351,7 @@ fn judge_host(facts: &Facts, out: &mut Vec<Finding>) {
                 if !s.libcuda_versions.is_empty() && !s.libcuda_versions.iter().any(|v| v == d) {
                     out.push(
                         Finding::warn(ID, format!("the CDI specification {} was generated for driver {} but the driver is {d}: containers that request its devices fail to start (the libraries it mounts are gone)", s.path, s.libcuda_versions.join(", ")))
-                            .fix(format!("nvidia-ctk cdi generate --output={}", s.path)),
+                            .fix(format!("`sudo nvidia-ctk cdi generate --output={}`", s.path)),
                     );
                 }
             }
@@ -364,7 +364,7 @@ fn judge_host(facts: &Facts, out: &mut Vec<Finding>) {
                 if s.kind.as_deref() == Some("nvidia.com/gpu") && indexed > 0 && indexed < n {
                     out.push(
                         Finding::warn(ID, format!("the CDI specification {} lists {} but the machine has {n}: the others cannot be requested", s.path, plural(indexed, "GPU", "GPUs")))
-                            .fix(format!("nvidia-ctk cdi generate --output={}", s.path)),
+                            .fix(format!("`sudo nvidia-ctk cdi generate --output={}`", s.path)),
                     );
                 }
             }

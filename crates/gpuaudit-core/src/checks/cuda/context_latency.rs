@@ -47,8 +47,8 @@ pub const CHECK: Check = Check {
               notebook kernel) pays this before its first kernel. Without persistence mode \
               the driver tears the GPUs down when the last process exits and initialises \
               them again next time, which can take seconds on a large machine.",
-        verify: "python3 -c 'import time,ctypes; c=ctypes.CDLL(\"libcuda.so.1\"); \
-                 t=time.time(); c.cuInit(0); print(time.time()-t)' (repeat a few times); \
+        verify: "# cuInit and one context on GPU 0, three times (the first pays the driver's start)\n\
+                 for i in 1 2 3; do python3 -c 'import ctypes, time; c = ctypes.CDLL(\"libcuda.so.1\"); t = time.time(); c.cuInit(0); d = ctypes.c_int(); c.cuDeviceGet(ctypes.byref(d), 0); x = ctypes.c_void_p(); c.cuCtxCreate_v2(ctypes.byref(x), 0, d); print(\"%.0f ms\" % ((time.time() - t) * 1e3))'; done\n\
                  nvidia-smi -q | grep -i persistence",
         fix: "Enable persistence: run the nvidia-persistenced daemon (preferred) or `sudo \
               nvidia-smi -pm 1`. On a cloud instance or Kubernetes node, ask the provider \

@@ -30,7 +30,7 @@ pub const CHECK: Check = Check {
               version is older than the framework's build fails with \"CUDA driver version is \
               insufficient for CUDA runtime version\"; a kernel module and a library of different \
               versions (an update without reboot) fail with \"Driver/library version mismatch\".",
-        verify: "nvidia-smi   (header: Driver Version, CUDA Version)\ncat /proc/driver/nvidia/version",
+        verify: "nvidia-smi | head -4   # the header: Driver Version, CUDA Version\ncat /proc/driver/nvidia/version",
         fix: "Install a driver of the current production branch for your GPUs (e.g. from the \
               distribution's nvidia-driver-<branch>-server package or NVIDIA's CUDA repository); \
               after a driver update, reboot.",

@@ -374,10 +374,10 @@ fn no_libcuda(facts: &Facts, copies: &[LibraryCopy], gpus: usize) -> Finding {
                 "; the container was started with NVIDIA_DRIVER_CAPABILITIES={}, without 'compute', so the container toolkit mounted no CUDA library",
                 caps_value.unwrap_or("")
             ));
-            "restart the container with the compute capability: docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ... (or =all); in Kubernetes, set NVIDIA_DRIVER_CAPABILITIES=compute,utility in the pod spec"
+            "restart the container with the compute capability: `docker run --gpus all -e NVIDIA_DRIVER_CAPABILITIES=compute,utility ...` (or =all); in Kubernetes, set NVIDIA_DRIVER_CAPABILITIES=compute,utility in the pod spec"
         }
-        (Some(_), true) => "start the container through the NVIDIA container toolkit (--gpus all, --runtime=nvidia or a CDI device such as --device nvidia.com/gpu=all) so the host's libcuda is mounted; never copy libcuda into an image",
-        (None, _) => "install the driver's user-space package of the same version as the kernel module (e.g. libnvidia-compute-<branch> on Ubuntu), or run ldconfig if the library is installed in a directory the cache does not list",
+        (Some(_), true) => "start the container through the NVIDIA container toolkit (`--gpus all`, `--runtime=nvidia` or a CDI device such as `--device nvidia.com/gpu=all`) so the host's libcuda is mounted; never copy libcuda into an image",
+        (None, _) => "install the driver's user-space package of the same version as the kernel module (e.g. libnvidia-compute-BRANCH on Ubuntu, BRANCH the driver's, e.g. 570), or run `sudo ldconfig` if the library is installed in a directory the cache does not list",
     };
     Finding::fail(ID, msg)
         .with("searched", copies.len())

@@ -36,7 +36,8 @@ pub const CHECK: Check = Check {
               without a token lets anyone who can reach the port run code on the GPU box.",
         verify: "jupyter --paths\n\
                  jupyter server --show-config   # (jupyter_server 2) or: grep -rn 'rate_limit\\|root_dir\\|notebook_dir\\|token\\|ResourceUseDisplay' ~/.jupyter /etc/jupyter\n\
-                 findmnt -T \"$(jupyter server --show-config 2>/dev/null | grep root_dir)\"",
+                 # the file system under each running server's root directory\n\
+                 jupyter server list --json | python3 -c 'import json, sys; [print(json.loads(l)[\"root_dir\"]) for l in sys.stdin if l.strip()]' | xargs -r -n1 findmnt -T",
         fix: "Remove the lowered limits (defaults: iopub_data_rate_limit 1000000 bytes/s, \
               iopub_msg_rate_limit 1000 msgs/s; raise them for chatty training loops); turn \
               off CPU tracking (c.ResourceUseDisplay.track_cpu_percent = False) or the GPU \

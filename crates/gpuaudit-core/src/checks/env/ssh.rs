@@ -36,7 +36,8 @@ pub const CHECK: Check = Check {
                  ssh-keygen -lf /root/.ssh/authorized_keys   # key sizes and types",
         fix: "In /etc/ssh/sshd_config.d/10-hardening.conf: `PasswordAuthentication no`, \
               `KbdInteractiveAuthentication no`, `PermitRootLogin prohibit-password` (or \
-              no), then `sshd -t && systemctl reload ssh`; remove keys nobody owns; give \
+              no), then `sudo sshd -t && sudo systemctl reload ssh` (Debian, Ubuntu; `sudo \
+              systemctl reload sshd` on the RHEL family); remove keys nobody owns; give \
               automation keys `restrict,command=\"...\",from=\"...\"`; replace DSA and RSA \
               keys under 2048 bits with Ed25519.",
     },
@@ -72,7 +73,7 @@ fn run_ssh(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     let password_on = password.eq_ignore_ascii_case("yes");
     let kbd_password = !password_on && kbd.eq_ignore_ascii_case("yes") && pam;
     let root_yes = root.eq_ignore_ascii_case("yes");
-    let fix = "put `PasswordAuthentication no`, `KbdInteractiveAuthentication no` and `PermitRootLogin prohibit-password` first in /etc/ssh/sshd_config.d/10-hardening.conf (the first value wins), then `sshd -t && systemctl reload ssh`";
+    let fix = "put `PasswordAuthentication no`, `KbdInteractiveAuthentication no` and `PermitRootLogin prohibit-password` first in /etc/ssh/sshd_config.d/10-hardening.conf (the first value wins), then `sudo sshd -t && sudo systemctl reload ssh` (Debian, Ubuntu; `sudo systemctl reload sshd` on the RHEL family)";
 
     if yes(cfg.get("permitemptypasswords")) {
         out.push(ev(Finding::fail(ID, "sshd permits empty passwords: an account without a password can log in over the network")).fix(fix));

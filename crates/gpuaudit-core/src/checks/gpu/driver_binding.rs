@@ -21,7 +21,8 @@ pub const CHECK: Check = Check {
               and one bound to nothing is invisible to every program.",
         verify: "lspci -d 10de: -k\nreadlink /sys/bus/pci/devices/*/driver",
         fix: "Blacklist nouveau (`echo blacklist nouveau | sudo tee /etc/modprobe.d/blacklist-nouveau.conf`, \
-              `sudo update-initramfs -u`, reboot); unbind vfio-pci if the GPU is meant for this \
+              `sudo update-initramfs -u` on Debian and Ubuntu or `sudo dracut -f` on the RHEL \
+              family, reboot); unbind vfio-pci if the GPU is meant for this \
               host (remove it from vfio-pci.ids in the kernel command line); then `sudo modprobe nvidia`.",
     },
     profiles: &[],
@@ -64,7 +65,7 @@ fn driver_binding(facts: &Facts, _: &Policy) -> Vec<Finding> {
                     format!("{label} is bound to nouveau, the open-source driver: no CUDA"),
                 )
                 .with("driver", d)
-                .fix("Blacklist nouveau (/etc/modprobe.d/blacklist-nouveau.conf: `blacklist nouveau`, `options nouveau modeset=0`), `sudo update-initramfs -u`, reboot, then install/load the NVIDIA driver."),
+                .fix("Blacklist nouveau (/etc/modprobe.d/blacklist-nouveau.conf: `blacklist nouveau`, `options nouveau modeset=0`), `sudo update-initramfs -u` (Debian, Ubuntu) or `sudo dracut -f` (RHEL family), reboot, then install/load the NVIDIA driver."),
                 Reading::Value(Some(d)) => Finding::fail(
                     ID,
                     format!("{label} is bound to '{d}', not nvidia"),

@@ -33,7 +33,7 @@ pub const CHECK: Check = Check {
         verify: "df -h /dev/shm\n\
                  grep /dev/shm /proc/mounts",
         fix: "Docker: `docker run --shm-size=16g ...` or `--ipc=host`; Kubernetes: mount an \
-              emptyDir with `medium: Memory` (and a sizeLimit) at /dev/shm; a host: `mount -o \
+              emptyDir with `medium: Memory` (and a sizeLimit) at /dev/shm; a host: `sudo mount -o \
               remount,size=32G /dev/shm` (and in /etc/fstab).",
     },
     profiles: &[ProfileEffect {
@@ -58,7 +58,7 @@ fn run_shm(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     // The last mount on /dev/shm hides the earlier ones.
     let Some(m) = mounts.iter().rev().find(|m| m.target == "/dev/shm") else {
         return vec![Finding::warn(ID, "/dev/shm is not mounted: PyTorch data loader workers and NCCL cannot share memory between processes")
-            .fix("mount a tmpfs on /dev/shm (mount -t tmpfs -o size=16G tmpfs /dev/shm), or start the container with --shm-size=16g / --ipc=host")];
+            .fix("mount a tmpfs on /dev/shm (`sudo mount -t tmpfs -o size=16G tmpfs /dev/shm`), or start the container with `--shm-size=16g` or `--ipc=host`")];
     };
     let ram = facts.machine.memory_total_kib.value().map(|k| k * 1024);
     let size = match m.option("size") {
@@ -88,7 +88,7 @@ fn run_shm(facts: &Facts, policy: &Policy) -> Vec<Finding> {
             ),
         ))];
     };
-    let fix = "docker run --shm-size=16g (or --ipc=host); Kubernetes: an emptyDir with medium: Memory mounted at /dev/shm; on a host: mount -o remount,size=32G /dev/shm";
+    let fix = "Docker: `docker run --shm-size=16g ...` (or `--ipc=host`); Kubernetes: an emptyDir with `medium: Memory` mounted at /dev/shm; on a host: `sudo mount -o remount,size=32G /dev/shm`";
     let h = human_bytes(size);
     let f = if size <= TINY_BYTES {
         let msg = format!("/dev/shm is only {h}: PyTorch DataLoader workers crash with 'bus error' / 'No space left on device' and NCCL fails to allocate shared memory (Docker's 64 MB default)");

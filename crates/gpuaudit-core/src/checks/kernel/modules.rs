@@ -24,9 +24,12 @@ pub const CHECK: Check = Check {
               to initialise; without nvidia_peermem multi-node NCCL copies through host memory. \
               Blackwell GPUs work only with the open module.",
         verify: "lsmod | grep -e nvidia -e nouveau\ncat /proc/driver/nvidia/version",
-        fix: "nouveau: blacklist it and rebuild the initramfs. nvidia_uvm: `sudo modprobe \
-              nvidia_uvm` (or nvidia-modprobe -u -c=0). nvidia_peermem: `sudo modprobe \
-              nvidia_peermem`. Flavour: install the driver's -open package.",
+        fix: "nouveau: blacklist it (`echo blacklist nouveau | sudo tee \
+              /etc/modprobe.d/blacklist-nouveau.conf`), rebuild the initramfs (`sudo \
+              update-initramfs -u` on Debian and Ubuntu, `sudo dracut -f` on the RHEL family) \
+              and reboot. nvidia_uvm: `sudo modprobe nvidia_uvm` (or the setuid helper \
+              `nvidia-modprobe -u -c=0`). nvidia_peermem: `sudo modprobe nvidia_peermem`. \
+              Flavour: install the driver's -open package.",
     },
     profiles: &[
         ProfileEffect {
@@ -59,14 +62,14 @@ fn modules(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         out.push(
             Finding::fail(ID, "nouveau (the open-source driver) is loaded: it cannot run CUDA and conflicts with nvidia")
                 .evidence(ev.clone())
-                .fix("echo -e 'blacklist nouveau\\noptions nouveau modeset=0' | sudo tee /etc/modprobe.d/blacklist-nouveau.conf; sudo update-initramfs -u; reboot"),
+                .fix("`printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee /etc/modprobe.d/blacklist-nouveau.conf`, then `sudo update-initramfs -u` (Debian, Ubuntu) or `sudo dracut -f` (RHEL family), and reboot"),
         );
     }
     if !has("nvidia") {
         out.push(
             Finding::fail(ID, "The nvidia kernel module is not loaded: no CUDA program can run")
                 .evidence(ev.clone())
-                .fix("sudo modprobe nvidia; if it fails, the driver is not built for this kernel: reinstall it (DKMS) for `uname -r`."),
+                .fix("`sudo modprobe nvidia`; if it fails, the driver is not built for this kernel: reinstall it (DKMS) for the kernel `uname -r` names."),
         );
         return out;
     }
@@ -74,7 +77,7 @@ fn modules(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         out.push(
             Finding::warn(ID, "nvidia_uvm is not loaded: CUDA loads it on first use through nvidia-modprobe; where that is not possible (containers, no setuid helper) CUDA fails to initialise")
                 .evidence(ev.clone())
-                .fix("sudo modprobe nvidia_uvm"),
+                .fix("`sudo modprobe nvidia_uvm`"),
         );
     }
     let has_ib = facts.host_ib_devices().is_some_and(|n| n > 0);
@@ -87,7 +90,7 @@ fn modules(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         out.push(
             Finding::new(ID, st, "InfiniBand/RoCE devices are present but nvidia_peermem is not loaded: multi-node NCCL cannot use GPUDirect RDMA and copies through host memory")
                 .evidence(ev.clone())
-                .fix("sudo modprobe nvidia_peermem"),
+                .fix("`sudo modprobe nvidia_peermem`"),
         );
     }
     let blackwell = facts
@@ -99,7 +102,7 @@ fn modules(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         out.push(
             Finding::fail(ID, "Blackwell GPUs need the open NVIDIA kernel module, and the proprietary one is loaded")
                 .evidence(ev.clone())
-                .fix("Install the driver's open flavour (e.g. `nvidia-driver-<ver>-open`, or the .run installer with `-m=kernel-open`)."),
+                .fix("Install the driver's open flavour (Ubuntu: `sudo apt install nvidia-driver-BRANCH-open`, BRANCH the driver's, e.g. 570; NVIDIA's repository: `sudo dnf install nvidia-open`; the .run installer: `sudo sh NVIDIA-Linux-x86_64-VERSION.run -m=kernel-open`)."),
         );
     }
     if out.is_empty() {

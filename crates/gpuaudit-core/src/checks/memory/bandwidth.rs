@@ -42,11 +42,10 @@ pub const CHECK: Check = Check {
               normalisation, optimiser steps, inference decoding) is limited by memory \
               bandwidth. A lower figure means memory clocks held down, a power cap, ECC \
               repair in progress, or a different (slower-memory) model than ordered.",
-        verify:
-            "PyTorch: a=torch.empty(4<<30,dtype=torch.uint8,device='cuda'); b=torch.empty_like(a); \
-                 time b.copy_(a) with torch.cuda.Event; bandwidth = 2*size/time. \
-                 nvidia-smi -q -d CLOCK (memory clock against its maximum).",
-        fix: "Check the memory clock and power limit (nvidia-smi -q -d CLOCK,POWER), pending \
+        verify: "# PyTorch: a 1 GiB copy on GPU 0, timed with CUDA events (it reads and writes: 2 x size)\n\
+                 python3 -c 'import torch; a = torch.empty(1 << 30, dtype=torch.uint8, device=\"cuda\"); b = torch.empty_like(a); b.copy_(a); s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True); s.record(); b.copy_(a); e.record(); e.synchronize(); print(\"%.0f GB/s\" % (2 * a.numel() / s.elapsed_time(e) / 1e6))'\n\
+                 nvidia-smi -q -d CLOCK   # the memory clock against its maximum",
+        fix: "Check the memory clock and power limit (`nvidia-smi -q -d CLOCK,POWER`), pending \
               ECC page retirement or row remapping (reset the GPU when idle), and that the \
               model is the one ordered (gpu.identity). On a cloud instance, report the \
               figure to the provider.",
@@ -113,8 +112,8 @@ fn check_memory(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                     }
                     if status != Status::Pass {
                         fix = Some(
-                            "Check the memory clock and power limit (nvidia-smi -q -d \
-                             CLOCK,POWER), pending ECC retirement or row remapping, and that the \
+                            "Check the memory clock and power limit (`nvidia-smi -q -d \
+                             CLOCK,POWER`), pending ECC retirement or row remapping, and that the \
                              model is the one ordered.",
                         );
                     }

@@ -35,9 +35,9 @@ pub const CHECK: Check = Check {
         why: "Data-parallel training all-reduces the gradients every step; its bandwidth \
               bounds the scaling from one GPU to many, and small-message latency bounds \
               tensor parallelism.",
-        verify: "nccl-tests: all_reduce_perf -b 8 -e 1G -f 2 -g <number of GPUs> (with \
-                 NCCL_NVLS_ENABLE=0 to compare); NCCL_DEBUG=INFO shows the transport used \
-                 (P2P/NVLink, SHM, NET).",
+        verify: "# nccl-tests (github.com/NVIDIA/nccl-tests, built with make); N: the number of GPUs;\n\
+                 # NVLink SHARP off (NCCL_NVLS_ENABLE=0) as gpuaudit runs it; INFO names the transport (P2P/NVLink, SHM, NET)\n\
+                 NCCL_NVLS_ENABLE=0 NCCL_DEBUG=INFO ./build/all_reduce_perf -b 8 -e 1G -f 2 -g N",
         fix: "Check p2p.bandwidth and nvlink.status; make sure NCCL_P2P_DISABLE and \
               NCCL_SHM_DISABLE are not set (cuda.env), /dev/shm is large enough \
               (host.shm), and on NVSwitch systems that the fabric manager runs.",

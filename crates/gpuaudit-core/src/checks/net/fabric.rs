@@ -33,7 +33,7 @@ pub const CHECK: Check = Check {
                  ethtool eth0 | grep Speed\n\
                  NCCL_DEBUG=INFO torchrun ... 2>&1 | grep -E 'NET/IB|NET/Socket|GDR'",
         fix: "Order instances with an RDMA fabric for multi-node training (EFA, InfiniBand or \
-              RoCE), load GPUDirect RDMA (`modprobe nvidia_peermem`, or use DMA-BUF with the \
+              RoCE), load GPUDirect RDMA (`sudo modprobe nvidia_peermem`, or use DMA-BUF with the \
               open kernel module on kernel 5.12+), and get down ports fixed by the provider \
               (cables, switch ports, subnet manager).",
     },
@@ -263,7 +263,7 @@ fn run_fabric(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 } else {
                     Finding::info(ID, msg)
                 };
-                out.push(f.fix("modprobe nvidia_peermem (and add it to /etc/modules-load.d); check with NCCL_DEBUG=INFO that 'GDRDMA' appears"));
+                out.push(f.fix("`sudo modprobe nvidia_peermem` (and `echo nvidia_peermem | sudo tee /etc/modules-load.d/nvidia-peermem.conf` to load it at boot); check with NCCL_DEBUG=INFO that 'GDRDMA' appears"));
             }
         }
     }

@@ -32,10 +32,13 @@ pub const CHECK: Check = Check {
         verify: "sysctl net.core.somaxconn\n\
                  ss -ltn   # Send-Q of a LISTEN socket is its effective backlog\n\
                  nstat -az TcpExtListenOverflows TcpExtListenDrops",
-        fix: "sysctl -w net.core.somaxconn=4096 and persist it in /etc/sysctl.d/90-somaxconn.conf; \
-              in Kubernetes, the pod's securityContext.sysctls (net.core.somaxconn is a safe \
-              sysctl); and raise the server's own backlog (uvicorn --backlog, gunicorn \
-              --backlog).",
+        fix: "`sudo sysctl -w net.core.somaxconn=4096`, and for the next boot `echo \
+              net.core.somaxconn=4096 | sudo tee /etc/sysctl.d/90-somaxconn.conf`. In \
+              Kubernetes: the pod's securityContext.sysctls; net.core.somaxconn is not one of \
+              Kubernetes' safe sysctls, so the node's kubelet must allow it first \
+              (`--allowed-unsafe-sysctls=net.core.somaxconn`, or allowedUnsafeSysctls in its \
+              KubeletConfiguration). Then raise the server's own backlog (uvicorn --backlog, \
+              gunicorn --backlog): listen() takes the smaller of the two.",
     },
     profiles: &[
         ProfileEffect {
@@ -60,7 +63,7 @@ fn run_somaxconn(facts: &Facts, policy: &Policy) -> Vec<Finding> {
     let expected = policy
         .expected_concurrency
         .or(inference.then_some(INFERENCE_CONCURRENCY));
-    let fix = "sysctl -w net.core.somaxconn=4096 && echo 'net.core.somaxconn = 4096' > /etc/sysctl.d/90-somaxconn.conf";
+    let fix = "`sudo sysctl -w net.core.somaxconn=4096 && echo net.core.somaxconn=4096 | sudo tee /etc/sysctl.d/90-somaxconn.conf` (Kubernetes: `gpuaudit explain net.somaxconn`)";
     let ev = |f: Finding| {
         f.with("somaxconn", v)
             .with("expected_concurrency", expected)

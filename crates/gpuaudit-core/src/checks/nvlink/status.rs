@@ -38,7 +38,7 @@ pub const CHECK: Check = Check {
               cut the bandwidth by their share; a fabric manager that is not running leaves \
               NVSwitch systems without NVLink at all.",
         verify: "nvidia-smi topo -m\nnvidia-smi nvlink -s\nnvidia-smi -q | grep -A3 Fabric\n\
-                 systemctl status nvidia-fabricmanager   (NVSwitch systems)",
+                 systemctl status nvidia-fabricmanager   # NVSwitch systems",
         fix: "Links down: a hardware fault (reseat the GPU/bridge, ask the provider). Fabric not \
               'Completed': start the fabric manager (`sudo systemctl enable --now \
               nvidia-fabricmanager`, version equal to the driver's). PCIe-only topology on a \

@@ -19,10 +19,12 @@ pub const CHECK: Check = Check {
         why: "On a multi-socket host, data loader threads and pinned buffers on the wrong \
               socket cross the inter-socket link for every host-device copy. When the NUMA \
               node is unknown (-1) nothing can place them right.",
-        verify: "cat /sys/bus/pci/devices/<bus-id>/numa_node /sys/bus/pci/devices/<bus-id>/local_cpulist\n\
+        verify: "# BUS_ID: the GPU's address as `lspci -D -d 10de:` lists it, e.g. 0000:18:00.0\n\
+                 cat /sys/bus/pci/devices/BUS_ID/numa_node /sys/bus/pci/devices/BUS_ID/local_cpulist\n\
                  nvidia-smi topo -m\nlscpu | grep -i numa",
-        fix: "Bind each GPU's workers to its local CPUs (`numactl --cpunodebind=N --membind=N`, \
-              or torchrun with --local-ranks-filter/affinity); on a VM showing -1 on a \
+        fix: "Bind each GPU's workers to its local CPUs: `torchrun --numa-binding=node \
+              --nproc-per-node=8 train.py` (PyTorch 2.9 or later), or each process with \
+              `numactl --cpunodebind=N --membind=N python train.py`; on a VM showing -1 on a \
               multi-socket host, ask the provider to expose the NUMA topology.",
     },
     profiles: &[],

@@ -51,7 +51,7 @@ fn persistence_one(g: &GpuFacts, policy: &Policy) -> Finding {
                 format!("{}: persistence mode off: every new CUDA process pays the driver's initialisation", g.label()),
             )
             .with("persistence_mode", false)
-            .fix("sudo systemctl enable --now nvidia-persistenced (or `sudo nvidia-smi -pm 1`; gpuaudit never changes it)")
+            .fix("`sudo systemctl enable --now nvidia-persistenced` (or `sudo nvidia-smi -pm 1`; gpuaudit never changes it)")
         }
         Reading::Unavailable(ref r) => {
             Finding::skip(ID, format!("{}: persistence mode not read: {r}", g.label()))

@@ -45,9 +45,9 @@ pub const CHECK: Check = Check {
         why: "Tensor and pipeline parallelism and NCCL move activations and gradients \
               between GPUs constantly. Without peer access copies go through host memory; \
               a missing NVLink halves or worse every collective.",
-        verify: "nvidia-smi topo -m; nvidia-smi nvlink -s; PyTorch: \
-                 torch.cuda.can_device_access_peer(0,1) and time b.copy_(a) between \
-                 cuda:0 and cuda:1.",
+        verify: "nvidia-smi topo -m\nnvidia-smi nvlink -s\n\
+                 # PyTorch: can GPU 0 reach GPU 1 directly, and a 1 GiB copy from GPU 0 to GPU 1, timed\n\
+                 python3 -c 'import torch; print(\"peer access:\", torch.cuda.can_device_access_peer(0, 1)); a = torch.empty(1 << 30, dtype=torch.uint8, device=\"cuda:0\"); b = torch.empty_like(a, device=\"cuda:1\"); b.copy_(a); s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True); s.record(); b.copy_(a); e.record(); torch.cuda.synchronize(0); torch.cuda.synchronize(1); print(\"GPU 0 to 1 %.1f GB/s\" % (a.numel() / s.elapsed_time(e) / 1e6))'",
         fix: "Check NVLink state (nvlink.status) and the fabric manager on NVSwitch \
               systems; in a VM, ask for peer-to-peer to be enabled (PCIe ACS / IOMMU \
               settings, the hypervisor's P2P support).",

@@ -59,9 +59,10 @@ pub const CHECK: Check = Check {
               card in a x8 slot, a link stuck at Gen3, a PCIe switch shared by several GPUs \
               or a noisy riser halves data loading and checkpointing, and slows multi-GPU \
               jobs that fall back to host copies.",
-        verify: "nvidia-smi -q | grep -A4 'Link Width'; lspci -vv -s <bus id> | grep LnkSta; \
-                 PyTorch: time x.cuda(non_blocking=True) on a pinned 1 GiB tensor with \
-                 torch.cuda.Event",
+        verify: "nvidia-smi -q | grep -A4 'Link Width'\n\
+                 sudo lspci -vv -s BUS_ID | grep LnkSta   # BUS_ID as `lspci -D -d 10de:` lists it\n\
+                 # PyTorch: a pinned 1 GiB host buffer copied to GPU 0, timed with CUDA events\n\
+                 python3 -c 'import torch; x = torch.empty(1 << 30, dtype=torch.uint8).pin_memory(); x.cuda(); a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True); a.record(); x.cuda(non_blocking=True); b.record(); b.synchronize(); print(\"host to GPU %.1f GB/s\" % (x.numel() / a.elapsed_time(b) / 1e6))'",
         fix: "Reseat the card or move it to a x16 slot wired to the CPU; check BIOS PCIe \
               settings (generation, bifurcation); replace a riser that lowers the rate. On \
               a cloud instance, ask for a host where the GPU has its own x16 link. Use \

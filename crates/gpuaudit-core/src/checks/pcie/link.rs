@@ -53,9 +53,10 @@ pub const CHECK: Check = Check {
               that goes through the host. Replays are retransmissions after link errors: a \
               count that grows under load points at a marginal riser, slot or cable.",
         verify: "nvidia-smi -q | grep -A12 'GPU Link Info'\n\
-                 sudo lspci -vv -s <bus-id> | grep -e LnkCap -e LnkSta   (the GPU)\n\
-                 sudo lspci -vv -s <the slot's port, lspci -t> | grep LnkCap   (the slot's width)\n\
-                 (under load: run a copy, e.g. `gpuaudit bench pcie`, and look again)",
+                 # BUS_ID: the GPU's address as `lspci -D -d 10de:` lists it, e.g. 0000:18:00.0\n\
+                 sudo lspci -vv -s BUS_ID | grep -e LnkCap -e LnkSta   # the GPU's link\n\
+                 sudo lspci -vv -s \"$(basename \"$(dirname \"$(readlink -f /sys/bus/pci/devices/BUS_ID)\")\")\" | grep LnkCap   # the slot's width: the port above the GPU (a GPU on the root bus, as in many VMs, has none)\n\
+                 # an idle link trains down to save power: look again while a copy runs (gpuaudit bench pcie)",
         fix: "Width below the maximum: reseat the card or move it to a full x16 slot, check the \
               riser; on a board that splits its lanes x8/x8 with two cards, that is the board; \
               on a cloud instance, ask for another host. Slot generation below the GPU's: a BIOS \

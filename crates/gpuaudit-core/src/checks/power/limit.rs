@@ -67,9 +67,10 @@ pub const CHECK: Check = Check {
               its limit, so a GPU capped at 70% of its TDP loses 10-30% of its compute under \
               sustained load, with nothing on the spec sheet to show it.",
         verify: "nvidia-smi -q -d POWER\nnvidia-smi --query-gpu=index,power.limit,power.default_limit,power.max_limit --format=csv",
-        fix: "The owner restores the default with `sudo nvidia-smi -i N -pl <default W>` \
-              (gpuaudit never does); on a cloud instance the cap is the provider's: ask for \
-              an uncapped host or a lower price.",
+        fix: "The owner restores the default with `sudo nvidia-smi -i N -pl W`, W the \
+              power.default_limit the query above prints (a finding gives the figure where it \
+              knows it; gpuaudit never changes it); on a cloud instance the cap is the \
+              provider's: ask for an uncapped host or a lower price.",
     },
     profiles: &[],
     run: limit,
@@ -103,6 +104,32 @@ pub fn at_default(g: &GpuFacts) -> Option<bool> {
     Some(lim >= floor * BELOW_DATASHEET_WARN)
 }
 
+/// The command that lifts a cap, with the figure to set where gpuaudit knows it: the
+/// GPU's default limit, else the datasheet's power (within the GPU's maximum limit).
+fn restore_fix(g: &GpuFacts) -> String {
+    let p = &g.power;
+    let tail =
+        "(gpuaudit never changes it); on a cloud instance, ask the provider for an uncapped host.";
+    let datasheet = spec_of(g).and_then(|s| s.tdp_w);
+    let (watts, what) = match (p.default_limit_w.value(), datasheet) {
+        (Some(&d), _) => (d, "restores its default"),
+        (None, Some(t)) => match p.max_limit_w.value() {
+            Some(&max) if max < t => (max, "raises it to its maximum limit (below the datasheet's power)"),
+            _ => (t, "raises it to the datasheet's power"),
+        },
+        (None, None) => {
+            return format!(
+                "The owner restores the default with `sudo nvidia-smi -i {} -pl W`, W the power.default_limit of `nvidia-smi --query-gpu=power.default_limit --format=csv -i {}` {tail}",
+                g.index, g.index
+            )
+        }
+    };
+    format!(
+        "The owner {what} with `sudo nvidia-smi -i {} -pl {watts:.0}` {tail}",
+        g.index
+    )
+}
+
 fn limit_one(g: &GpuFacts) -> Finding {
     let p = &g.power;
     let mut ev = Evidence::new();
@@ -127,10 +154,7 @@ fn limit_one(g: &GpuFacts) -> Finding {
         )
         .evidence(ev);
     };
-    let fix_cap = format!(
-        "The owner restores it with `sudo nvidia-smi -i {} -pl <default W>` (gpuaudit never changes it); on a cloud instance, ask the provider for an uncapped host.",
-        g.index
-    );
+    let fix_cap = restore_fix(g);
 
     if let Some(&def) = p.default_limit_w.value() {
         if let Some(st) = below(lim, def, BELOW_DEFAULT_WARN, BELOW_DEFAULT_FAIL) {
@@ -229,6 +253,61 @@ mod tests {
             x.message.contains("200 W, 57% of its default 350 W"),
             "{}",
             x.message
+        );
+    }
+
+    #[test]
+    fn the_fix_gives_the_figure_to_set() {
+        let fix = |key: &str, change: fn(&mut GpuFacts)| {
+            let f = Machine::healthy(key, 1).gpu(0, change).build();
+            restore_fix(&f.gpus.value().unwrap()[0])
+        };
+        // The default where it was read: an RTX 3090 capped at 200 of 350 W.
+        let x = fix("rtx-3090", |g| {
+            g.power.limit_w = Reading::Value(200.0);
+            g.power.default_limit_w = Reading::Value(350.0);
+        });
+        assert!(
+            x.starts_with(
+                "The owner restores its default with `sudo nvidia-smi -i 0 -pl 350` (gpuaudit"
+            ),
+            "{x}"
+        );
+        // The datasheet's where the default is not read.
+        let x = fix("h200-sxm-141gb", |g| {
+            g.power.default_limit_w = Reading::unavailable("N/A");
+            g.power.max_limit_w = Reading::unavailable("N/A");
+        });
+        assert!(
+            x.contains("raises it to the datasheet's power with `sudo nvidia-smi -i 0 -pl 700`"),
+            "{x}"
+        );
+        // Never above the GPU's maximum limit; at it, equal to the datasheet, the datasheet's.
+        let x = fix("h200-sxm-141gb", |g| {
+            g.power.default_limit_w = Reading::unavailable("N/A");
+            g.power.max_limit_w = Reading::Value(600.0);
+        });
+        assert!(
+            x.contains("its maximum limit (below the datasheet's power) with `sudo nvidia-smi -i 0 -pl 600`"),
+            "{x}"
+        );
+        let x = fix("h200-sxm-141gb", |g| {
+            g.power.default_limit_w = Reading::unavailable("N/A");
+            g.power.max_limit_w = Reading::Value(700.0);
+        });
+        assert!(
+            x.contains("the datasheet's power with `sudo nvidia-smi -i 0 -pl 700`"),
+            "{x}"
+        );
+        // Neither known: where to read it.
+        let x = fix("h200-sxm-141gb", |g| {
+            g.name = Reading::Value("NVIDIA Quadro Nothing".into());
+            g.pci_device_id = Reading::unavailable("redacted");
+            g.power.default_limit_w = Reading::unavailable("N/A");
+        });
+        assert!(
+            x.contains("`sudo nvidia-smi -i 0 -pl W`, W the power.default_limit"),
+            "{x}"
         );
     }
 

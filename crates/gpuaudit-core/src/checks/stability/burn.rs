@@ -49,8 +49,18 @@ pub const CHECK: Check = Check {
         why: "A GPU that passes a short test can still throttle after a minute of real \
               load (cooling, power delivery) or compute wrong results (a failing chip): \
               the first costs hours of training time, the second silently corrupts it.",
-        verify: "Run a long GEMM loop (or gpu-burn) while watching `nvidia-smi dmon -s pucv` \
-                 and `nvidia-smi -q -d PERFORMANCE` (clock event reasons).",
+        verify: "nvidia-smi dmon -s pucv -c 70 &   # power, utilisation, clocks, violations, each second\n\
+                 python3 - <<'EOF'\n\
+                 # 60 s of bf16 GEMMs on GPU 0 (gpu-burn does the same on every GPU)\n\
+                 import time, torch\n\
+                 a = torch.randn(8192, 8192, device='cuda', dtype=torch.bfloat16)\n\
+                 c = torch.empty_like(a)\n\
+                 end = time.time() + 60\n\
+                 while time.time() < end:\n\
+                 \x20   torch.mm(a, a, out=c)\n\
+                 \x20   torch.cuda.synchronize()\n\
+                 EOF\n\
+                 nvidia-smi -q -d PERFORMANCE   # the clock event reasons seen",
         fix: "Hardware slowdown or thermal throttling: check airflow, fans, inlet \
               temperature and power cabling; on a cloud instance report the GPU (serial \
               number) to the provider. Wrong results: drain the GPU and have it replaced.",

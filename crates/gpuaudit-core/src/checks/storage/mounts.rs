@@ -131,7 +131,7 @@ fn run_mounts(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 } else {
                     Finding::info(ID, msg)
                 };
-                out.push(ev(f.fix("mount a volume (or a host directory) for data, caches and checkpoints: docker run -v /data:/data ...")));
+                out.push(ev(f.fix("mount a volume (or a host directory) for data, caches and checkpoints: `docker run -v /data:/data ...`")));
             }
             FsClass::HostShare => {
                 let slow = m.fstype == "9p";
@@ -184,13 +184,13 @@ fn judge_network(m: &Mount, on: &str, train: bool) -> Vec<Finding> {
         if !small.is_empty() {
             out.push(
                 severe(train, format!("{on}: NFS with {} (1 MiB is the usual maximum): every large read is cut into small RPCs, several times slower on a fast network", small.join(" ")))
-                    .fix(format!("remount with larger blocks: mount -o remount,rsize=1048576,wsize=1048576 {} (and in /etc/fstab; the server may cap them)", m.target)),
+                    .fix(format!("remount with larger blocks: `sudo mount -o remount,rsize=1048576,wsize=1048576 {}` (and in /etc/fstab; the server may cap them)", m.target)),
             );
         }
         if m.option("soft").is_some() {
             let msg = format!("{on}: NFS mounted 'soft': when the server is slow to answer, reads and writes fail with I/O errors instead of waiting, which corrupts checkpoints and kills data loaders");
             out.push(severe(train, msg).fix(format!(
-                "mount with 'hard' (the default): mount -o remount,hard {}",
+                "mount with 'hard' (the default): `sudo mount -o remount,hard {}`",
                 m.target
             )));
         }
