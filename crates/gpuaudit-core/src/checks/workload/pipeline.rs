@@ -70,7 +70,7 @@ pub const CHECK: Check = Check {
               idle second is paid for.",
         verify: "nvidia-smi dmon -s u          # GPU utilisation while your job runs\n\
                  py-spy dump --pid PID         # where the training process waits\n\
-                 python -c 'import torch; print(torch.utils.data.get_worker_info)'  # DataLoader workers\n\
+                 ps -o pid,nlwp,pcpu,cmd --ppid PID   # its DataLoader workers and their CPU use\n\
                  fio --name=r --directory=DATA --rw=read --bs=1M --size=2G --direct=1   # storage alone",
         fix: "Storage: cache the dataset on local NVMe, read with more threads, pack small \
               files into shards. CPU transform: more DataLoader workers (num_workers), decode \
