@@ -335,7 +335,15 @@ fn unit_of(spec: &Spec, reports: &[&Report]) -> (String, Option<Better>) {
                 .flat_map(|r| &r.measurements)
                 .find(|m| m.name == name && m.dtype.as_deref() == dtype)
                 .map(|m| m.unit.clone())
-                .unwrap_or_else(|| if name.ends_with("_ms") { "ms" } else { "GB/s" }.into());
+                .unwrap_or_else(|| {
+                    // No report has it: the unit the report writes it in.
+                    match name {
+                        n if n.ends_with("_ms") => "ms",
+                        n if n.starts_with("gemm_") => "TFLOPS",
+                        _ => "GB/s",
+                    }
+                    .into()
+                });
             let better = Better::of_unit(&unit);
             (unit, Some(better))
         }

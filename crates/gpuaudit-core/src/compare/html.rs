@@ -17,9 +17,12 @@ td.best{font-weight:700;color:var(--pass)}
 td .why{display:block;color:#57606a;font-size:.85em}
 ";
 
+/// A row of [`grid`]: its label, whether it differs, and its cells (HTML, best).
+type Row = (String, bool, Vec<(String, bool)>);
+
 /// A table whose rows may differ: like `parts::table`, with `class=differs` on those rows and
 /// `class=best` on the best cells. Cells are HTML already escaped.
-fn grid(head: &[String], rows: &[(String, bool, Vec<(String, bool)>)]) -> String {
+fn grid(head: &[String], rows: &[Row]) -> String {
     let mut o = String::from("<div class=scroll><table class=compare><thead><tr>");
     for h in head {
         let _ = write!(o, "<th>{h}</th>");
@@ -122,7 +125,7 @@ pub fn html(c: &Comparison) -> String {
     ));
 
     b.push_str("<h2>Key figures</h2>\n");
-    let rows: Vec<(String, bool, Vec<(String, bool)>)> = c
+    let rows: Vec<Row> = c
         .figures
         .iter()
         .map(|r| {
@@ -160,7 +163,7 @@ pub fn html(c: &Comparison) -> String {
         "<h2>Checks</h2>\n<p class=note>{} checks, {differ} with statuses that differ.</p>",
         c.checks.len()
     );
-    let rows: Vec<(String, bool, Vec<(String, bool)>)> = c
+    let rows: Vec<Row> = c
         .checks
         .iter()
         .map(|r| {
@@ -188,7 +191,7 @@ pub fn html(c: &Comparison) -> String {
     b.push_str(&grid(&head, &rows));
 
     b.push_str("<h2>Configuration</h2>\n");
-    let rows: Vec<(String, bool, Vec<(String, bool)>)> = c
+    let rows: Vec<Row> = c
         .facts
         .iter()
         .map(|r| {
