@@ -5,6 +5,7 @@
 //! touches the machine.
 
 pub mod checks;
+pub mod compare;
 pub mod facts;
 pub mod finding;
 pub mod fleet;

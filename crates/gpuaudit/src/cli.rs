@@ -56,6 +56,11 @@ pub enum Command {
     /// Exit status: 0 no node failed a check, 1 a node failed one or its file is not a report,
     /// 2 no report could be read at all (or an argument is wrong).
     Fleet(FleetArgs),
+    /// Several machines' JSON reports side by side: the key figures (the best marked, the
+    /// rows that differ highlighted), every check's status, the configuration.
+    ///
+    /// Exit status: 0 rendered, 2 a file is not a report or an argument is wrong.
+    Compare(CompareArgs),
     /// Print the JSON Schema of the JSON report (gpuaudit.report/1).
     Schema,
     /// Print the shell completion script for SHELL.
@@ -371,6 +376,41 @@ pub struct FleetArgs {
     #[arg(long, value_enum, ignore_case = true)]
     pub format: Option<FleetFormat>,
     /// Write the summary to FILE instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[arg(long, value_name = "WHEN", value_enum, default_value_t)]
+    pub color: ColorWhen,
+}
+
+/// The formats of `gpuaudit compare`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompareFormat {
+    /// For a person at a terminal.
+    #[value(alias = "text")]
+    Table,
+    /// Markdown, for a GitHub issue.
+    #[value(alias = "markdown")]
+    Md,
+    /// One self-contained page with a chart per key figure.
+    Html,
+    /// gpuaudit.compare/1, for scripts.
+    Json,
+}
+
+#[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// Reports gpuaudit wrote as JSON (`--format json`), two or more, one column each.
+    #[arg(value_name = "REPORT.json", required = true, num_args = 2..)]
+    pub reports: Vec<PathBuf>,
+    /// The columns' names, in order: none, or one per report (default: the report's
+    /// hostname, else the file's stem).
+    #[arg(long = "name", value_name = "NAME")]
+    pub names: Vec<String>,
+    /// Default: table (also when piped), or from the --output file's extension (.md, .html,
+    /// .json).
+    #[arg(long, value_enum, ignore_case = true)]
+    pub format: Option<CompareFormat>,
+    /// Write the comparison to FILE instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
     #[arg(long, value_name = "WHEN", value_enum, default_value_t)]

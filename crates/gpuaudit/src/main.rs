@@ -45,6 +45,7 @@ fn main() -> ExitCode {
         Some(cli::Command::Burn(b)) => commands::bench::burn(&b),
         Some(cli::Command::Report(r)) => commands::report::run(&r),
         Some(cli::Command::Fleet(f)) => commands::fleet::run(&f),
+        Some(cli::Command::Compare(c)) => commands::compare::run(&c),
         Some(cli::Command::Schema) => commands::generate::schema(),
         Some(cli::Command::Completions { shell }) => commands::generate::completions(shell),
         Some(cli::Command::Man { out }) => commands::generate::man(out.as_deref()),

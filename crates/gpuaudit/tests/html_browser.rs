@@ -169,7 +169,39 @@ fn pages() -> Vec<Page> {
         "chart-p2p",
         "chart-burn",
     ];
+    // Two measured machines and a snapshot side by side, a hostile hostname among them.
+    let compare_inputs: Vec<gpuaudit_core::compare::Input> = [
+        ("a", measured_report(2, |_| {})),
+        ("b", hot.clone()),
+        ("c", {
+            let (_, r) = common::audit("h200-x2-x8-link", &[]);
+            serde_json::from_value(r).expect("a report")
+        }),
+    ]
+    .into_iter()
+    .map(|(stem, report)| gpuaudit_core::compare::Input {
+        file: format!("{stem}.json"),
+        stem: stem.into(),
+        report,
+    })
+    .collect();
+    let comparison = gpuaudit_core::compare::Comparison::build(&compare_inputs, &[])
+        .expect("names for every column");
     vec![
+        Page {
+            name: "compare-3",
+            html: gpuaudit_core::compare::html(&comparison),
+            charts: &[
+                "chart-pcie_link",
+                "chart-h2d_pinned_bandwidth",
+                "chart-d2h_pinned_bandwidth",
+                "chart-power_limit",
+                "chart-context_create_ms",
+                "chart-memory_copy_bandwidth",
+                "chart-gemm_tflops_bf16",
+                "chart-allreduce_busbw",
+            ],
+        },
         Page {
             name: "x8-link",
             html: fixture("h200-x2-x8-link"),
@@ -249,7 +281,7 @@ fn html_reports_load_and_draw_in_a_real_browser() {
                 p.name
             );
         }
-        if p.charts.is_empty() {
+        if p.charts.is_empty() && !p.name.starts_with("compare") {
             assert!(ids.is_empty(), "{}: charts without measurements", p.name);
             assert!(
                 dom.contains("No charts: nothing was measured"),

@@ -3,6 +3,7 @@
 
 use super::node::{gpu_model, Input, Node};
 use super::stats::{self, Better};
+use crate::facts::Measurement;
 use crate::report::Report;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -60,58 +61,82 @@ struct NodeValue {
     gpu: Option<u32>,
 }
 
-/// One node's value of each figure: of a figure's entries only those of the largest size
-/// (the all-reduce's headline figure, not its latency-bound 1 MiB point), then the worst GPU
-/// (or pair) of each model: the lowest where higher is better, the highest where lower is.
-fn node_values(report: &Report, machine_peers: &str) -> BTreeMap<Key, (String, Better, NodeValue)> {
-    let mut largest: BTreeMap<(String, Option<String>, bool), Option<u64>> = BTreeMap::new();
+/// A machine's value of one figure: the measurement that gave it (its worst GPU or pair) and
+/// which way the figure is better.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Worst<'a> {
+    pub measurement: &'a Measurement,
+    pub better: Better,
+}
+
+/// A machine's value of each figure, keyed by `key` (the fleet: name, dtype and peers; the
+/// comparison: name and dtype): of a figure's entries only those of the largest size (the
+/// all-reduce's headline figure, not its latency-bound 1 MiB point), then the worst GPU (or
+/// pair) under the key: the lowest where higher is better, the highest where lower is. The
+/// one rule of `gpuaudit fleet` and `gpuaudit compare`.
+pub(crate) fn worst_by<K: Ord>(
+    report: &Report,
+    key: impl Fn(&Measurement) -> K,
+) -> BTreeMap<K, Worst<'_>> {
+    let mut largest: BTreeMap<(&str, Option<&str>, bool), Option<u64>> = BTreeMap::new();
     for m in &report.measurements {
-        let k = (m.name.clone(), m.dtype.clone(), m.gpu.is_some());
+        let k = (m.name.as_str(), m.dtype.as_deref(), m.gpu.is_some());
         let e = largest.entry(k).or_insert(m.size_bytes);
         *e = (*e).max(m.size_bytes);
     }
-    let mut out: BTreeMap<Key, (String, Better, NodeValue)> = BTreeMap::new();
+    let mut out: BTreeMap<K, Worst<'_>> = BTreeMap::new();
     for m in &report.measurements {
         if !m.value.is_finite() {
             continue;
         }
-        let k = (m.name.clone(), m.dtype.clone(), m.gpu.is_some());
+        let k = (m.name.as_str(), m.dtype.as_deref(), m.gpu.is_some());
         if largest.get(&k).copied().flatten() != m.size_bytes {
             continue;
         }
-        let peers = match m.gpu {
-            Some(g) => gpu_model(report, g),
-            None => machine_peers.to_string(),
-        };
         let better = Better::of_unit(&m.unit);
-        let key = Key {
-            name: m.name.clone(),
-            dtype: m.dtype.clone(),
-            peers,
-        };
-        match out.get_mut(&key) {
-            Some((_, b, v)) => {
-                if b.worse(v.value, m.value) != v.value {
-                    v.value = m.value;
-                    v.gpu = m.gpu;
+        match out.entry(key(m)) {
+            std::collections::btree_map::Entry::Occupied(mut e) => {
+                let w = e.get_mut();
+                if w.better.worse(w.measurement.value, m.value) != w.measurement.value {
+                    w.measurement = m;
                 }
             }
-            None => {
-                out.insert(
-                    key,
-                    (
-                        m.unit.clone(),
-                        better,
-                        NodeValue {
-                            value: m.value,
-                            gpu: m.gpu,
-                        },
-                    ),
-                );
+            std::collections::btree_map::Entry::Vacant(e) => {
+                e.insert(Worst {
+                    measurement: m,
+                    better,
+                });
             }
         }
     }
     out
+}
+
+/// One node's value of each figure, per figure and group of peers ([`worst_by`]).
+fn node_values(report: &Report, machine_peers: &str) -> BTreeMap<Key, (String, Better, NodeValue)> {
+    worst_by(report, |m| Key {
+        name: m.name.clone(),
+        dtype: m.dtype.clone(),
+        peers: match m.gpu {
+            Some(g) => gpu_model(report, g),
+            None => machine_peers.to_string(),
+        },
+    })
+    .into_iter()
+    .map(|(k, w)| {
+        (
+            k,
+            (
+                w.measurement.unit.clone(),
+                w.better,
+                NodeValue {
+                    value: w.measurement.value,
+                    gpu: w.measurement.gpu,
+                },
+            ),
+        )
+    })
+    .collect()
 }
 
 /// Every figure of the fleet's reports, by name, dtype and peers.

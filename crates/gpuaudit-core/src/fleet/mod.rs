@@ -11,9 +11,9 @@
 
 mod drift;
 mod failures;
-mod figures;
+pub(crate) mod figures;
 mod markdown;
-mod node;
+pub(crate) mod node;
 pub mod stats;
 mod table;
 

@@ -95,7 +95,7 @@ pub fn gpu_model(report: &Report, index: u32) -> String {
         .unwrap_or_else(|| "unknown GPU".into())
 }
 
-fn gpu_groups(report: &Report) -> Vec<GpuGroup> {
+pub(crate) fn gpu_groups(report: &Report) -> Vec<GpuGroup> {
     let mut groups: Vec<GpuGroup> = Vec::new();
     for g in &report.gpus {
         let model = gpu_model(report, g.index);

@@ -176,6 +176,101 @@ pub fn ratio_bars(bars: &[Bar]) -> Result<String, String> {
     })
 }
 
+/// One bar of [`value_bars`]: a machine's value of one figure.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValueBar {
+    pub label: String,
+    pub value: f64,
+    /// Written at the bar's end: "55.2 GB/s ★".
+    pub note: String,
+    /// CSS colour (`#rrggbb`).
+    pub color: String,
+}
+
+/// Horizontal bars of one figure's values, one per machine (`gpuaudit compare`), from 0 to a
+/// little past the largest; `x_desc` names the axis ("GB/s").
+pub fn value_bars(bars: &[ValueBar], x_desc: &str) -> Result<String, String> {
+    let finite: Vec<f64> = bars
+        .iter()
+        .map(|b| b.value)
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .collect();
+    if finite.is_empty() {
+        return Err("no machine has a value of it".into());
+    }
+    let n = bars.len();
+    let top = finite
+        .iter()
+        .copied()
+        .fold(0.0f64, f64::max)
+        .max(f64::MIN_POSITIVE)
+        * 1.25;
+    let height = 60 + 30 * n as u32;
+    svg(height, |root| {
+        let mut chart = ChartBuilder::on(root)
+            .margin(12)
+            .x_label_area_size(28)
+            .y_label_area_size(220)
+            .build_cartesian_2d(0f64..top, rows_of(n))
+            .map_err(err)?;
+        let label_of = |v: &SegmentValue<usize>| match v {
+            SegmentValue::CenterOf(i) if *i < n => bars
+                .get(n - 1 - *i)
+                .map(|b| b.label.clone())
+                .unwrap_or_default(),
+            _ => String::new(),
+        };
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(n)
+            .y_label_formatter(&label_of)
+            .x_label_formatter(&|x| crate::units::figure(*x))
+            .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
+            .x_desc(x_desc)
+            .label_style((FONT, 13))
+            .axis_desc_style((FONT, 13))
+            .draw()
+            .map_err(err)?;
+        chart
+            .draw_series(bars.iter().enumerate().map(|(i, b)| {
+                let row = n - 1 - i;
+                let v = if b.value.is_finite() {
+                    b.value.clamp(0.0, top)
+                } else {
+                    0.0
+                };
+                let mut r = Rectangle::new(
+                    [
+                        (0.0, SegmentValue::Exact(row)),
+                        (v, SegmentValue::Exact(row + 1)),
+                    ],
+                    rgb(&b.color).mix(0.85).filled(),
+                );
+                r.set_margin(4, 4, 0, 0);
+                r
+            }))
+            .map_err(err)?;
+        let note = TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+        chart
+            .draw_series(bars.iter().enumerate().map(|(i, b)| {
+                let row = n - 1 - i;
+                let v = if b.value.is_finite() {
+                    b.value.clamp(0.0, top)
+                } else {
+                    0.0
+                };
+                Text::new(
+                    format!(" {}", b.note),
+                    (v, SegmentValue::CenterOf(row)),
+                    note.clone(),
+                )
+            }))
+            .map_err(err)?;
+        Ok(())
+    })
+}
+
 /// Bandwidth against transfer size: x is log2 of the size (labelled "4 KiB" … "1 GiB"),
 /// one line per curve.
 pub fn by_size(lines: &[Line], y_label: &str) -> Result<String, String> {

@@ -5,7 +5,7 @@ pub mod charts;
 pub mod document;
 pub mod escape;
 pub mod group;
-mod html;
+pub(crate) mod html;
 mod json;
 mod markdown;
 pub mod overview;
@@ -79,7 +79,7 @@ fn area_title(area: &str) -> &str {
     }
 }
 
-fn status_label(s: Status) -> &'static str {
+pub(crate) fn status_label(s: Status) -> &'static str {
     match s {
         Status::Pass => "PASS",
         Status::Info => "INFO",

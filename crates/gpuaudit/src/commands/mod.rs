@@ -2,6 +2,7 @@ pub mod audit;
 pub mod bench;
 pub mod catalog;
 pub mod collect;
+pub mod compare;
 pub mod fleet;
 pub mod generate;
 pub mod models;

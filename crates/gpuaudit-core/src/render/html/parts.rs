@@ -132,11 +132,16 @@ pub fn figure(
 /// content security policy says so to the browser too, should any text ever get past the
 /// escaping.
 pub fn page(title: &str, body: &str) -> String {
+    page_with_style(title, "", body)
+}
+
+/// [`page`] with rules of its own after the shared style (a `compare` page's highlights).
+pub fn page_with_style(title: &str, extra_style: &str, body: &str) -> String {
     format!(
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
 <meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">\n\
 <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-<title>{}</title>\n<style>{STYLE}</style></head>\n<body>\n{body}</body></html>\n",
+<title>{}</title>\n<style>{STYLE}{extra_style}</style></head>\n<body>\n{body}</body></html>\n",
         esc(title)
     )
 }

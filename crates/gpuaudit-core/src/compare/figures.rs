@@ -1,0 +1,437 @@
+//! The key figures, the ones that differ between providers, in this order: the PCIe link,
+//! host↔device bandwidth, the power limit, NVLink, CUDA context creation, the loopback round
+//! trip, device memory bandwidth, bf16 GEMM, the all-reduce. A machine's value of a figure
+//! per GPU is its worst GPU's, by the fleet's rule (`fleet::figures::worst_by`).
+
+use super::model::{FigureCell, FigureRow};
+use crate::facts::pcie_link_gbps;
+use crate::finding::Status;
+use crate::fleet::figures::worst_by;
+use crate::fleet::stats::{shortfall, Better};
+use crate::report::Report;
+
+/// A figure differs between machines when the worst is more than this share worse than the
+/// best (5%): gpuaudit's measurements on one healthy machine repeat within a few percent
+/// (BENCHMARKS.md: each figure within 0.97 of its anchor; the two GPUs of one H200 machine
+/// 1–2% apart in copies and GEMMs), so a gap wider than 5% is the machines, not the noise.
+pub const DIFFERS: f64 = 0.05;
+
+/// Values within this share of each other (0.1%) are one value: the views write figures to
+/// three or four significant digits, so the reader sees them as equal, and each is marked best.
+pub const TIE: f64 = 0.001;
+
+/// What a row is read from.
+#[derive(Clone, Copy)]
+enum Source {
+    /// gpus[].pcie.
+    Link,
+    /// gpus[].power.
+    Power,
+    /// The nvlink.status findings.
+    Nvlink,
+    /// The net.loopback finding's `median_us`.
+    Loopback,
+    /// A measurement by name and dtype; `optional`: the row only where a machine has it.
+    Measured {
+        name: &'static str,
+        dtype: Option<&'static str>,
+        optional: bool,
+    },
+}
+
+struct Spec {
+    key: &'static str,
+    label: &'static str,
+    source: Source,
+    /// The check that measures it: its skip says why it was not measured.
+    check: &'static str,
+    /// What a cell's ratio is of.
+    ratio_of: Option<&'static str>,
+}
+
+const fn measured(
+    key: &'static str,
+    label: &'static str,
+    name: &'static str,
+    dtype: Option<&'static str>,
+    optional: bool,
+    check: &'static str,
+    ratio_of: Option<&'static str>,
+) -> Spec {
+    Spec {
+        key,
+        label,
+        source: Source::Measured {
+            name,
+            dtype,
+            optional,
+        },
+        check,
+        ratio_of,
+    }
+}
+
+const ROWS: &[Spec] = &[
+    Spec {
+        key: "pcie_link",
+        label: "PCIe link",
+        source: Source::Link,
+        check: "pcie.link",
+        ratio_of: Some("full width"),
+    },
+    measured(
+        "h2d_pinned_bandwidth",
+        "host→device pinned",
+        "h2d_pinned_bandwidth",
+        None,
+        false,
+        "pcie.bandwidth",
+        Some("link"),
+    ),
+    measured(
+        "d2h_pinned_bandwidth",
+        "device→host pinned",
+        "d2h_pinned_bandwidth",
+        None,
+        false,
+        "pcie.bandwidth",
+        Some("link"),
+    ),
+    measured(
+        "bidirectional_total_bandwidth",
+        "host↔device both ways",
+        "bidirectional_total_bandwidth",
+        None,
+        true,
+        "pcie.bandwidth",
+        Some("link"),
+    ),
+    Spec {
+        key: "power_limit",
+        label: "power limit",
+        source: Source::Power,
+        check: "power.limit",
+        ratio_of: Some("default"),
+    },
+    Spec {
+        key: "nvlink",
+        label: "NVLink",
+        source: Source::Nvlink,
+        check: "nvlink.status",
+        ratio_of: None,
+    },
+    measured(
+        "context_create_ms",
+        "CUDA context creation",
+        "context_create_ms",
+        None,
+        false,
+        "cuda.context-latency",
+        None,
+    ),
+    Spec {
+        key: "loopback_rtt",
+        label: "loopback TCP round trip",
+        source: Source::Loopback,
+        check: "net.loopback",
+        ratio_of: None,
+    },
+    measured(
+        "memory_copy_bandwidth",
+        "memory copy",
+        "memory_copy_bandwidth",
+        None,
+        false,
+        "memory.bandwidth",
+        Some("datasheet"),
+    ),
+    measured(
+        "memory_memcpy_bandwidth",
+        "memory memcpy",
+        "memory_memcpy_bandwidth",
+        None,
+        true,
+        "memory.bandwidth",
+        Some("datasheet"),
+    ),
+    measured(
+        "gemm_tflops_bf16",
+        "bf16 GEMM",
+        "gemm_tflops",
+        Some("bf16"),
+        false,
+        "compute.gemm",
+        Some("datasheet"),
+    ),
+    measured(
+        "allreduce_busbw",
+        "all-reduce bus bandwidth",
+        "allreduce_busbw",
+        None,
+        false,
+        "nccl.allreduce",
+        None,
+    ),
+];
+
+/// Why `check` measured nothing on this machine: the audit's reason for measuring nothing,
+/// else the check's skip, else "" (the report does not say).
+fn why_not(r: &Report, check: &str) -> String {
+    if let Some(w) = &r.audit.measurements_not_run {
+        return w.clone();
+    }
+    r.findings
+        .iter()
+        .find(|f| f.check == check && f.status == Status::Skip)
+        .map(|f| {
+            f.message
+                .strip_prefix("not measured: ")
+                .unwrap_or(&f.message)
+                .to_string()
+        })
+        .unwrap_or_default()
+}
+
+fn not_measured(r: &Report, check: &str) -> FigureCell {
+    FigureCell {
+        value: None,
+        text: "not measured".into(),
+        ratio: None,
+        gpu: None,
+        not_measured: Some(why_not(r, check)),
+        status: None,
+        best: false,
+    }
+}
+
+fn value(v: f64, text: String, ratio: Option<f64>, gpu: Option<u32>) -> FigureCell {
+    FigureCell {
+        value: Some(v),
+        text,
+        ratio,
+        gpu,
+        not_measured: None,
+        status: None,
+        best: false,
+    }
+}
+
+/// The link's rate at the generation it reaches and the width it trained at (idle GPUs lower
+/// their generation to save power: the current generation alone would rank an idle machine
+/// low), as a share of its full width; the worst GPU.
+fn link_cell(r: &Report) -> Option<FigureCell> {
+    let mut worst: Option<(f64, f64, String, u32)> = None;
+    for g in &r.gpus {
+        let p = &g.pcie;
+        let (Some(gm), Some(wc), Some(wm)) = (p.gen_max, p.width_current, p.width_max) else {
+            continue;
+        };
+        let (Some(rate), Some(full)) = (pcie_link_gbps(gm, wc), pcie_link_gbps(gm, wm)) else {
+            continue;
+        };
+        let gc = p.gen_current.unwrap_or(gm);
+        let text = if (gc, wc) == (gm, wm) {
+            format!("gen{gc} x{wc}")
+        } else {
+            format!("gen{gc} x{wc} of gen{gm} x{wm}")
+        };
+        if worst.as_ref().is_none_or(|w| rate < w.0) {
+            worst = Some((rate, rate / full, text, g.index));
+        }
+    }
+    worst.map(|(rate, ratio, text, gpu)| value(rate, text, Some(ratio), Some(gpu)))
+}
+
+/// The lowest enforced power limit, as a share of that GPU's default limit.
+fn power_cell(r: &Report) -> Option<FigureCell> {
+    let mut worst: Option<(f64, Option<f64>, u32)> = None;
+    for g in &r.gpus {
+        let Some(l) = g.power.limit_w.filter(|l| l.is_finite()) else {
+            continue;
+        };
+        if worst.as_ref().is_none_or(|w| l < w.0) {
+            let ratio = g.power.default_limit_w.filter(|d| *d > 0.0).map(|d| l / d);
+            worst = Some((l, ratio, g.index));
+        }
+    }
+    worst.map(|(l, ratio, gpu)| value(l, crate::units::figure(l), ratio, Some(gpu)))
+}
+
+/// nvlink.status: the worst of its findings, and the fewest links up of a GPU where the
+/// findings say (`links_active` of `spec_links`).
+fn nvlink_cell(r: &Report) -> FigureCell {
+    let findings: Vec<_> = r
+        .findings
+        .iter()
+        .filter(|f| f.check == "nvlink.status")
+        .collect();
+    let Some(status) = findings.iter().map(|f| f.status).max() else {
+        return FigureCell {
+            value: None,
+            text: "n/a".into(),
+            ratio: None,
+            gpu: None,
+            not_measured: None,
+            status: None,
+            best: false,
+        };
+    };
+    let links = findings
+        .iter()
+        .filter_map(|f| {
+            let n = |k: &str| f.evidence.get(k).and_then(serde_json::Value::as_u64);
+            Some((n("links_active")?, n("spec_links")?, f.gpu))
+        })
+        .min_by_key(|(a, s, _)| (a * 1000) / (*s).max(1));
+    let (text, gpu) = match links {
+        Some((a, s, gpu)) => (format!("{} · {a}/{s} links", status.as_str()), gpu),
+        None => (status.as_str().to_string(), None),
+    };
+    FigureCell {
+        value: None,
+        text,
+        ratio: None,
+        gpu,
+        not_measured: None,
+        status: Some(status),
+        best: false,
+    }
+}
+
+fn loopback_cell(r: &Report) -> Option<FigureCell> {
+    r.findings
+        .iter()
+        .filter(|f| f.check == "net.loopback")
+        .find_map(|f| {
+            f.evidence
+                .get("median_us")
+                .and_then(serde_json::Value::as_f64)
+        })
+        .filter(|v| v.is_finite())
+        .map(|v| value(v, crate::units::figure(v), None, None))
+}
+
+fn measured_cell(r: &Report, name: &str, dtype: Option<&str>) -> Option<FigureCell> {
+    let worst = worst_by(r, |m| (m.name.clone(), m.dtype.clone()));
+    let w = worst.get(&(name.to_string(), dtype.map(str::to_string)))?;
+    let m = w.measurement;
+    Some(value(
+        m.value,
+        crate::units::figure(m.value),
+        m.ratio.filter(|x| x.is_finite()),
+        m.gpu,
+    ))
+}
+
+fn unit_of(spec: &Spec, reports: &[&Report]) -> (String, Option<Better>) {
+    match spec.source {
+        Source::Link => ("GB/s".into(), Some(Better::Higher)),
+        Source::Power => ("W".into(), Some(Better::Higher)),
+        Source::Nvlink => (String::new(), None),
+        Source::Loopback => ("us".into(), Some(Better::Lower)),
+        Source::Measured { name, dtype, .. } => {
+            let unit = reports
+                .iter()
+                .flat_map(|r| &r.measurements)
+                .find(|m| m.name == name && m.dtype.as_deref() == dtype)
+                .map(|m| m.unit.clone())
+                .unwrap_or_else(|| {
+                    // No report has it: the unit the report writes it in.
+                    match name {
+                        n if n.ends_with("_ms") => "ms",
+                        n if n.starts_with("gemm_") => "TFLOPS",
+                        _ => "GB/s",
+                    }
+                    .into()
+                });
+            let better = Better::of_unit(&unit);
+            (unit, Some(better))
+        }
+    }
+}
+
+/// How bad a state is: pass best; skip and n/a are not ranked.
+fn status_rank(s: Option<Status>) -> Option<u8> {
+    match s? {
+        Status::Pass => Some(0),
+        Status::Info => Some(1),
+        Status::Warn => Some(2),
+        Status::Fail => Some(3),
+        Status::Skip => None,
+    }
+}
+
+fn is_tie(a: f64, b: f64) -> bool {
+    (a - b).abs() <= TIE * a.abs().max(b.abs())
+}
+
+/// Marks the best cells and says whether the row differs.
+fn judge(cells: &mut [FigureCell], better: Option<Better>) -> bool {
+    let Some(better) = better else {
+        let ranks: Vec<Option<u8>> = cells.iter().map(|c| status_rank(c.status)).collect();
+        if let Some(best) = ranks.iter().flatten().min().copied() {
+            for (c, r) in cells.iter_mut().zip(&ranks) {
+                c.best = *r == Some(best);
+            }
+        }
+        let first = cells.first().map(|c| c.text.clone());
+        return cells.iter().any(|c| Some(&c.text) != first.as_ref());
+    };
+    let values: Vec<f64> = cells.iter().filter_map(|c| c.value).collect();
+    let best_of = |a: f64, b: f64| if better.worse(a, b) == a { b } else { a };
+    let (Some(best), Some(worst)) = (
+        values.iter().copied().reduce(best_of),
+        values.iter().copied().reduce(|a, b| better.worse(a, b)),
+    ) else {
+        return false;
+    };
+    for c in cells.iter_mut() {
+        c.best = c.value.is_some_and(|v| is_tie(v, best));
+    }
+    values.len() >= 2 && shortfall(worst, best, better).is_some_and(|s| s > DIFFERS)
+}
+
+/// Every key figure of the comparison, one cell per report.
+pub(crate) fn rows(reports: &[&Report]) -> Vec<FigureRow> {
+    let mut out = Vec::new();
+    for spec in ROWS {
+        let mut cells: Vec<FigureCell> = reports
+            .iter()
+            .map(|r| {
+                let cell = match spec.source {
+                    Source::Link => link_cell(r),
+                    Source::Power => power_cell(r),
+                    Source::Nvlink => Some(nvlink_cell(r)),
+                    Source::Loopback => loopback_cell(r),
+                    Source::Measured { name, dtype, .. } => measured_cell(r, name, dtype),
+                };
+                cell.unwrap_or_else(|| match spec.source {
+                    // Read, not measured: an older report, a GPU whose link was not read.
+                    Source::Link | Source::Power => FigureCell {
+                        text: "not known".into(),
+                        not_measured: Some("the report does not say".into()),
+                        ..not_measured(r, spec.check)
+                    },
+                    _ => not_measured(r, spec.check),
+                })
+            })
+            .collect();
+        if let Source::Measured { optional: true, .. } = spec.source {
+            if cells.iter().all(|c| c.value.is_none()) {
+                continue;
+            }
+        }
+        let (unit, better) = unit_of(spec, reports);
+        let differs = judge(&mut cells, better);
+        out.push(FigureRow {
+            key: spec.key.into(),
+            label: spec.label.into(),
+            unit,
+            better,
+            ratio_of: spec.ratio_of.map(str::to_string),
+            differs,
+            cells,
+        });
+    }
+    out
+}

@@ -1,0 +1,235 @@
+//! `gpuaudit compare`: the binary on reports it builds: audits of fixture snapshots
+//! (`--format json` into a temporary directory) and measured reports built from the testing
+//! machine, in every format; exact cells, exit codes, `--name`, hostile names.
+
+mod common;
+
+use common::{fixture, gpuaudit};
+use gpuaudit_core::testing::{measured, Machine};
+use gpuaudit_core::{Policy, Reading, Report};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The fixture's audit as JSON in `dir` (at a fixed time, so the views are the same each run).
+fn audit_into(dir: &Path, name: &str) -> PathBuf {
+    let out = dir.join(format!("{name}.json"));
+    let o = gpuaudit()
+        .env("GPUAUDIT_NOW", "2026-12-01T10:00:00Z")
+        .arg("audit")
+        .arg("--root")
+        .arg(fixture(name))
+        .args(["--format", "json", "--output"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(o.status.code().is_some_and(|c| c <= 1), "{name}: {o:?}");
+    out
+}
+
+/// A measured 2×H200 report named `host` whose GPU 1 copies device memory at `copy` GB/s.
+fn measured_into(dir: &Path, host: &str, copy: f64) -> PathBuf {
+    let f = Machine::healthy("h200-sxm-141gb", 2)
+        .with(|f| f.machine.hostname = Reading::Value(host.into()))
+        .measured(|m| {
+            measured::full_run(m, 2);
+            if let Reading::Value(mem) = &mut m.memory {
+                if let Reading::Value(b) = &mut mem[1].result {
+                    b.copy_gbps = Some(copy);
+                }
+            }
+        })
+        .build();
+    let r = Report::build(
+        &f,
+        &Policy {
+            full: true,
+            ..Policy::default()
+        },
+    );
+    let file: String = host
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let p = dir.join(format!("{file}.json"));
+    std::fs::write(&p, serde_json::to_string(&r).unwrap()).unwrap();
+    p
+}
+
+fn run(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    let o = gpuaudit().arg("compare").args(args).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn os(p: &Path) -> &std::ffi::OsStr {
+    p.as_os_str()
+}
+
+fn snapshots(dir: &Path) -> Vec<PathBuf> {
+    ["h200-x2-vm", "h200-x2-x8-link", "h200-x2-power-capped"]
+        .iter()
+        .map(|n| audit_into(dir, n))
+        .collect()
+}
+
+fn json(files: &[PathBuf], extra: &[&str]) -> Value {
+    let mut args: Vec<&std::ffi::OsStr> = files.iter().map(|p| p.as_os_str()).collect();
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    args.extend(["--format", "json"].iter().map(std::ffi::OsStr::new));
+    let (code, out, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+fn figure<'a>(v: &'a Value, key: &str) -> &'a Value {
+    v["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == key)
+        .unwrap_or_else(|| panic!("no figure {key}"))
+}
+
+fn check<'a>(v: &'a Value, id: &str) -> &'a Value {
+    v["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["check"] == id)
+        .unwrap()
+}
+
+#[test]
+fn three_snapshots_side_by_side() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = snapshots(dir.path());
+    let v = json(
+        &files,
+        &["--name", "vm", "--name", "x8", "--name", "capped"],
+    );
+    assert_eq!(v["schema"], "gpuaudit.compare/1");
+    let names: Vec<&str> = v["columns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["vm", "x8", "capped"]);
+    assert_eq!(v["columns"][1]["verdict"], "fail");
+    assert_eq!(v["columns"][0]["audited_at"], "2026-12-01T10:00:00Z");
+    let link = figure(&v, "pcie_link");
+    assert_eq!(link["differs"], true);
+    assert_eq!(link["cells"][0]["best"], true);
+    assert_eq!(link["cells"][1]["text"], "gen5 x8 of gen5 x16");
+    assert_eq!(link["cells"][1]["gpu"], 1);
+    assert_eq!(link["cells"][1]["best"], false);
+    let power = figure(&v, "power_limit");
+    assert_eq!(power["differs"], true);
+    assert_eq!(power["cells"][2]["best"], false);
+    assert!(power["cells"][2]["ratio"].as_f64().unwrap() < 0.95);
+    let gemm = figure(&v, "gemm_tflops_bf16");
+    for c in gemm["cells"].as_array().unwrap() {
+        assert!(c["value"].is_null(), "never 0: {c}");
+        assert_eq!(c["text"], "not measured");
+        assert_eq!(c["not_measured"], "snapshot audit: nothing is measured");
+        assert_eq!(c["best"], false);
+    }
+    assert_eq!(gemm["differs"], false);
+    let pl = check(&v, "pcie.link");
+    assert_eq!(pl["differs"], true);
+    assert_eq!(pl["cells"][1]["status"], "fail");
+    assert_eq!(pl["cells"][1]["gpus"], serde_json::json!([1]));
+    assert_eq!(check(&v, "gpu.present")["differs"], false);
+}
+
+#[test]
+fn measured_figures_best_and_the_threshold() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = measured_into(dir.path(), "a", 4000.0);
+    let b = measured_into(dir.path(), "b", 4000.0 * 0.95);
+    let c = measured_into(dir.path(), "c", 4000.0 * 0.94);
+    let v = json(&[a.clone(), b.clone()], &[]);
+    let copy = figure(&v, "memory_copy_bandwidth");
+    assert_eq!(copy["cells"][0]["best"], true);
+    assert_eq!(copy["cells"][1]["value"], 3800.0);
+    assert_eq!(copy["differs"], false, "5% is within the noise");
+    let v = json(&[a, c], &[]);
+    assert_eq!(figure(&v, "memory_copy_bandwidth")["differs"], true);
+    assert_eq!(
+        figure(&v, "gemm_tflops_bf16")["cells"][1]["best"],
+        true,
+        "a tie"
+    );
+}
+
+#[test]
+fn wrong_arguments_and_files_are_exit_2_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = measured_into(dir.path(), "a", 4000.0);
+    let b = measured_into(dir.path(), "b", 4000.0);
+    let (code, out, err) = run(&[os(&a), os(&b), "--name".as_ref(), "one".as_ref()]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty());
+    assert_eq!(
+        err.trim(),
+        "gpuaudit: --name given 1 time(s) for 2 reports: name every report, in order, or none"
+    );
+    let (code, _, _) = run(&[os(&a)]);
+    assert_eq!(code, 2, "one report is not a comparison");
+    let bad = dir.path().join("bench.json");
+    std::fs::write(&bad, r#"{"schema": "gpuaudit.bench/1"}"#).unwrap();
+    let (code, out, err) = run(&[os(&a), os(&bad)]);
+    assert_eq!(code, 2);
+    assert!(out.is_empty());
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.contains("bench.json") && err.contains("gpuaudit.bench/1"),
+        "{err}"
+    );
+    let (code, _, err) = run(&[os(&a), "--format".as_ref(), "pdf".as_ref(), os(&b)]);
+    assert_eq!(code, 2, "{err}");
+}
+
+#[test]
+fn hostile_names_stay_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = measured_into(dir.path(), "<script>alert(1)</script>", 4000.0);
+    let b = measured_into(dir.path(), "b|c", 4000.0);
+    let (a2, b2) = (a, b);
+    let (code, html, _) = run(&[os(&a2), os(&b2), "--format".as_ref(), "html".as_ref()]);
+    assert_eq!(code, 0);
+    assert!(!html.contains("<script"), "markup from a report");
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    let (code, md, _) = run(&[os(&a2), os(&b2), "--format".as_ref(), "md".as_ref()]);
+    assert_eq!(code, 0);
+    assert!(md.contains("| b\\|c |"), "{md}");
+    assert!(md.contains("&lt;script&gt;"));
+}
+
+#[test]
+fn the_table_and_markdown_of_a_small_comparison() {
+    let dir = tempfile::tempdir().unwrap();
+    let files: Vec<PathBuf> = ["h200-x2-vm", "h200-x2-x8-link"]
+        .iter()
+        .map(|n| audit_into(dir.path(), n))
+        .collect();
+    let mut args: Vec<&std::ffi::OsStr> = files.iter().map(|p| p.as_os_str()).collect();
+    args.extend(
+        ["--name", "vm", "--name", "x8"]
+            .iter()
+            .map(std::ffi::OsStr::new),
+    );
+    let (code, table, _) = run(&args);
+    assert_eq!(code, 0);
+    for l in table.lines() {
+        assert!(l.chars().count() <= 80, "{l}");
+    }
+    insta::assert_snapshot!("compare_table", table);
+    args.extend(["--format", "md"].iter().map(std::ffi::OsStr::new));
+    let (code, md, _) = run(&args);
+    assert_eq!(code, 0);
+    insta::assert_snapshot!("compare_md", md);
+}
