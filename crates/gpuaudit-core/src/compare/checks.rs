@@ -1,6 +1,7 @@
 //! Every check id any machine ran, with its status on each: the worst of that machine's
 //! findings of the id ("n/a" where its report has none: an older gpuaudit), and the GPUs
-//! whose findings are that bad where it is a fail or a warn.
+//! whose findings are that bad where it is a fail or a warn. A row differs where the machines
+//! that ran the check got different verdicts.
 
 use super::model::{CheckCell, CheckRow};
 use crate::finding::Status;
@@ -35,7 +36,15 @@ pub(crate) fn rows(reports: &[&Report]) -> Vec<CheckRow> {
     ids.into_iter()
         .map(|id| {
             let cells: Vec<CheckCell> = reports.iter().map(|r| cell(r, id)).collect();
-            let differs = cells.iter().any(|c| c.status != cells[0].status);
+            // Machines differ where the check ran on them with different verdicts: a skip
+            // (a snapshot measures nothing) or a report without the check says nothing about
+            // the machine, as "not measured" and "not known" do in the other rows.
+            let mut ran = cells
+                .iter()
+                .filter_map(|c| c.status)
+                .filter(|s| *s != Status::Skip);
+            let first = ran.next();
+            let differs = first.is_some_and(|f| ran.any(|s| s != f));
             CheckRow {
                 check: id.to_string(),
                 differs,

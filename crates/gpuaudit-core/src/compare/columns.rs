@@ -151,6 +151,18 @@ mod tests {
         assert_eq!(c.verdict, Status::Fail);
         assert_eq!(c.verdict_label(), "2 fail · 1 warn");
         assert_eq!(c.audited_at.as_deref(), Some("2026-12-01T10:00:00Z"));
+        assert_eq!(c.audited_minute().as_deref(), Some("2026-12-01 10:00"));
+        let mut other = c.clone();
+        for (at, shown) in [
+            ("yesterday", "yesterday"),
+            ("2026-12-01T10:00:00+01:00", "2026-12-01T10:00:00+01:00"),
+            ("2026-12-01é10:00:00Z", "2026-12-01é10:00:00Z"),
+        ] {
+            other.audited_at = Some(at.into());
+            assert_eq!(other.audited_minute().as_deref(), Some(shown));
+        }
+        other.audited_at = None;
+        assert_eq!(other.audited_minute(), None);
         assert_eq!(c.driver.as_deref(), Some("580.159.04"));
         let mut r = snapshot_report();
         r.summary.fail = 0;

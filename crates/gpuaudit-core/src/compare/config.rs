@@ -3,6 +3,7 @@
 //! report that does not say (null) does not make it differ.
 
 use super::model::{FactCell, FactRow};
+use crate::fleet::drift::kernel_release;
 use crate::fleet::node::gpu_groups;
 use crate::report::Report;
 
@@ -22,7 +23,9 @@ type Field = (&'static str, fn(&Report) -> Option<String>);
 const FIELDS: &[Field] = &[
     ("driver", |r| r.machine.driver_version.clone()),
     ("CUDA (driver)", |r| r.machine.cuda_driver_version.clone()),
-    ("kernel", |r| r.machine.kernel.clone()),
+    ("kernel", |r| {
+        r.machine.kernel.as_deref().map(kernel_release)
+    }),
     ("OS", |r| r.machine.os.clone()),
     ("VBIOS", |r| {
         distinct(r.gpus.iter().filter_map(|g| g.vbios.clone()))

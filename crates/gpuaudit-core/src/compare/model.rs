@@ -57,6 +57,19 @@ impl Column {
             .join(" + ")
     }
 
+    /// When it was audited, to the minute ("2026-12-01 13:46", UTC): a table's narrow cell.
+    /// A time not in gpuaudit's RFC 3339 UTC form is given as it is.
+    pub fn audited_minute(&self) -> Option<String> {
+        let at = self.audited_at.as_deref()?;
+        let b = at.as_bytes();
+        let ours = at.is_ascii() && at.len() >= 17 && at.ends_with('Z') && b.get(10) == Some(&b'T');
+        Some(if ours {
+            format!("{} {}", &at[..10], &at[11..16])
+        } else {
+            at.to_string()
+        })
+    }
+
     /// "1 fail · 2 warn", "pass".
     pub fn verdict_label(&self) -> String {
         match (self.fail, self.warn) {

@@ -190,9 +190,9 @@ pub fn table(c: &Comparison, width: usize, color: bool) -> String {
         &col_cells(&|x| x.driver.clone().unwrap_or_else(|| "not known".into())),
     );
     g.row(
-        "audited",
+        "audited (UTC)",
         false,
-        &col_cells(&|x| x.audited_at.clone().unwrap_or_else(|| "not known".into())),
+        &col_cells(&|x| x.audited_minute().unwrap_or_else(|| "not known".into())),
     );
     g.row("gpuaudit", false, &col_cells(&|x| x.tool_version.clone()));
     g.row("verdict", false, &col_cells(&|x| x.verdict_label()));

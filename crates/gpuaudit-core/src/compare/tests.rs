@@ -295,9 +295,46 @@ fn check_rows_take_the_worst_status_and_its_gpus() {
     let ssh = c.checks.iter().find(|r| r.check == "env.ssh").unwrap();
     assert_eq!(ssh.cells[2].status, None);
     assert_eq!(table::check_text(&ssh.cells[2]), "n/a");
-    assert!(ssh.differs);
+    assert!(
+        !ssh.differs,
+        "a report without the check says nothing of the machine"
+    );
     let same = c.checks.iter().find(|r| r.check == "gpu.present").unwrap();
     assert!(!same.differs);
+}
+
+#[test]
+fn a_check_row_differs_on_the_verdicts_of_the_machines_that_ran_it() {
+    use crate::finding::Finding;
+    let with = |status: Option<Status>| {
+        let mut r = snapshot_report();
+        r.findings.retain(|f| f.check != "env.ssh");
+        if let Some(s) = status {
+            r.findings.push(Finding::new("env.ssh", s, "sshd"));
+        }
+        r
+    };
+    let differs = |a: Option<Status>, b: Option<Status>, c: Option<Status>| {
+        let x = cmp(vec![("a", with(a)), ("b", with(b)), ("c", with(c))]);
+        x.checks
+            .iter()
+            .find(|r| r.check == "env.ssh")
+            .unwrap()
+            .differs
+    };
+    use Status::*;
+    assert!(!differs(Some(Pass), Some(Skip), None), "pass, skip, n/a");
+    assert!(!differs(Some(Skip), Some(Skip), Some(Pass)));
+    assert!(
+        differs(Some(Pass), Some(Skip), Some(Warn)),
+        "pass against warn"
+    );
+    assert!(
+        differs(Some(Skip), Some(Info), Some(Pass)),
+        "info against pass"
+    );
+    assert!(!differs(Some(Fail), Some(Fail), None));
+    assert!(!differs(Some(Skip), Some(Skip), Some(Skip)));
 }
 
 #[test]
@@ -309,6 +346,16 @@ fn fact_rows_differ_on_known_values_only() {
     let f = |name: &str| c.facts.iter().find(|r| r.field == name).unwrap();
     assert!(f("driver").differs);
     assert!(!f("kernel").differs, "an unknown value does not differ");
+    let mut built = snapshot_report();
+    built.machine.kernel =
+        Some("Linux version 6.8.0-45-generic (buildd@lcy02) (gcc 13) #45".into());
+    let c2 = cmp(vec![("a", built), ("b", snapshot_report())]);
+    let k = c2.facts.iter().find(|r| r.field == "kernel").unwrap();
+    assert_eq!(
+        k.cells[0].value.as_deref(),
+        Some("6.8.0-45-generic"),
+        "the release only"
+    );
     assert_eq!(f("kernel").cells[1].value, None);
     assert_eq!(f("GPU").cells[0].value.as_deref(), Some("2× NVIDIA H200"));
     let fields: Vec<&str> = c.facts.iter().map(|r| r.field.as_str()).collect();

@@ -35,7 +35,7 @@ pub struct Drift {
 }
 
 /// "Linux version 6.8.0-60-generic (buildd@…) …" -> "6.8.0-60-generic"; anything else as is.
-fn kernel_release(k: &str) -> String {
+pub(crate) fn kernel_release(k: &str) -> String {
     match k.strip_prefix("Linux version ") {
         Some(rest) => rest.split_whitespace().next().unwrap_or(rest).to_string(),
         None => k.trim().to_string(),

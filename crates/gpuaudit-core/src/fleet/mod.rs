@@ -9,7 +9,7 @@
 //! - `failures.rs`: check id -> nodes;
 //! - `table.rs`, `markdown.rs`: the views (JSON is the serialised [`Fleet`]).
 
-mod drift;
+pub(crate) mod drift;
 mod failures;
 pub(crate) mod figures;
 mod markdown;
