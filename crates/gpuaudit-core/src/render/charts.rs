@@ -66,7 +66,10 @@ const FONT: &str = "sans-serif";
 fn rows_of(
     n: usize,
 ) -> plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordusize> {
-    (0..n.saturating_sub(1)).into_segmented()
+    // 0..n-1 holds n segments; 0..0 holds one of no height, where a lone bar was drawn
+    // with a negative height and its label was lost (a compare figure one machine has, a
+    // one-GPU burn's throttle row): one row is drawn in the lower of two.
+    (0..n.saturating_sub(1).max(1)).into_segmented()
 }
 
 fn rgb(css: &str) -> RGBColor {
@@ -585,6 +588,53 @@ mod tests {
         );
         assert!(s.contains("font-family=\"sans-serif\""));
         assert!(ratio_bars(&[]).is_err());
+    }
+
+    /// The widths of the filled rectangles of an SVG (the bars; the background is white).
+    fn bar_widths(svg: &str) -> Vec<f64> {
+        svg.split("<rect")
+            .skip(1)
+            .filter(|r| !r.contains("fill=\"#FFFFFF\""))
+            .filter_map(|r| {
+                let w = r.split("width=\"").nth(1)?.split('"').next()?;
+                w.parse().ok()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_bar_is_drawn_as_wide_as_its_value() {
+        // One row: a compare chart where one machine has the figure, the audit's ratio chart
+        // with one figure.
+        let one = vec![ValueBar {
+            label: "full".into(),
+            value: 55.3,
+            note: "55.3 GB/s".into(),
+            color: gpu_color(0).into(),
+        }];
+        let s = value_bars(&one, "GB/s").unwrap();
+        let w = bar_widths(&s);
+        assert_eq!(w.len(), 1, "{s}");
+        assert!(w[0] > 100.0, "{w:?}");
+        assert_eq!(s.matches(">\nfull\n<").count(), 1, "its label, once: {s}");
+        let s = ratio_bars(&[Bar {
+            label: "memory copy".into(),
+            ratio: 0.89,
+            note: "89%".into(),
+        }])
+        .unwrap();
+        assert!(bar_widths(&s).iter().any(|w| *w > 100.0), "{s}");
+        // Two rows: as wide as their values, in proportion.
+        let mut two = one.clone();
+        two.push(ValueBar {
+            label: "x8".into(),
+            value: 27.65,
+            note: "27.7 GB/s".into(),
+            color: gpu_color(1).into(),
+        });
+        let w = bar_widths(&value_bars(&two, "GB/s").unwrap());
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!((w[0] / w[1] - 2.0).abs() < 0.05, "{w:?}");
     }
 
     #[test]
