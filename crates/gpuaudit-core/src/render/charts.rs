@@ -8,6 +8,13 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
+/// A caller's text as a chart writes it: control characters as the terminal shows them
+/// (`\x1b`); the SVG backend escapes XML's own (`<`, `&`) but passes controls through, and
+/// labels name machines and GPUs (`gpuaudit compare`'s hostnames, a measurement's name).
+fn shown(s: &str) -> String {
+    super::escape::escape_line(s).into_owned()
+}
+
 /// One line of a line chart.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Line {
@@ -125,7 +132,7 @@ pub fn ratio_bars(bars: &[Bar]) -> Result<String, String> {
         let label_of = |v: &SegmentValue<usize>| match v {
             SegmentValue::CenterOf(i) if *i < n => bars
                 .get(n - 1 - *i)
-                .map(|b| b.label.clone())
+                .map(|b| shown(&b.label))
                 .unwrap_or_default(),
             _ => String::new(),
         };
@@ -161,7 +168,7 @@ pub fn ratio_bars(bars: &[Bar]) -> Result<String, String> {
             .draw_series(bars.iter().enumerate().map(|(i, b)| {
                 let row = n - 1 - i;
                 Text::new(
-                    format!(" {}", b.note),
+                    format!(" {}", shown(&b.note)),
                     (b.ratio.clamp(0.0, top), SegmentValue::CenterOf(row)),
                     note.clone(),
                 )
@@ -219,7 +226,7 @@ pub fn value_bars(bars: &[ValueBar], x_desc: &str) -> Result<String, String> {
         let label_of = |v: &SegmentValue<usize>| match v {
             SegmentValue::CenterOf(i) if *i < n => bars
                 .get(n - 1 - *i)
-                .map(|b| b.label.clone())
+                .map(|b| shown(&b.label))
                 .unwrap_or_default(),
             _ => String::new(),
         };
@@ -264,7 +271,7 @@ pub fn value_bars(bars: &[ValueBar], x_desc: &str) -> Result<String, String> {
                     0.0
                 };
                 Text::new(
-                    format!(" {}", b.note),
+                    format!(" {}", shown(&b.note)),
                     (v, SegmentValue::CenterOf(row)),
                     note.clone(),
                 )
@@ -635,6 +642,12 @@ mod tests {
         let w = bar_widths(&value_bars(&two, "GB/s").unwrap());
         assert_eq!(w.len(), 2, "{w:?}");
         assert!((w[0] / w[1] - 2.0).abs() < 0.05, "{w:?}");
+        // A hostname's control characters are written out, not passed to the page.
+        two[1].label = "x8\u{1b}]0;owned\u{7}".into();
+        two[1].note = "\r27.7".into();
+        let s = value_bars(&two, "GB/s").unwrap();
+        assert!(!s.chars().any(|c| c.is_control() && c != '\n'), "{s:?}");
+        assert!(s.contains("x8\\x1b]0;owned\\x07"), "{s}");
     }
 
     #[test]
