@@ -12,22 +12,25 @@ pub fn choose_format(format: Option<Format>, output: Option<&Path>) -> Result<Fo
     if let Some(f) = format {
         return Ok(f);
     }
-    if let Some(p) = output {
-        let ext = p
-            .extension()
-            .and_then(|e| e.to_str())
-            .unwrap_or("")
-            .to_ascii_lowercase();
-        return Ok(match ext.as_str() {
-            "json" => Format::Json,
-            "md" | "markdown" => Format::Markdown,
-            "html" | "htm" => Format::Html,
-            _ => Format::Table,
-        });
-    }
     // The report for a person also when piped (`| less`, `| tee`, `ssh host gpuaudit`), as
     // ruff and ripgrep do; a script asks for JSON.
-    Ok(Format::Table)
+    Ok(format_of_path(output))
+}
+
+/// The format an output file's extension names (.json, .md or .markdown, .html or .htm),
+/// else the table (and the table without a file): for every command's `--output`.
+pub fn format_of_path(output: Option<&Path>) -> Format {
+    let ext = output
+        .and_then(|p| p.extension())
+        .and_then(|e| e.to_str())
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    match ext.as_str() {
+        "json" => Format::Json,
+        "md" | "markdown" => Format::Markdown,
+        "html" | "htm" => Format::Html,
+        _ => Format::Table,
+    }
 }
 
 /// The columns the table wraps to: the terminal's width where stdout is one, else

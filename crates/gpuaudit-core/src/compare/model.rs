@@ -47,14 +47,7 @@ pub struct Column {
 impl Column {
     /// `2× NVIDIA H200` (several models joined with " + "); "no GPU".
     pub fn gpu_label(&self) -> String {
-        if self.gpus.is_empty() {
-            return "no GPU".into();
-        }
-        self.gpus
-            .iter()
-            .map(|g| format!("{}× {}", g.count, g.model))
-            .collect::<Vec<_>>()
-            .join(" + ")
+        crate::fleet::node::gpus_label(&self.gpus)
     }
 
     /// When it was audited, to the minute ("2026-12-01 13:46", UTC): a table's narrow cell.

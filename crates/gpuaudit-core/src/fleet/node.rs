@@ -65,17 +65,21 @@ pub struct Node {
     pub failed_checks: Vec<FailedCheck>,
 }
 
+/// `8× NVIDIA H200` (several models: joined with " + "); "no GPU" where none was listed.
+pub fn gpus_label(gpus: &[GpuGroup]) -> String {
+    if gpus.is_empty() {
+        return "no GPU".into();
+    }
+    gpus.iter()
+        .map(|g| format!("{}× {}", g.count, g.model))
+        .collect::<Vec<_>>()
+        .join(" + ")
+}
+
 impl Node {
-    /// `8× NVIDIA H200` (several models: joined with " + "); "no GPU" where none was listed.
+    /// `8× NVIDIA H200`: [`gpus_label`].
     pub fn gpu_label(&self) -> String {
-        if self.gpus.is_empty() {
-            return "no GPU".into();
-        }
-        self.gpus
-            .iter()
-            .map(|g| format!("{}× {}", g.count, g.model))
-            .collect::<Vec<_>>()
-            .join(" + ")
+        gpus_label(&self.gpus)
     }
 }
 

@@ -8,22 +8,18 @@ use crate::commands::report;
 use crate::{output, sink};
 use anyhow::{anyhow, Result};
 use gpuaudit_core::compare::{self, Comparison, Input};
+use gpuaudit_core::render::Format;
 use std::path::Path;
 
 fn choose_format(format: Option<CompareFormat>, out: Option<&Path>) -> CompareFormat {
     if let Some(f) = format {
         return f;
     }
-    let ext = out
-        .and_then(|p| p.extension())
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    match ext.as_str() {
-        "json" => CompareFormat::Json,
-        "md" | "markdown" => CompareFormat::Md,
-        "html" | "htm" => CompareFormat::Html,
-        _ => CompareFormat::Table,
+    match crate::output::format_of_path(out) {
+        Format::Json => CompareFormat::Json,
+        Format::Markdown => CompareFormat::Md,
+        Format::Html => CompareFormat::Html,
+        Format::Table => CompareFormat::Table,
     }
 }
 

@@ -6,6 +6,7 @@ use crate::commands::report;
 use crate::{output, sink};
 use anyhow::{anyhow, bail, Result};
 use gpuaudit_core::fleet::{self, Fleet, Input};
+use gpuaudit_core::render::Format;
 use gpuaudit_probe::root::io_reason;
 use std::path::{Path, PathBuf};
 
@@ -93,15 +94,11 @@ fn choose_format(format: Option<FleetFormat>, out: Option<&Path>) -> FleetFormat
     if let Some(f) = format {
         return f;
     }
-    let ext = out
-        .and_then(|p| p.extension())
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    match ext.as_str() {
-        "json" => FleetFormat::Json,
-        "md" | "markdown" => FleetFormat::Md,
-        _ => FleetFormat::Table,
+    // No HTML for a fleet: a page file gets the table.
+    match crate::output::format_of_path(out) {
+        Format::Json => FleetFormat::Json,
+        Format::Markdown => FleetFormat::Md,
+        Format::Html | Format::Table => FleetFormat::Table,
     }
 }
 
