@@ -474,3 +474,41 @@ fn the_html_draws_one_chart_per_measured_key_figure() {
     assert!(h.contains("id=\"chart-pcie_link\""));
     assert!(!h.contains("id=\"chart-gemm_tflops_bf16\""));
 }
+
+#[test]
+fn per_gpu_facts_show_each_distinct_value_once() {
+    let mut mixed = snapshot_report();
+    mixed.gpus[0].vbios = Some("96.00.A5.00.1A".into());
+    mixed.gpus[1].vbios = Some("96.00.74.00.01".into());
+    mixed.gpus[1].memory_total_mib = Some(81559);
+    let mut same = snapshot_report();
+    for g in &mut same.gpus {
+        g.vbios = Some("96.00.A5.00.1A".into());
+    }
+    let mut none = snapshot_report();
+    for g in &mut none.gpus {
+        g.vbios = None;
+    }
+    let c = cmp(vec![("mixed", mixed), ("same", same), ("none", none)]);
+    let f = |name: &str| c.facts.iter().find(|r| r.field == name).unwrap();
+    let vbios: Vec<Option<&str>> = f("VBIOS")
+        .cells
+        .iter()
+        .map(|c| c.value.as_deref())
+        .collect();
+    assert_eq!(
+        vbios,
+        vec![
+            Some("96.00.A5.00.1A, 96.00.74.00.01"),
+            Some("96.00.A5.00.1A"),
+            None
+        ]
+    );
+    assert!(f("VBIOS").differs);
+    let mem = &f("GPU memory").cells[0].value;
+    assert!(
+        mem.as_deref()
+            .is_some_and(|m| m.ends_with(", 81559 MiB") && m.matches("MiB").count() == 2),
+        "{mem:?}"
+    );
+}
