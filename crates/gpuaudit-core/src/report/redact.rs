@@ -143,7 +143,10 @@ const DEFAULT_ACCOUNTS: &[&str] = &[
 /// looked for in them (collected values still are replaced).
 fn is_version_field(key: &str) -> bool {
     let k = key.to_ascii_lowercase();
+    // `nvidia_wheels`: [["nvidia-cudnn-cu13", "9.13.0.50"]], a package and its version.
     k.contains("version")
+        || k.contains("wheel")
+        || k.contains("package")
         || k.contains("vbios")
         || k.contains("bus_id")
         || k.ends_with("_at")
@@ -207,6 +210,13 @@ fn stands_alone(text: &str, start: usize, end: usize) -> bool {
     alone_on(before) && alone_on(after)
 }
 
+/// As [`stands_alone`], or followed by a port or a prefix length (`node1:8888`,
+/// `10.0.0.1/24`).
+fn stands_alone_or_port(text: &str, start: usize, end: usize) -> bool {
+    alone_on(text[..start].chars().rev())
+        && (alone_on(text[end..].chars()) || is_cidr_or_port(text, end))
+}
+
 fn alone_on(mut side: impl Iterator<Item = char>) -> bool {
     match side.next() {
         None => true,
@@ -226,6 +236,33 @@ fn word_before(text: &str, start: usize) -> String {
         .take_while(|c| c.is_alphanumeric())
         .collect();
     word.chars().rev().collect::<String>().to_ascii_lowercase()
+}
+
+/// The token before `start` in a list ("9.14.0" in "(9.14.0, 9.13.0.50)"), where one is.
+fn list_item_before(text: &str, start: usize) -> Option<&str> {
+    let head = text[..start].trim_end_matches(' ');
+    let head = head.strip_suffix([',', ';', '/'])?.trim_end_matches(' ');
+    let from = head
+        .rfind(|c: char| !(c.is_ascii_alphanumeric() || c == '.'))
+        .map_or(0, |i| i + 1);
+    Some(&head[from..])
+}
+
+/// A dotted number that is no IPv4 address: two, three, five or more parts ("9.14.0").
+fn is_other_dotted_number(token: &str) -> bool {
+    let parts: Vec<&str> = token.split('.').collect();
+    parts.len() != 4
+        && parts.len() >= 2
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Whether the dotted quad at `start` reads as a version: after a word that names one, or
+/// in a list after another version ("(9.14.0, 9.13.0.50)").
+fn in_version_context(text: &str, start: usize) -> bool {
+    is_version_word(&word_before(text, start))
+        || list_item_before(text, start).is_some_and(is_other_dotted_number)
 }
 
 /// "cuDNN", "version", "driver_version", "libcublas": a word that names what has a version.
@@ -258,11 +295,11 @@ fn ipv4_in(text: &str) -> Vec<(usize, usize)> {
         r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])",
     );
     ipv4.find_iter(text)
-        .filter(|m| stands_alone(text, m.start(), m.end()) || is_cidr_or_port(text, m.end()))
+        .filter(|m| stands_alone_or_port(text, m.start(), m.end()))
         .filter(|m| {
             let before = text[..m.start()].chars().next_back();
             // `v1.2.3.4`, `-1.2.3.4` glued to a word; `x1.2.3.4` is caught by stands_alone.
-            !matches!(before, Some('v' | 'V')) && !is_version_word(&word_before(text, m.start()))
+            !matches!(before, Some('v' | 'V')) && !in_version_context(text, m.start())
         })
         .filter(|m| {
             let Ok(ip) = m.as_str().parse::<std::net::Ipv4Addr>() else {
@@ -563,27 +600,38 @@ impl Redactor {
     }
 
     /// Every collected value in the text replaced where it stands alone, longest first.
+    /// An address is replaced only where its pattern takes it for one here: a value seen as
+    /// an address in one string may be a version in another ("libcudnn 9.13.0.50").
     fn replace_text(&self, s: &str, version_field: bool) -> String {
-        let mut values: Vec<(&str, &str)> = self
+        let mut values: Vec<(&str, &str, Kind)> = self
             .placeholders
             .iter()
             .filter(|(_, (k, _))| !(version_field && k.is_pattern_only()))
             .filter(|(v, _)| s.contains(v.as_str()))
-            .map(|(v, (_, p))| (v.as_str(), p.as_str()))
+            .map(|(v, (k, p))| (v.as_str(), p.as_str(), *k))
             .collect();
         if values.is_empty() {
             return s.to_string();
         }
+        let addresses: Vec<(usize, usize)> = if values.iter().any(|v| v.2.is_pattern_only()) {
+            [ipv4_in(s), ipv6_in(s), mac_in(s), guid_in(s)].concat()
+        } else {
+            Vec::new()
+        };
         values.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
         let mut taken: Vec<(usize, usize, &str)> = Vec::new();
-        for (value, placeholder) in values {
+        for (value, placeholder, kind) in values {
             for (at, _) in s.match_indices(value) {
                 let end = at + value.len();
                 if taken.iter().any(|(a, b, _)| at < *b && *a < end) {
                     continue;
                 }
-                // A user's name is its own word; a home directory's is followed by more path.
-                if stands_alone(s, at, end) || is_cidr_or_port(s, end) {
+                let here = if kind.is_pattern_only() {
+                    addresses.contains(&(at, end))
+                } else {
+                    stands_alone_or_port(s, at, end)
+                };
+                if here {
                     taken.push((at, end, placeholder));
                 }
             }
@@ -769,6 +817,13 @@ mod tests {
         );
         assert_eq!(one("a host at 8.8.8.8/32"), "a host at ipv4-1/32");
         assert_eq!(one("(192.168.1.20)"), "(ipv4-1)");
+        assert_eq!(one("x10.0.0.1:80"), "x10.0.0.1:80");
+        // A list of addresses is no list of versions.
+        assert_eq!(one("peers 10.0.0.1, 10.0.0.2"), "peers ipv4-1, ipv4-2");
+        assert_eq!(
+            one("node7:8888 and node7:80.5"),
+            "host-1:8888 and node7:80.5"
+        );
     }
 
     #[test]
@@ -801,9 +856,31 @@ mod tests {
             "VBIOS 96.00.A5.00.1A and 92.00.36.00 and 90.04.84.00",
             "driver 580.159.04, CUDA 12.4, kernel 5.15.0-1045-aws",
             "256.1.2.3",
+            "2 versions of libcudnn.so.9 on this machine (9.14.0, 9.13.0.50); a program",
         ] {
             assert_eq!(one(keep), keep);
         }
+    }
+
+    #[test]
+    fn a_dotted_quad_seen_as_an_address_stays_a_version_where_it_is_one() {
+        let mut r = report(
+            "n1",
+            &[(U0, "1")],
+            &["peer 9.13.0.50 answered", "libcudnn 9.13.0.50"],
+        );
+        r.findings.push(
+            Finding::pass("cuda.libraries", "x")
+                .with("nvidia_wheels", [["nvidia-cudnn-cu13", "9.13.0.50"]]),
+        );
+        let out = Redactor::new().redact(&r).unwrap();
+        let n = out.findings.len();
+        assert_eq!(out.findings[n - 3].message, "peer ipv4-1 answered");
+        assert_eq!(out.findings[n - 2].message, "libcudnn 9.13.0.50");
+        assert_eq!(
+            out.findings[n - 1].evidence.get("nvidia_wheels"),
+            Some(&serde_json::json!([["nvidia-cudnn-cu13", "9.13.0.50"]]))
+        );
     }
 
     #[test]
