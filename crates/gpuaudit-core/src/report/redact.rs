@@ -195,6 +195,7 @@ static RE_MAC: OnceLock<Regex> = OnceLock::new();
 static RE_GUID: OnceLock<Regex> = OnceLock::new();
 static RE_UUID: OnceLock<Regex> = OnceLock::new();
 static RE_USER: OnceLock<Regex> = OnceLock::new();
+static RE_NFS_HOST: OnceLock<Regex> = OnceLock::new();
 
 /// A character that continues a token (a hostname, a serial, a word).
 fn is_token_char(c: char) -> bool {
@@ -387,6 +388,23 @@ fn uuid_in(text: &str) -> Vec<(usize, usize)> {
     .collect()
 }
 
+/// The server of a network mount's source (`fileserver:/export`, `nfs.example.com:/vol`,
+/// `alice@box:/data` of sshfs); not a URL's scheme (`https://`), not an address (those are
+/// the address patterns').
+fn mount_hosts_in(text: &str) -> Vec<(usize, usize)> {
+    re(
+        &RE_NFS_HOST,
+        r"(?:^|[\s(=,@\[])([A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?):/",
+    )
+    .captures_iter(text)
+    .filter_map(|c| c.get(1))
+    .filter(|m| !text[m.end()..].starts_with("://"))
+    .filter(|m| m.as_str().bytes().any(|b| b.is_ascii_alphabetic()))
+    .filter(|m| m.as_str().len() > 1)
+    .map(|m| (m.start(), m.end()))
+    .collect()
+}
+
 /// User names: home directories (`/home/alice/`, `/Users/alice`) and `USER=`/`LOGNAME=`.
 fn users_in(text: &str) -> Vec<(usize, usize)> {
     re(
@@ -554,6 +572,7 @@ impl Redactor {
         };
         add(Kind::Uuid, uuid_in(s));
         add(Kind::User, users_in(s));
+        add(Kind::Host, mount_hosts_in(s));
         if !version_field {
             add(Kind::Mac, mac_in(s));
             add(Kind::Guid, guid_in(s));
@@ -767,6 +786,27 @@ mod tests {
         assert_eq!(
             out.findings[n - 1].evidence.get("users"),
             Some(&serde_json::json!(["user-1", "root"]))
+        );
+    }
+
+    #[test]
+    fn the_server_of_a_network_mount_is_a_host() {
+        assert_eq!(
+            one("/data is on /mnt (nfs4 from fileserver:/export); fs2.example.com:/vol"),
+            "/data is on /mnt (nfs4 from host-2:/export); host-3:/vol"
+        );
+        assert_eq!(one("sshfs alice@box:/data"), "sshfs alice@host-2:/data");
+        for keep in [
+            "see https://docs.nvidia.com/x and C:/Windows",
+            "10.0.0.0/8",
+            "ratio 1:/2",
+        ] {
+            assert_eq!(one(keep), keep);
+        }
+        // An address stays an address.
+        assert_eq!(
+            one("nfs4 from 10.0.0.2:/export"),
+            "nfs4 from ipv4-1:/export"
         );
     }
 
