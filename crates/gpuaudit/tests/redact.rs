@@ -241,7 +241,7 @@ fn report_redact_of_a_saved_report_is_the_audit_redact() {
         "host-bad-storage",
         "real/a100-sxm4-80gb-mig-r535",
     ] {
-        let (_, plain) = audit(&name, &[]);
+        let (_, plain) = audit(name, &[]);
         let saved = save(d.path(), &plain);
         let (code, out) = run(&[
             "report",

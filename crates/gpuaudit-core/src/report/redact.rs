@@ -696,7 +696,7 @@ mod tests {
     const U1: &str = "GPU-1b1ea7c7-1c4b-ed49-1c72-26c65f2dd207";
 
     fn last_message(r: &Report) -> &str {
-        &r.findings.last().map(|f| f.message.as_str()).unwrap_or("")
+        r.findings.last().map(|f| f.message.as_str()).unwrap_or("")
     }
 
     fn one(text: &str) -> String {
