@@ -9,11 +9,12 @@
 //!
 //! How: the values the report names in its structured fields are collected first
 //! (`machine.hostname`, `gpus[].uuid`, `gpus[].serial`, `audit.snapshot`, the users env.ssh
-//! lists), then every string of the report's JSON (values and keys, so that a field added
-//! later is covered too) is scanned for the patterns (addresses, GPU/MIG UUIDs, home
-//! directories, `USER=`), and last every occurrence of every collected value is replaced,
-//! longest first, as a whole token: `node1` is not replaced inside `node10`, nor a user
-//! `gpu` inside `gpu.identity`.
+//! lists), then every string of the report's JSON (every value, so that a field added later
+//! is covered too, and the keys of evidence) is scanned for the patterns (addresses, GPU/MIG
+//! UUIDs, mount servers, home directories, `USER=`), and last every occurrence of every
+//! collected value is replaced, longest first, as a whole token: `node1` is not replaced
+//! inside `node10`, nor a user `gpu` inside `gpu.identity`. UUIDs and the snapshot path,
+//! which nothing else can be, are replaced wherever they occur (`MIG-GPU-<uuid>/1/0`).
 //!
 //! Versions are not addresses: a dotted quad is taken for an IPv4 address only where it is
 //! not in a field that holds a version (`*version*`, `kernel`, `vbios`, `pci_bus_id`, `libc`,
@@ -97,8 +98,10 @@ impl fmt::Display for Kind {
 /// The UUID's shape of a placeholder: the original's prefix ("GPU-", "MIG-" or none) and the
 /// number in the last group.
 fn uuid_placeholder(original: &str, n: usize) -> String {
+    // "GPU-" of "GPU-<uuid>"; a bare UUID that starts with letters (`abcdefab-...`) has none.
     let prefix = original
         .find('-')
+        .filter(|&i| original.len() == i + 1 + 36)
         .filter(|&i| original[..i].chars().all(|c| c.is_ascii_alphabetic()))
         .map(|i| &original[..=i])
         .unwrap_or("");
@@ -376,14 +379,14 @@ fn guid_in(text: &str) -> Vec<(usize, usize)> {
 }
 
 /// GPU and MIG UUIDs anywhere in the text (a GPU `--gpus` left out of `gpus[]` is still
-/// named in messages).
+/// named in messages), also inside a longer id (`MIG-GPU-<uuid>/1/0`).
 fn uuid_in(text: &str) -> Vec<(usize, usize)> {
     re(
         &RE_UUID,
         r"(?:GPU|MIG)-[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}",
     )
     .find_iter(text)
-    .filter(|m| stands_alone(text, m.start(), m.end()))
+    .filter(|m| !text[m.end()..].starts_with(|c: char| c.is_ascii_hexdigit()))
     .map(|m| (m.start(), m.end()))
     .collect()
 }
@@ -645,10 +648,10 @@ impl Redactor {
                 if taken.iter().any(|(a, b, _)| at < *b && *a < end) {
                     continue;
                 }
-                let here = if kind.is_pattern_only() {
-                    addresses.contains(&(at, end))
-                } else {
-                    stands_alone_or_port(s, at, end)
+                let here = match kind {
+                    k if k.is_pattern_only() => addresses.contains(&(at, end)),
+                    Kind::Uuid | Kind::Snapshot => true,
+                    _ => stands_alone_or_port(s, at, end),
                 };
                 if here {
                     taken.push((at, end, placeholder));
@@ -1044,6 +1047,27 @@ mod tests {
         assert_eq!(
             one("MIG-1b1ea7c7-1c4b-ed49-1c72-26c65f2dd207 and GPU-00000000-0000-0000-0000-000000000060"),
             "MIG-00000000-0000-0000-ffff-000000000002 and GPU-00000000-0000-0000-ffff-000000000003"
+        );
+    }
+
+    #[test]
+    fn a_uuid_is_replaced_wherever_it_occurs_and_a_bare_one_gets_no_prefix() {
+        assert_eq!(
+            one(&format!("MIG-{U0}/1/0 and x{U0}")),
+            "MIG-GPU-00000000-0000-0000-ffff-000000000001/1/0 and xGPU-00000000-0000-0000-ffff-000000000001"
+        );
+        // One --gpus left out of the report: found by its pattern.
+        assert_eq!(
+            one(&format!("MIG-{U1}/2/0")),
+            "MIG-GPU-00000000-0000-0000-ffff-000000000002/2/0"
+        );
+        assert_eq!(
+            uuid_placeholder("abcdefab-1c4b-ed49-1c72-26c65f2dd207", 3),
+            "00000000-0000-0000-ffff-000000000003"
+        );
+        assert_eq!(
+            uuid_placeholder("MIG-1b1ea7c7-1c4b-ed49-1c72-26c65f2dd207", 3),
+            "MIG-00000000-0000-0000-ffff-000000000003"
         );
     }
 
