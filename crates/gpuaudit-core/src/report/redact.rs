@@ -283,8 +283,8 @@ fn ipv4_to_keep(ip: std::net::Ipv4Addr, cidr: Option<u8>) -> bool {
             (o[0], o[1], o[2]),
             (192, 0, 2) | (198, 51, 100) | (203, 0, 113)
         )
-        || cidr.is_some_and(|p| p <= 32 && u32::from(ip).checked_shl(u32::from(p)) == Some(0))
-        || cidr == Some(0)
+        // A network, its host bits zero (`10.0.0.0/8`); a /32 is one host.
+        || cidr.is_some_and(|p| u32::from(ip).checked_shl(u32::from(p)) == Some(0))
 }
 
 fn ipv6_to_keep(ip: std::net::Ipv6Addr) -> bool {
@@ -880,8 +880,11 @@ mod tests {
         ] {
             assert_eq!(one(keep), keep);
         }
-        // A prefix with host bits set is an address on a network: it goes.
+        // A prefix with host bits set is an address on a network: it goes; so does a /32.
         assert_eq!(one("from 10.0.0.1/8"), "from ipv4-1/8");
+        assert_eq!(one("from 10.0.0.0/32"), "from ipv4-1/32");
+        assert_eq!(one("from 10.1.0.0/16"), "from 10.1.0.0/16");
+        assert_eq!(one("from 10.1.0.0/15"), "from ipv4-1/15");
     }
 
     #[test]
@@ -902,6 +905,56 @@ mod tests {
             "2 versions of libcudnn.so.9 on this machine (9.14.0, 9.13.0.50); a program",
         ] {
             assert_eq!(one(keep), keep);
+        }
+    }
+
+    #[test]
+    fn the_fields_that_hold_versions_are_named_so() {
+        for key in [
+            "driver_version",
+            "Version",
+            "nvidia_wheels",
+            "python_packages",
+            "vbios",
+            "pci_bus_id",
+            "audited_at",
+            "kernel",
+            "libc",
+            "os",
+            "schema",
+            "cuda",
+            "driver",
+            "nccl",
+            "torch",
+        ] {
+            assert!(is_version_field(key), "{key}");
+        }
+        for key in ["source", "options", "message", "kernels", "attach", "host"] {
+            assert!(!is_version_field(key), "{key}");
+        }
+    }
+
+    #[test]
+    fn a_placeholder_is_known_by_its_whole_form() {
+        assert!(is_placeholder(Kind::Host, "host-12"));
+        assert!(is_placeholder(
+            Kind::Uuid,
+            "GPU-00000000-0000-0000-ffff-000000000012"
+        ));
+        assert!(is_placeholder(
+            Kind::Uuid,
+            "00000000-0000-0000-ffff-000000000012"
+        ));
+        for (kind, not) in [
+            (Kind::Host, "host-"),
+            (Kind::Host, "host-1a"),
+            (Kind::Host, "host1"),
+            (Kind::Host, "serial-1"),
+            (Kind::Serial, "serial-x"),
+            (Kind::Uuid, "GPU-00000000-0000-0000-0000-000000000012"),
+            (Kind::Uuid, "GPU-00000000-0000-0000-ffff-000000000012x"),
+        ] {
+            assert!(!is_placeholder(kind, not), "{kind} {not}");
         }
     }
 
