@@ -863,6 +863,9 @@ mod tests {
         assert_eq!(one("x10.0.0.1:80"), "x10.0.0.1:80");
         // A list of addresses is no list of versions.
         assert_eq!(one("peers 10.0.0.1, 10.0.0.2"), "peers ipv4-1, ipv4-2");
+        // A number or a dotted name before it is no version.
+        assert_eq!(one("port 22, 10.0.0.1"), "port 22, ipv4-1");
+        assert_eq!(one("(eth0.100, 10.0.0.1)"), "(eth0.100, ipv4-1)");
         assert_eq!(
             one("node7:8888 and node7:80.5"),
             "host-1:8888 and node7:80.5"
@@ -1020,6 +1023,11 @@ mod tests {
         assert_eq!(
             one("gid fe80:0000:0000:0000:506b:4b03:00f3:8d2a and 2a01:4f8:c17:1::2"),
             "gid ipv6-1 and ipv6-2"
+        );
+        // Next to the documentation range, not in it.
+        assert_eq!(
+            one("2001:4860:4860::8888 and 2a01:db8::1"),
+            "ipv6-1 and ipv6-2"
         );
         assert_eq!(
             one("ether 00:1A:2B:3C:4D:5E, 00-1a-2b-3c-4d-5f"),
