@@ -320,6 +320,11 @@ pub struct AuditArgs {
     /// Measure GPUs even when other processes use them.
     #[arg(long)]
     pub force: bool,
+    /// Replace hostnames, IP and MAC addresses, serials, UUIDs and user names with
+    /// placeholders (host-1, GPU-00000000-0000-0000-ffff-000000000001, ...), so that the
+    /// report can be shared in public; versions, bus ids, models and figures stay.
+    #[arg(long)]
+    pub redact: bool,
     /// List every finding and every measurement (by default: the problems, then one line per
     /// area).
     #[arg(long, short)]
@@ -342,6 +347,11 @@ pub struct ReportArgs {
     /// Write the report to FILE instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Replace hostnames, IP and MAC addresses, serials, UUIDs and user names with
+    /// placeholders (host-1, GPU-00000000-0000-0000-ffff-000000000001, ...), so that the
+    /// report can be shared in public; versions, bus ids, models and figures stay.
+    #[arg(long)]
+    pub redact: bool,
     /// List every finding and every measurement (by default: the problems, then one line per
     /// area).
     #[arg(long, short)]

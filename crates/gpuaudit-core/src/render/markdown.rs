@@ -67,6 +67,9 @@ pub fn render(report: &Report) -> String {
     });
     context.push(format!("profile {}", text(&report.audit.profile)));
     let _ = writeln!(out, "{}\n", context.join(" · "));
+    if report.audit.redacted {
+        let _ = writeln!(out, "_{}_\n", super::REDACTED_NOTE);
+    }
 
     let problems = o.problems_with_fix_repeated();
     if !problems.is_empty() {

@@ -17,6 +17,9 @@ use std::str::FromStr;
 
 pub use table::TableOptions;
 
+/// The line every view shows for a report `--redact` made (`audit.redacted`).
+pub const REDACTED_NOTE: &str = "redacted: hostnames, IPs, serials, UUIDs and user names replaced";
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
     Table,
@@ -135,6 +138,32 @@ mod tests {
             let a = super::area(c.id);
             assert_ne!(super::area_title(a), a, "{}: area '{a}' has no title", c.id);
         }
+    }
+
+    /// A redacted report says so in every view (with -q too), a report that is not says
+    /// nothing of it.
+    #[test]
+    fn every_view_says_when_the_report_was_redacted() {
+        let facts = crate::testing::Machine::healthy("h200-sxm-141gb", 1).build();
+        let plain = Report::build(&facts, &Policy::default());
+        let redacted = crate::report::Redactor::new().redact(&plain).unwrap();
+        let quiet = TableOptions {
+            quiet: true,
+            ..TableOptions::default()
+        };
+        for format in [Format::Table, Format::Markdown, Format::Html] {
+            for opts in [TableOptions::default(), quiet.clone()] {
+                assert!(
+                    render(&redacted, format, &opts).contains(REDACTED_NOTE),
+                    "{format:?}"
+                );
+                assert!(
+                    !render(&plain, format, &opts).contains("redacted"),
+                    "{format:?}"
+                );
+            }
+        }
+        assert!(render(&redacted, Format::Json, &quiet).contains("\"redacted\": true"));
     }
 
     use super::*;

@@ -156,6 +156,10 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
     if !opts.quiet {
         out.para("", plain, &escape_line(&context_line(report)), dim, 4);
     }
+    // Also with -q: who reads a shared report must know the names in it are placeholders.
+    if report.audit.redacted {
+        out.para("", plain, super::REDACTED_NOTE, dim, 4);
+    }
 
     let problems = o.problems_with_fix_repeated();
     if !problems.is_empty() {

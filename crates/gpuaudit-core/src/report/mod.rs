@@ -4,11 +4,13 @@
 
 mod measurements;
 mod read;
+mod redact;
 mod schema;
 mod series;
 
 pub use measurements::measurements;
 pub use read::{from_json, from_json_for_summary, ReadError};
+pub use redact::{Kind as RedactedKind, RedactError, Redactor};
 pub use schema::{json_schema, json_schema_text};
 pub use series::{series, BurnTimeline, CopyCurve, Series, SizePoint};
 
@@ -73,6 +75,11 @@ pub struct AuditInfo {
     pub full: bool,
     /// Why nothing was measured, where nothing was.
     pub measurements_not_run: Option<String>,
+    /// True when `--redact` replaced the hostnames, IP and MAC addresses, serials, UUIDs and
+    /// user names with placeholders (`report/redact.rs`); absent (false) otherwise, and in
+    /// reports of a gpuaudit before it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize, JsonSchema)]
@@ -231,6 +238,7 @@ impl Report {
                 }),
                 full: policy.full,
                 measurements_not_run: facts.measured.not_run.clone(),
+                redacted: false,
             },
             machine: machine_section(facts),
             gpus: facts

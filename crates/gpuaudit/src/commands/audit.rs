@@ -6,6 +6,7 @@ use crate::progress::Bar;
 use anyhow::{bail, Result};
 use gpuaudit_core::facts::{Facts, MeasuredFacts, ValueSource};
 use gpuaudit_core::render::TableOptions;
+use gpuaudit_core::report::Redactor;
 use gpuaudit_core::spec::SpecDb;
 use gpuaudit_core::Reading;
 use gpuaudit_core::{Expectation, Policy, Report};
@@ -94,6 +95,9 @@ pub fn run(args: &AuditArgs) -> Result<u8> {
     bar.finish();
     let mut report = Report::build(&facts, &policy);
     report.audit.audited_at = Some(audited_at);
+    if args.redact {
+        report = Redactor::new().redact(&report)?;
+    }
     let table = TableOptions {
         color,
         verbose: args.verbose,

@@ -4,6 +4,7 @@ use crate::cli::ReportArgs;
 use crate::output;
 use anyhow::{anyhow, Result};
 use gpuaudit_core::render::TableOptions;
+use gpuaudit_core::report::Redactor;
 use gpuaudit_core::Report;
 use gpuaudit_probe::root::io_reason;
 use std::io::Read;
@@ -74,7 +75,10 @@ pub fn run(args: &ReportArgs) -> Result<u8> {
     let name = args.report.display().to_string();
     let format = output::choose_format(args.format.map(Into::into), args.output.as_deref())?;
     let color = output::use_color(args.color, args.output.as_deref());
-    let report = read(&args.report).map_err(|e| anyhow!(e.of_file(&name)))?;
+    let mut report = read(&args.report).map_err(|e| anyhow!(e.of_file(&name)))?;
+    if args.redact {
+        report = Redactor::new().redact(&report)?;
+    }
     let table = TableOptions {
         color,
         verbose: args.verbose,

@@ -109,6 +109,9 @@ fn verdict(b: &mut String, report: &Report, o: &Overview, doc: &Document) {
     sub.push(format!("profile {}", esc(&report.audit.profile)));
     sub.push(format!("gpuaudit {}", esc(&report.tool.version)));
     let _ = writeln!(b, "<p class=sub>{}</p>", sub.join(" · "));
+    if report.audit.redacted {
+        let _ = writeln!(b, "<p class=sub>{}</p>", esc(crate::render::REDACTED_NOTE));
+    }
     if let Some(nr) = o.not_run_sentence() {
         let _ = writeln!(b, "<p class=sub>{}</p>", esc(&nr));
     }
