@@ -423,6 +423,11 @@ pub struct CompareArgs {
     /// Write the comparison to FILE instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Replace hostnames, IP and MAC addresses, serials, UUIDs and user names with
+    /// placeholders, one mapping over every report (the same UUID in two reports is one
+    /// placeholder), the file names too; versions, bus ids, models and figures stay.
+    #[arg(long)]
+    pub redact: bool,
     #[arg(long, value_name = "WHEN", value_enum, default_value_t)]
     pub color: ColorWhen,
 }

@@ -233,3 +233,46 @@ fn the_table_and_markdown_of_a_small_comparison() {
     assert_eq!(code, 0);
     insta::assert_snapshot!("compare_md", md);
 }
+
+/// `--redact`: one mapping over every report and the files' names; every view says so.
+#[test]
+fn redact_replaces_the_hosts_of_every_report_and_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let sub = dir.path().join("gpu-node-17");
+    std::fs::create_dir(&sub).unwrap();
+    let a = measured_into(&sub, "gpu-node-17", 3959.3);
+    let b = measured_into(dir.path(), "gpu-node-18", 3959.3);
+    let files = vec![a, b];
+    let plain = json(&files, &[]);
+    assert!(plain.get("redacted").is_none(), "absent when not redacted");
+    let v = json(&files, &["--redact"]);
+    assert_eq!(v["redacted"], true);
+    let text = v.to_string();
+    assert!(!text.contains("gpu-node-1"), "{text}");
+    let cols = v["columns"].as_array().unwrap();
+    assert_eq!(cols[0]["hostname"], "host-1");
+    assert_eq!(cols[1]["hostname"], "host-2");
+    assert_eq!(cols[0]["name"], "host-1");
+    // The directory named after the first host is that host's placeholder too.
+    assert!(
+        cols[0]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("/host-1/gpu_node_17.json"),
+        "{}",
+        cols[0]["file"]
+    );
+    for format in ["table", "md", "html"] {
+        let mut args: Vec<&std::ffi::OsStr> = files.iter().map(|p| p.as_os_str()).collect();
+        args.extend(["--redact", "--format", format].map(std::ffi::OsStr::new));
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 0, "{err}");
+        assert!(!out.contains("gpu-node-1"), "{format}: {out}");
+        // Wrapped in the table: the words in order.
+        let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
+        assert!(
+            words.contains("redacted: hostnames, IPs, serials, UUIDs and user names replaced"),
+            "{format}: {out}"
+        );
+    }
+}

@@ -98,6 +98,9 @@ pub fn html(c: &Comparison) -> String {
         c.columns.len(),
         DIFFERS * 100.0
     );
+    if c.redacted {
+        let _ = writeln!(b, "<p class=sub>{}</p>", esc(crate::render::REDACTED_NOTE));
+    }
     let mut head = vec![String::new()];
     head.extend(names.iter().cloned());
     let col_row = |label: &str, f: &dyn Fn(&super::Column) -> String| {

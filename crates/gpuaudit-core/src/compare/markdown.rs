@@ -43,6 +43,9 @@ pub fn markdown(c: &Comparison) -> String {
          GPU's.\n",
         DIFFERS * 100.0
     );
+    if c.redacted {
+        let _ = writeln!(o, "_{}_\n", crate::render::REDACTED_NOTE);
+    }
     header(&mut o, "machine", c);
     let cols = |f: &dyn Fn(&super::Column) -> String| -> Vec<String> {
         c.columns.iter().map(|x| markdown_cell(&f(x))).collect()

@@ -62,6 +62,7 @@ impl Comparison {
             figures: figures::rows(&reports),
             checks: checks::rows(&reports),
             facts: config::rows(&reports),
+            redacted: !reports.is_empty() && reports.iter().all(|r| r.audit.redacted),
         })
     }
 

@@ -24,6 +24,9 @@ pub struct Comparison {
     pub checks: Vec<CheckRow>,
     /// The configuration.
     pub facts: Vec<FactRow>,
+    /// Every report was redacted (`--redact`, or reports written with it); absent when not.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub redacted: bool,
 }
 
 /// One machine: what it is and its verdict.

@@ -172,6 +172,11 @@ pub fn table(c: &Comparison, width: usize, color: bool) -> String {
         c.columns.len(),
         DIFFERS * 100.0
     );
+    let intro = if c.redacted {
+        format!("{intro} ({})", crate::render::REDACTED_NOTE)
+    } else {
+        intro
+    };
     for l in textwrap::wrap(
         &intro,
         Options::new(width).word_splitter(WordSplitter::NoHyphenation),

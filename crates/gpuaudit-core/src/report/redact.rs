@@ -509,6 +509,20 @@ impl Redactor {
         Ok(out)
     }
 
+    /// A free text beside the reports (the file a report was read from, its stem) with the
+    /// values this mapping holds replaced, and those it shows by their pattern (a home
+    /// directory's user, an address) added: redact the reports first, so a file named after
+    /// a host gets that host's placeholder.
+    pub fn redact_text(&mut self, s: &str) -> String {
+        self.collect_text(s, false);
+        let mut v = Value::String(s.to_string());
+        self.replace(&mut v, None, false);
+        match v {
+            Value::String(out) => out,
+            _ => s.to_string(),
+        }
+    }
+
     /// The values the report names in its fields.
     fn collect_structured(&mut self, report: &Report) {
         if let Some(h) = &report.machine.hostname {
@@ -706,6 +720,30 @@ mod tests {
         let r = report("node7", &[(U0, "1653824017950")], &[text]);
         let out = Redactor::new().redact(&r).unwrap();
         last_message(&out).to_string()
+    }
+
+    #[test]
+    fn a_file_name_beside_the_reports_is_redacted_with_their_mapping() {
+        let mut red = Redactor::new();
+        red.redact(&report(
+            "node17",
+            &[(U0, "1653824017950")],
+            &["/home/alice/x"],
+        ))
+        .unwrap();
+        // The host the report named, the user its text showed, and a new user by pattern.
+        // A name runs on through a dot (node17.json could be a host's name): the caller
+        // redacts a file's stem on its own.
+        assert_eq!(
+            red.redact_text("/home/alice/reports/node17.json"),
+            "/home/user-1/reports/node17.json"
+        );
+        assert_eq!(red.redact_text("node17"), "host-1");
+        assert_eq!(
+            red.redact_text("/home/carol/node170.json"),
+            "/home/user-2/node170.json"
+        );
+        assert_eq!(red.redact_text("/tmp/a.json"), "/tmp/a.json");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::{output, sink};
 use anyhow::{anyhow, Result};
 use gpuaudit_core::compare::{self, Comparison, Input};
 use gpuaudit_core::render::Format;
+use gpuaudit_core::report::Redactor;
 use std::path::Path;
 
 fn choose_format(format: Option<CompareFormat>, out: Option<&Path>) -> CompareFormat {
@@ -39,6 +40,42 @@ fn read_all(args: &CompareArgs) -> Result<Vec<Input>> {
         .collect()
 }
 
+/// Every report through one mapping, then the files' names (a report file named after its
+/// host gets the host's placeholder).
+fn redact(inputs: &mut [Input]) -> Result<()> {
+    let mut r = Redactor::new();
+    for i in inputs.iter_mut() {
+        i.report = r.redact(&i.report)?;
+    }
+    for i in inputs.iter_mut() {
+        i.stem = r.redact_text(&i.stem);
+        i.file = redact_path(&mut r, &i.file, &i.stem);
+    }
+    Ok(())
+}
+
+/// A report's path with its directory redacted and its stem replaced by the redacted one
+/// (a name runs on through a dot, so `node17.json` is not the host `node17` to the text
+/// rules).
+fn redact_path(r: &mut Redactor, file: &str, redacted_stem: &str) -> String {
+    let p = Path::new(file);
+    let name = match p.extension().and_then(|e| e.to_str()) {
+        Some(ext) => format!("{redacted_stem}.{ext}"),
+        None => redacted_stem.to_string(),
+    };
+    match p
+        .parent()
+        .and_then(|d| d.to_str())
+        .filter(|d| !d.is_empty())
+    {
+        Some(dir) => Path::new(&r.redact_text(dir))
+            .join(name)
+            .display()
+            .to_string(),
+        None => name,
+    }
+}
+
 /// Exit 0 when rendered (each report's verdict is in its column), 2 when a file is not a
 /// report or an argument is wrong.
 pub fn run(args: &CompareArgs) -> Result<u8> {
@@ -50,7 +87,10 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
             args.reports.len()
         ));
     }
-    let inputs = read_all(args)?;
+    let mut inputs = read_all(args)?;
+    if args.redact {
+        redact(&mut inputs)?;
+    }
     let comparison = Comparison::build(&inputs, &args.names).map_err(|e| anyhow!(e))?;
     let out = args.output.as_deref();
     let text = match choose_format(args.format, out) {
@@ -70,6 +110,19 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_report_path_is_redacted_by_directory_and_stem() {
+        let mut r = Redactor::new();
+        let stem = r.redact_text("node17");
+        assert_eq!(stem, "node17", "no report named it: kept");
+        assert_eq!(
+            redact_path(&mut r, "/home/alice/runs/node17.json", "host-1"),
+            "/home/user-1/runs/host-1.json"
+        );
+        assert_eq!(redact_path(&mut r, "node17.json", "host-1"), "host-1.json");
+        assert_eq!(redact_path(&mut r, "node17", "host-1"), "host-1");
+    }
 
     #[test]
     fn the_format_follows_the_output_file_unless_asked() {
