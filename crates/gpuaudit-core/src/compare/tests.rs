@@ -208,6 +208,11 @@ fn not_measured_is_never_zero_and_says_why() {
         f.status = Status::Skip;
         f.message = "not measured: it needs two GPUs".into();
     }
+    // Another check's skip, listed first, is not the reason.
+    one_gpu.findings.insert(
+        0,
+        crate::finding::Finding::skip("os.graphics", "not measured: no display"),
+    );
     let c = cmp(vec![("a", one_gpu.clone()), ("b", one_gpu)]);
     let r = row(&c, "allreduce_busbw");
     assert_eq!(
@@ -511,4 +516,17 @@ fn per_gpu_facts_show_each_distinct_value_once() {
             .is_some_and(|m| m.ends_with(", 81559 MiB") && m.matches("MiB").count() == 2),
         "{mem:?}"
     );
+}
+
+#[test]
+fn of_gpus_alike_the_first_is_named() {
+    // Two GPUs with the same link and the same limit: GPU 0 is the one named, not the last.
+    let mut r = snapshot_report();
+    for g in &mut r.gpus {
+        g.power.limit_w = Some(500.0);
+        g.power.default_limit_w = Some(700.0);
+    }
+    let c = cmp(vec![("a", r.clone()), ("b", r)]);
+    assert_eq!(row(&c, "power_limit").cells[0].gpu, Some(0));
+    assert_eq!(row(&c, "pcie_link").cells[0].gpu, Some(0));
 }
