@@ -97,7 +97,7 @@ pub const CHECK: Check = Check {
                  nvidia-smi --query-gpu=index,clocks_event_reasons.active,power.draw,power.limit --format=csv\n\
                  # drivers before R535 name the field clocks_throttle_reasons.active:\n\
                  nvidia-smi --query-gpu=index,clocks_throttle_reasons.active,power.draw,power.limit --format=csv\n\
-                 nvidia-smi dmon -s pucv   # under load",
+                 nvidia-smi dmon -s pucv -c 10   # under load: ten one-second samples",
         fix: "Thermal: check fans, airflow, inlet temperature and `nvidia-smi -q -d TEMPERATURE`. \
               Power brake / hardware slowdown: the chassis or PSU asserts it: a hardware \
               problem for the owner or provider. A power limit below the default: see \

@@ -27,7 +27,10 @@ pub const CHECK: Check = Check {
         why: "Programs built with a toolkit newer than the driver fail at start with \"CUDA driver \
               version is insufficient for CUDA runtime version\" or \"the provided PTX was compiled with \
               an unsupported toolchain\".",
-        verify: "nvidia-smi | head -4   # the driver's CUDA version\nnvcc --version; cat /usr/local/cuda/version.json",
+        verify: "nvidia-smi | head -4   # the driver's CUDA version\nnvcc --version\n\
+                 # every toolkit installed (some images have no version.json: cuda.h says it too)\n\
+                 cat /usr/local/cuda*/version.json 2>/dev/null | grep -A2 '\"cuda\"'\n\
+                 grep -H 'define CUDA_VERSION' /usr/local/cuda*/include/cuda.h",
         fix: "Upgrade the driver to at least the toolkit's GA driver (CUDA release notes, Table 3), or \
               install a toolkit no newer than the driver's CUDA version; on datacenter GPUs the \
               cuda-compat package lets a newer toolkit run on an older driver.",
