@@ -530,3 +530,69 @@ fn of_gpus_alike_the_first_is_named() {
     assert_eq!(row(&c, "power_limit").cells[0].gpu, Some(0));
     assert_eq!(row(&c, "pcie_link").cells[0].gpu, Some(0));
 }
+
+#[test]
+fn nvlink_names_the_gpu_with_the_smallest_share_of_its_links() {
+    use crate::finding::Finding;
+    let with_links = |links: [(u64, u64); 2]| {
+        let mut r = snapshot_report();
+        r.findings.retain(|f| f.check != "nvlink.status");
+        for (gpu, (active, spec)) in links.iter().enumerate() {
+            r.findings.push(
+                Finding::fail("nvlink.status", "links down")
+                    .gpu(gpu as u32)
+                    .with("links_active", active)
+                    .with("spec_links", spec),
+            );
+        }
+        r
+    };
+    let cell = |links| {
+        let c = cmp(vec![("a", with_links(links)), ("b", snapshot_report())]);
+        let r = row(&c, "nvlink");
+        (r.cells[0].text.clone(), r.cells[0].gpu)
+    };
+    // 12 of 18 is a smaller share than 4 of 4; 2 of 4 a smaller one than 12 of 18.
+    assert_eq!(
+        cell([(4, 4), (12, 18)]),
+        ("fail · 12/18 links".into(), Some(1))
+    );
+    assert_eq!(
+        cell([(2, 4), (12, 18)]),
+        ("fail · 2/4 links".into(), Some(0))
+    );
+}
+
+#[test]
+fn units_come_from_the_reports_else_from_the_figures_name() {
+    // No report measured anything: the unit each figure is written in.
+    let c = cmp(vec![("a", snapshot_report()), ("b", snapshot_report())]);
+    assert_eq!(row(&c, "context_create_ms").unit, "ms");
+    assert_eq!(
+        row(&c, "context_create_ms").better,
+        Some(crate::fleet::stats::Better::Lower)
+    );
+    assert_eq!(row(&c, "gemm_tflops_bf16").unit, "TFLOPS");
+    assert_eq!(row(&c, "memory_copy_bandwidth").unit, "GB/s");
+    // Measured: the report's own unit, of the figure of that name.
+    let c = cmp(vec![
+        ("m", measured_report("m", |_| {})),
+        ("s", snapshot_report()),
+    ]);
+    assert_eq!(row(&c, "memory_copy_bandwidth").unit, "GB/s");
+    assert_eq!(row(&c, "context_create_ms").unit, "ms");
+    assert_eq!(row(&c, "gemm_tflops_bf16").unit, "TFLOPS");
+}
+
+#[test]
+fn a_default_limit_of_zero_gives_no_share() {
+    let mut r = snapshot_report();
+    for g in &mut r.gpus {
+        g.power.limit_w = Some(500.0);
+        g.power.default_limit_w = Some(0.0);
+    }
+    let c = cmp(vec![("a", r), ("b", snapshot_report())]);
+    let p = row(&c, "power_limit");
+    assert_eq!(p.cells[0].value, Some(500.0));
+    assert_eq!(p.cells[0].ratio, None);
+}
