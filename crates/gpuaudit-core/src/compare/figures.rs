@@ -174,8 +174,12 @@ const ROWS: &[Spec] = &[
     ),
 ];
 
+/// A figure only `--full` measures, missing from a quick audit's report.
+const QUICK_AUDIT: &str = "a quick audit: gpuaudit --full measures it";
+
 /// Why `check` measured nothing on this machine: the audit's reason for measuring nothing,
-/// else the check's skip, else "" (the report does not say).
+/// else the check's skip, else that the audit was a quick one, else "" (the report does not
+/// say).
 fn why_not(r: &Report, check: &str) -> String {
     if let Some(w) = &r.audit.measurements_not_run {
         return w.clone();
@@ -189,7 +193,13 @@ fn why_not(r: &Report, check: &str) -> String {
                 .unwrap_or(&f.message)
                 .to_string()
         })
-        .unwrap_or_default()
+        .unwrap_or_else(|| {
+            if r.audit.full {
+                String::new()
+            } else {
+                QUICK_AUDIT.to_string()
+            }
+        })
 }
 
 fn not_measured(r: &Report, check: &str) -> FigureCell {

@@ -596,3 +596,28 @@ fn a_default_limit_of_zero_gives_no_share() {
     assert_eq!(p.cells[0].value, Some(500.0));
     assert_eq!(p.cells[0].ratio, None);
 }
+
+#[test]
+fn a_figure_missing_from_a_quick_audit_says_so() {
+    let full = measured_report("f", |_| {});
+    let mut quick = measured_report("q", |_| {});
+    quick.audit.full = false;
+    quick
+        .measurements
+        .retain(|m| !m.name.starts_with("allreduce"));
+    let c = cmp(vec![("f", full.clone()), ("q", quick)]);
+    let r = row(&c, "allreduce_busbw");
+    assert_eq!(r.cells[1].value, None);
+    assert_eq!(
+        r.cells[1].not_measured.as_deref(),
+        Some("a quick audit: gpuaudit --full measures it")
+    );
+    // A full audit that lacks it says nothing it does not know.
+    let mut other = full.clone();
+    other
+        .measurements
+        .retain(|m| !m.name.starts_with("allreduce"));
+    let c = cmp(vec![("f", full), ("o", other)]);
+    let r = row(&c, "allreduce_busbw");
+    assert_eq!(r.cells[1].not_measured.as_deref(), Some(""));
+}
