@@ -106,7 +106,15 @@ pub struct ServeArgs {
     /// use. Without it, nothing is measured.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "root")]
     pub measure_every: Option<std::time::Duration>,
-    /// What was ordered, e.g. h100-sxm5-80gb:8 (as for the audit).
+    #[command(flatten)]
+    pub judge: JudgeArgs,
+}
+
+/// What the verdicts are judged against, as the audit and `gpuaudit serve` take it.
+#[derive(Args, Debug, Default, Clone)]
+pub struct JudgeArgs {
+    /// What was ordered, e.g. h100-sxm5-80gb:8, a100:2, h200: model and count are checked
+    /// (`gpuaudit models` lists the model names).
     #[arg(long, value_name = "MODEL[:COUNT]")]
     pub expect: Option<String>,
     /// The workload: raises or lowers the severity of the checks that matter for it.
@@ -121,6 +129,10 @@ pub struct ServeArgs {
     /// Where datasets and models live (storage checks); repeatable.
     #[arg(long = "data-dir", value_name = "PATH")]
     pub data_dirs: Vec<PathBuf>,
+    /// How many connections a server on this machine must be able to queue (net.somaxconn;
+    /// default 1024 with --profile inference).
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<u32>,
     /// Only these GPU indices, e.g. 0,1 or 0-3.
     #[arg(long, value_name = "LIST")]
     pub gpus: Option<String>,
@@ -288,29 +300,8 @@ pub struct AuditArgs {
     /// Audit a snapshot directory (written by `gpuaudit collect`) instead of this machine.
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
-    /// What was ordered, e.g. h100-sxm5-80gb:8, a100:2, h200: model and count are checked
-    /// (`gpuaudit models` lists the model names).
-    #[arg(long, value_name = "MODEL[:COUNT]")]
-    pub expect: Option<String>,
-    /// The workload: raises or lowers the severity of the checks that matter for it.
-    #[arg(
-        long,
-        value_name = "PROFILE",
-        default_value = "general",
-        ignore_case = true,
-        value_parser = profile_parser()
-    )]
-    pub profile: Profile,
-    /// Where datasets and models live (storage checks); repeatable.
-    #[arg(long = "data-dir", value_name = "PATH")]
-    pub data_dirs: Vec<PathBuf>,
-    /// How many connections a server on this machine must be able to queue (net.somaxconn;
-    /// default 1024 with --profile inference).
-    #[arg(long, value_name = "N")]
-    pub concurrency: Option<u32>,
-    /// Only these GPU indices, e.g. 0,1 or 0-3.
-    #[arg(long, value_name = "LIST")]
-    pub gpus: Option<String>,
+    #[command(flatten)]
+    pub judge: JudgeArgs,
     /// Default: table (also when piped), or from the --output file's extension.
     #[arg(long, value_enum, ignore_case = true)]
     pub format: Option<FormatArg>,
@@ -507,7 +498,7 @@ mod tests {
         for p in Profile::ALL {
             for name in [p.as_str().to_string(), p.as_str().to_uppercase()] {
                 let cli = Cli::try_parse_from(["gpuaudit", "--profile", &name]).unwrap();
-                assert_eq!(cli.audit.profile, p);
+                assert_eq!(cli.audit.judge.profile, p);
             }
         }
         let cli = Cli::try_parse_from(["gpuaudit", "--format", "markdown"]).unwrap();

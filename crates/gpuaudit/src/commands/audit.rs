@@ -1,6 +1,6 @@
 //! `gpuaudit [audit]`: gather facts (live or from a snapshot), judge, report.
 
-use crate::cli::{parse_gpu_list, AuditArgs};
+use crate::cli::{parse_gpu_list, AuditArgs, JudgeArgs};
 use crate::output;
 use crate::progress::Bar;
 use anyhow::{bail, Result};
@@ -15,13 +15,19 @@ use gpuaudit_probe::host::HostOptions;
 use gpuaudit_probe::measure;
 
 pub fn policy_from(args: &AuditArgs) -> Result<Policy> {
-    let (expect, gpus) = expect_and_gpus(args.expect.as_deref(), args.gpus.as_deref())?;
+    policy_of(&args.judge, args.full)
+}
+
+/// The policy of `--expect`, `--profile`, `--concurrency` and `--gpus`: the audit's, and
+/// `gpuaudit serve`'s (which never runs the full measurements).
+pub fn policy_of(judge: &JudgeArgs, full: bool) -> Result<Policy> {
+    let (expect, gpus) = expect_and_gpus(judge.expect.as_deref(), judge.gpus.as_deref())?;
     Ok(Policy {
-        profile: args.profile,
+        profile: judge.profile,
         expect,
         gpus,
-        full: args.full,
-        expected_concurrency: args.concurrency,
+        full,
+        expected_concurrency: judge.concurrency,
     })
 }
 
@@ -56,7 +62,7 @@ pub fn run(args: &AuditArgs) -> Result<u8> {
     let live = args.root.is_none();
     let opts = GatherOptions {
         host: HostOptions {
-            data_dirs: args.data_dirs.clone(),
+            data_dirs: args.judge.data_dirs.clone(),
             measure_storage: live && args.full,
             measure_loopback: live && !args.facts_only,
             // Importing torch takes seconds: a facts-only audit reads the installed files.

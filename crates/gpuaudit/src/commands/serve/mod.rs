@@ -71,7 +71,7 @@ pub fn run(args: &ServeArgs) -> Result<u8> {
         policy,
         gather: GatherOptions {
             host: HostOptions {
-                data_dirs: args.data_dirs.clone(),
+                data_dirs: args.judge.data_dirs.clone(),
                 // The facts-only audit: no storage or loopback measurement, no interpreter.
                 measure_storage: false,
                 measure_loopback: false,
@@ -140,15 +140,7 @@ pub fn run(args: &ServeArgs) -> Result<u8> {
 }
 
 fn policy_from(args: &ServeArgs) -> Result<Policy> {
-    let (expect, gpus) =
-        super::audit::expect_and_gpus(args.expect.as_deref(), args.gpus.as_deref())?;
-    Ok(Policy {
-        profile: args.profile,
-        expect,
-        gpus,
-        full: false,
-        expected_concurrency: None,
-    })
+    super::audit::policy_of(&args.judge, false)
 }
 
 /// Audit, publish, wait an interval (or until told to stop), again.
@@ -297,6 +289,47 @@ mod tests {
     use super::*;
 
     const MINUTE: Duration = Duration::from_secs(60);
+
+    /// The exporter judges as the audit does: the same flags give the same policy, the
+    /// server's expected concurrency included (it was not taken before), never `--full`.
+    #[test]
+    fn serve_takes_the_audits_judging_flags() {
+        use clap::Parser;
+        let flags = [
+            "--expect",
+            "h200:8",
+            "--profile",
+            "inference",
+            "--concurrency",
+            "4096",
+            "--gpus",
+            "0-1",
+        ];
+        let cli = crate::cli::Cli::try_parse_from(["gpuaudit", "serve"].iter().chain(flags.iter()))
+            .unwrap();
+        let Some(crate::cli::Command::Serve(args)) = cli.command else {
+            panic!("not serve");
+        };
+        let served = policy_from(&args).unwrap();
+        let audit = crate::cli::Cli::try_parse_from(
+            ["gpuaudit", "audit", "--full"].iter().chain(flags.iter()),
+        )
+        .unwrap();
+        let Some(crate::cli::Command::Audit(a)) = audit.command else {
+            panic!("not audit");
+        };
+        let audited = super::super::audit::policy_from(&a).unwrap();
+        assert_eq!(served.expected_concurrency, Some(4096));
+        assert_eq!(served.expected_concurrency, audited.expected_concurrency);
+        assert_eq!(served.profile, audited.profile);
+        assert_eq!(served.gpus, audited.gpus);
+        assert_eq!(served.gpus, Some(vec![0, 1]));
+        assert_eq!(
+            format!("{:?}", served.expect),
+            format!("{:?}", audited.expect)
+        );
+        assert!(!served.full && audited.full);
+    }
 
     fn finished(ago: Duration) -> (Latest, SystemTime) {
         let now = SystemTime::now();
