@@ -223,6 +223,36 @@ mod tests {
     use crate::testing::Machine;
     use crate::Policy;
 
+    /// Every figure to its last digit: ratios the H200's report held came back one unit in
+    /// the last place off before serde_json's float_roundtrip.
+    #[test]
+    fn figures_read_back_to_the_last_digit() {
+        let mut r = Report::build(
+            &Machine::healthy("h200-sxm-141gb", 1).build(),
+            &Policy::default(),
+        );
+        let seen = [0.9538145362314161, 0.9061222535333325, 0.9159319057511963];
+        for (i, v) in seen.iter().enumerate() {
+            r.measurements.push(crate::facts::Measurement {
+                name: format!("m{i}"),
+                gpu: Some(0),
+                peer: None,
+                value: *v * 4800.0,
+                unit: "GB/s".into(),
+                expected: Some(4800.0),
+                ratio: Some(*v),
+                method: "test".into(),
+                size_bytes: None,
+                dtype: None,
+            });
+        }
+        let text = serde_json::to_string(&r).unwrap();
+        let back = from_json(&text).unwrap();
+        let ratios: Vec<f64> = back.measurements.iter().filter_map(|m| m.ratio).collect();
+        assert_eq!(ratios, seen.to_vec());
+        assert_eq!(serde_json::to_string(&back).unwrap(), text);
+    }
+
     #[test]
     fn a_report_reads_back_as_written() {
         let r = Report::build(
