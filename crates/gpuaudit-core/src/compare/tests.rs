@@ -621,3 +621,23 @@ fn a_figure_missing_from_a_quick_audit_says_so() {
     let r = row(&c, "allreduce_busbw");
     assert_eq!(r.cells[1].not_measured.as_deref(), Some(""));
 }
+
+#[test]
+fn a_link_or_limit_the_report_does_not_give_is_not_known() {
+    let mut r = snapshot_report();
+    for g in &mut r.gpus {
+        g.pcie.width_current = None;
+        g.power.limit_w = None;
+    }
+    let c = cmp(vec![("a", r), ("b", snapshot_report())]);
+    for key in ["pcie_link", "power_limit"] {
+        let cell = &row(&c, key).cells[0];
+        assert_eq!(cell.value, None, "{key}");
+        assert_eq!(cell.text, "not known", "{key}");
+        assert_eq!(
+            cell.not_measured.as_deref(),
+            Some("the report does not say"),
+            "{key}"
+        );
+    }
+}
