@@ -108,31 +108,53 @@ fn svg(
     Ok(out)
 }
 
-/// Horizontal bars of measured / expected, one per figure, a dashed line at 100% (the
-/// datasheet). The axis reaches past the longest bar and past 100%.
-pub fn ratio_bars(bars: &[Bar]) -> Result<String, String> {
-    if bars.is_empty() {
-        return Err("no figure has a datasheet value to be held against".into());
-    }
-    let n = bars.len();
-    let top = bars
-        .iter()
-        .map(|b| b.ratio)
-        .filter(|r| r.is_finite())
-        .fold(1.0f64, f64::max)
-        * 1.18;
-    let height = 60 + 26 * n as u32;
+/// The rows of a bar chart: `n` rows, top to bottom in the order given.
+type BarRows = Cartesian2d<
+    RangedCoordf64,
+    plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordusize>,
+>;
+
+/// One row of [`horizontal_bars`].
+struct BarRow<'a> {
+    label: &'a str,
+    /// Where the bar ends on the x axis (clamped to the axis; not finite: no bar).
+    length: f64,
+    /// Written at the bar's end.
+    note: &'a str,
+    color: RGBColor,
+}
+
+/// How a bar chart looks: its axis and the room its labels take.
+struct BarLayout<'a> {
+    top: f64,
+    x_desc: &'a str,
+    x_format: &'a dyn Fn(&f64) -> String,
+    label_cols: u32,
+    row_px: u32,
+}
+
+/// Horizontal bars from 0, one row each, the label at the left and the note at the bar's end
+/// (both through [`shown`]); `more` draws on the chart after them. For [`ratio_bars`] and
+/// [`value_bars`].
+fn horizontal_bars(
+    rows: &[BarRow],
+    layout: &BarLayout,
+    more: impl FnOnce(&mut ChartContext<SVGBackend, BarRows>, usize) -> Result<(), String>,
+) -> Result<String, String> {
+    let n = rows.len();
+    let top = layout.top;
+    let height = 60 + layout.row_px * n as u32;
     svg(height, |root| {
         let mut chart = ChartBuilder::on(root)
             .margin(12)
             .x_label_area_size(28)
-            .y_label_area_size(250)
+            .y_label_area_size(layout.label_cols)
             .build_cartesian_2d(0f64..top, rows_of(n))
             .map_err(err)?;
         let label_of = |v: &SegmentValue<usize>| match v {
-            SegmentValue::CenterOf(i) if *i < n => bars
+            SegmentValue::CenterOf(i) if *i < n => rows
                 .get(n - 1 - *i)
-                .map(|b| shown(&b.label))
+                .map(|r| shown(r.label))
                 .unwrap_or_default(),
             _ => String::new(),
         };
@@ -141,39 +163,79 @@ pub fn ratio_bars(bars: &[Bar]) -> Result<String, String> {
             .disable_y_mesh()
             .y_labels(n)
             .y_label_formatter(&label_of)
-            .x_label_formatter(&|x| format!("{:.0}%", x * 100.0))
+            .x_label_formatter(layout.x_format)
             .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
-            .x_desc("measured / expected")
+            .x_desc(layout.x_desc)
             .label_style((FONT, 13))
             .axis_desc_style((FONT, 13))
             .draw()
             .map_err(err)?;
-        let bar_color = rgb("#0072b2");
+        let end = |r: &BarRow| {
+            if r.length.is_finite() {
+                r.length.clamp(0.0, top)
+            } else {
+                0.0
+            }
+        };
         chart
-            .draw_series(bars.iter().enumerate().map(|(i, b)| {
+            .draw_series(rows.iter().enumerate().map(|(i, r)| {
                 let row = n - 1 - i;
-                let mut r = Rectangle::new(
+                let mut bar = Rectangle::new(
                     [
                         (0.0, SegmentValue::Exact(row)),
-                        (b.ratio.clamp(0.0, top), SegmentValue::Exact(row + 1)),
+                        (end(r), SegmentValue::Exact(row + 1)),
                     ],
-                    bar_color.mix(0.85).filled(),
+                    r.color.mix(0.85).filled(),
                 );
-                r.set_margin(4, 4, 0, 0);
-                r
+                bar.set_margin(4, 4, 0, 0);
+                bar
             }))
             .map_err(err)?;
         let note = TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
         chart
-            .draw_series(bars.iter().enumerate().map(|(i, b)| {
-                let row = n - 1 - i;
+            .draw_series(rows.iter().enumerate().map(|(i, r)| {
                 Text::new(
-                    format!(" {}", shown(&b.note)),
-                    (b.ratio.clamp(0.0, top), SegmentValue::CenterOf(row)),
+                    format!(" {}", shown(r.note)),
+                    (end(r), SegmentValue::CenterOf(n - 1 - i)),
                     note.clone(),
                 )
             }))
             .map_err(err)?;
+        more(&mut chart, n)
+    })
+}
+
+/// Horizontal bars of measured / expected, one per figure, a dashed line at 100% (the
+/// datasheet). The axis reaches past the longest bar and past 100%.
+pub fn ratio_bars(bars: &[Bar]) -> Result<String, String> {
+    if bars.is_empty() {
+        return Err("no figure has a datasheet value to be held against".into());
+    }
+    let top = bars
+        .iter()
+        .map(|b| b.ratio)
+        .filter(|r| r.is_finite())
+        .fold(1.0f64, f64::max)
+        * 1.18;
+    let color = rgb("#0072b2");
+    let rows: Vec<BarRow> = bars
+        .iter()
+        .map(|b| BarRow {
+            label: &b.label,
+            length: b.ratio,
+            note: &b.note,
+            color,
+        })
+        .collect();
+    let percent = |x: &f64| format!("{:.0}%", x * 100.0);
+    let layout = BarLayout {
+        top,
+        x_desc: "measured / expected",
+        x_format: &percent,
+        label_cols: 250,
+        row_px: 26,
+    };
+    horizontal_bars(&rows, &layout, |chart, n| {
         chart
             .draw_series(DashedLineSeries::new(
                 [(1.0, SegmentValue::Exact(0)), (1.0, SegmentValue::Exact(n))],
@@ -208,77 +270,30 @@ pub fn value_bars(bars: &[ValueBar], x_desc: &str) -> Result<String, String> {
     if finite.is_empty() {
         return Err("no machine has a value of it".into());
     }
-    let n = bars.len();
     let top = finite
         .iter()
         .copied()
         .fold(0.0f64, f64::max)
         .max(f64::MIN_POSITIVE)
         * 1.25;
-    let height = 60 + 30 * n as u32;
-    svg(height, |root| {
-        let mut chart = ChartBuilder::on(root)
-            .margin(12)
-            .x_label_area_size(28)
-            .y_label_area_size(220)
-            .build_cartesian_2d(0f64..top, rows_of(n))
-            .map_err(err)?;
-        let label_of = |v: &SegmentValue<usize>| match v {
-            SegmentValue::CenterOf(i) if *i < n => bars
-                .get(n - 1 - *i)
-                .map(|b| shown(&b.label))
-                .unwrap_or_default(),
-            _ => String::new(),
-        };
-        chart
-            .configure_mesh()
-            .disable_y_mesh()
-            .y_labels(n)
-            .y_label_formatter(&label_of)
-            .x_label_formatter(&|x| crate::units::figure(*x))
-            .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
-            .x_desc(x_desc)
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 13))
-            .draw()
-            .map_err(err)?;
-        chart
-            .draw_series(bars.iter().enumerate().map(|(i, b)| {
-                let row = n - 1 - i;
-                let v = if b.value.is_finite() {
-                    b.value.clamp(0.0, top)
-                } else {
-                    0.0
-                };
-                let mut r = Rectangle::new(
-                    [
-                        (0.0, SegmentValue::Exact(row)),
-                        (v, SegmentValue::Exact(row + 1)),
-                    ],
-                    rgb(&b.color).mix(0.85).filled(),
-                );
-                r.set_margin(4, 4, 0, 0);
-                r
-            }))
-            .map_err(err)?;
-        let note = TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
-        chart
-            .draw_series(bars.iter().enumerate().map(|(i, b)| {
-                let row = n - 1 - i;
-                let v = if b.value.is_finite() {
-                    b.value.clamp(0.0, top)
-                } else {
-                    0.0
-                };
-                Text::new(
-                    format!(" {}", shown(&b.note)),
-                    (v, SegmentValue::CenterOf(row)),
-                    note.clone(),
-                )
-            }))
-            .map_err(err)?;
-        Ok(())
-    })
+    let rows: Vec<BarRow> = bars
+        .iter()
+        .map(|b| BarRow {
+            label: &b.label,
+            length: b.value,
+            note: &b.note,
+            color: rgb(&b.color),
+        })
+        .collect();
+    let figure = |x: &f64| crate::units::figure(*x);
+    let layout = BarLayout {
+        top,
+        x_desc,
+        x_format: &figure,
+        label_cols: 220,
+        row_px: 30,
+    };
+    horizontal_bars(&rows, &layout, |_, _| Ok(()))
 }
 
 /// Bandwidth against transfer size: x is log2 of the size (labelled "4 KiB" … "1 GiB"),
