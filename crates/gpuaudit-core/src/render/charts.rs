@@ -624,6 +624,134 @@ mod tests {
             .collect()
     }
 
+    /// An attribute of an SVG element's text (`attr(r#"<rect x="3" ..."#, "x")`).
+    fn attr(element: &str, name: &str) -> Option<f64> {
+        element
+            .split(&format!(" {name}=\""))
+            .nth(1)?
+            .split('"')
+            .next()?
+            .parse()
+            .ok()
+    }
+
+    /// The bars of an SVG: (top y, height, width), in the order drawn.
+    fn bars_of(svg: &str) -> Vec<(f64, f64, f64)> {
+        svg.split("<rect")
+            .skip(1)
+            .filter(|r| !r.contains("fill=\"#FFFFFF\""))
+            .filter_map(|r| Some((attr(r, "y")?, attr(r, "height")?, attr(r, "width")?)))
+            .collect()
+    }
+
+    /// The y of a text element whose content is `text`.
+    fn text_y(svg: &str, text: &str) -> Option<f64> {
+        svg.split("<text")
+            .find(|t| {
+                t.split('>')
+                    .nth(1)
+                    .and_then(|c| c.split('<').next())
+                    .is_some_and(|c| c.trim() == text)
+            })
+            .and_then(|t| attr(t, "y"))
+    }
+
+    /// The x axis: its length in pixels (the polyline along the bottom of the plot).
+    fn axis_length(svg: &str) -> f64 {
+        svg.split("<polyline")
+            .skip(1)
+            .filter_map(|p| {
+                let pts = p.split("points=\"").nth(1)?.split('"').next()?;
+                let xy: Vec<(f64, f64)> = pts
+                    .split_whitespace()
+                    .filter_map(|q| {
+                        let (x, y) = q.split_once(',')?;
+                        Some((x.parse().ok()?, y.parse().ok()?))
+                    })
+                    .collect();
+                match xy.as_slice() {
+                    [(x0, y0), (x1, y1)] if y0 == y1 => Some(x1 - x0),
+                    _ => None,
+                }
+            })
+            .fold(0.0, f64::max)
+    }
+
+    #[test]
+    fn each_label_stands_at_its_own_bar_in_the_order_given() {
+        let bars: Vec<ValueBar> = [("a", 100.0), ("b", 50.0), ("c", 75.0)]
+            .iter()
+            .enumerate()
+            .map(|(i, (l, v))| ValueBar {
+                label: l.to_string(),
+                value: *v,
+                note: format!("{v} GB/s"),
+                color: gpu_color(i).into(),
+            })
+            .collect();
+        let s = value_bars(&bars, "GB/s").unwrap();
+        // 60 px of axes and 30 a row.
+        assert!(s.contains("height=\"150\""), "{s}");
+        let drawn = bars_of(&s);
+        assert_eq!(drawn.len(), 3);
+        for (b, (top, height, width)) in bars.iter().zip(&drawn) {
+            assert!(*height > 0.0, "{drawn:?}");
+            let middle = top + height / 2.0;
+            let label = text_y(&s, &b.label).unwrap();
+            let note = text_y(&s, &b.note).unwrap();
+            assert!(
+                (label - middle).abs() <= 2.0,
+                "{}: {label} vs {middle}",
+                b.label
+            );
+            assert!(
+                (note - middle).abs() <= 2.0,
+                "{}: {note} vs {middle}",
+                b.note
+            );
+            // As long as its value: 100 is twice 50.
+            assert!(
+                (width / drawn[0].2 - b.value / 100.0).abs() < 0.02,
+                "{drawn:?}"
+            );
+        }
+        // Top to bottom as given.
+        assert!(
+            drawn[0].0 < drawn[1].0 && drawn[1].0 < drawn[2].0,
+            "{drawn:?}"
+        );
+    }
+
+    #[test]
+    fn the_axis_reaches_past_the_longest_bar() {
+        let one = |v: f64| ValueBar {
+            label: "m".into(),
+            value: v,
+            note: String::new(),
+            color: gpu_color(0).into(),
+        };
+        // Value bars: the axis is 1.25 times the largest value.
+        let s = value_bars(&[one(80.0), one(40.0)], "GB/s").unwrap();
+        let share = bars_of(&s)[0].2 / axis_length(&s);
+        assert!((share - 1.0 / 1.25).abs() < 0.02, "{share}");
+        // Ratio bars: 1.18 times the largest ratio, or 100%.
+        let bar = |r: f64| Bar {
+            label: "x".into(),
+            ratio: r,
+            note: String::new(),
+        };
+        let s = ratio_bars(&[bar(0.5), bar(0.25)]).unwrap();
+        let share = bars_of(&s)[0].2 / axis_length(&s);
+        assert!((share - 0.5 / 1.18).abs() < 0.02, "{share}");
+        let s = ratio_bars(&[bar(1.5)]).unwrap();
+        let share = bars_of(&s)[0].2 / axis_length(&s);
+        assert!((share - 1.0 / 1.18).abs() < 0.02, "{share}");
+        // Nothing to draw: no value that is a number of at least 0.
+        assert!(value_bars(&[one(-1.0)], "GB/s").is_err());
+        assert!(value_bars(&[one(f64::INFINITY)], "GB/s").is_err());
+        assert!(value_bars(&[one(f64::NAN)], "GB/s").is_err());
+    }
+
     #[test]
     fn one_bar_is_drawn_as_wide_as_its_value() {
         // One row: a compare chart where one machine has the figure, the audit's ratio chart
