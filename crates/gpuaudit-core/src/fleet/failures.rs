@@ -93,5 +93,14 @@ mod tests {
                 }
             ]
         );
+        // The views' "failing on several nodes": two nodes or more, not one.
+        let mut fleet = crate::fleet::Fleet::summarise(&[]);
+        fleet.failing_checks = f;
+        let several: Vec<&str> = fleet
+            .failing_on_several()
+            .iter()
+            .map(|c| c.check.as_str())
+            .collect();
+        assert_eq!(several, vec!["memory.errors"]);
     }
 }

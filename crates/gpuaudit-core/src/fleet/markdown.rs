@@ -107,11 +107,7 @@ pub fn markdown(f: &Fleet) -> String {
         }
     }
 
-    let several: Vec<_> = f
-        .failing_checks
-        .iter()
-        .filter(|c| c.nodes.len() > 1)
-        .collect();
+    let several = f.failing_on_several();
     if !several.is_empty() {
         let _ = writeln!(s, "\n#### Failing on several nodes\n");
         let _ = writeln!(s, "| check | nodes | on |");

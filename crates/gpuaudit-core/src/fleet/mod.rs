@@ -117,6 +117,15 @@ impl Fleet {
     pub fn flagged_figures(&self) -> impl Iterator<Item = &Figure> {
         self.figures.iter().filter(|f| !f.outliers.is_empty())
     }
+
+    /// The checks failing on more than one node: what the views list as "failing on several
+    /// nodes" (one node's failures are in its row).
+    pub fn failing_on_several(&self) -> Vec<&FailingCheck> {
+        self.failing_checks
+            .iter()
+            .filter(|c| c.nodes.len() > 1)
+            .collect()
+    }
 }
 
 /// How a verdict reads in the views.

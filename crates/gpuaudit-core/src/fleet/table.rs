@@ -291,11 +291,7 @@ pub fn table(f: &Fleet, width: usize, color: bool) -> String {
         out.para(&line, 6);
     }
 
-    let several: Vec<_> = f
-        .failing_checks
-        .iter()
-        .filter(|c| c.nodes.len() > 1)
-        .collect();
+    let several = f.failing_on_several();
     if !several.is_empty() {
         out.title("Failing on several nodes");
         for c in several {
