@@ -259,7 +259,13 @@ fn every_code_span_of_a_documented_fix_parses_and_says_sudo_where_it_needs_root(
 
 /// The fixes of every finding of every fixture's report, and of measured reports (the
 /// measured checks' fixes).
-fn every_finding_fix() -> Vec<(String, String)> {
+fn every_finding_fix() -> &'static [(String, String)] {
+    // Auditing every fixture takes seconds: once for the tests that read them.
+    static FIXES: std::sync::OnceLock<Vec<(String, String)>> = std::sync::OnceLock::new();
+    FIXES.get_or_init(collect_finding_fixes)
+}
+
+fn collect_finding_fixes() -> Vec<(String, String)> {
     let mut fixes = Vec::new();
     let mut add = |name: &str, report: &serde_json::Value| {
         for f in report["findings"].as_array().unwrap() {
@@ -318,7 +324,7 @@ fn every_code_span_of_a_finding_fix_parses_and_says_sudo_where_it_needs_root() {
     let fixes = every_finding_fix();
     assert!(fixes.len() > 30, "{} fixes", fixes.len());
     let mut bad = Vec::new();
-    for (where_, fix) in &fixes {
+    for (where_, fix) in fixes {
         for span in code_spans(fix) {
             if let Some(e) = bash_syntax_error(span) {
                 bad.push(format!("{where_}: `{span}`: {e}"));
