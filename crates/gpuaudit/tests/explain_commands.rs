@@ -350,7 +350,7 @@ fn every_python_snippet_compiles() {
         }
     }
     for (where_, fix) in every_finding_fix() {
-        for span in code_spans(&fix) {
+        for span in code_spans(fix) {
             texts.push((where_.clone(), span.to_string()));
         }
     }
