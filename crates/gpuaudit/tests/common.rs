@@ -199,3 +199,112 @@ pub fn measured_report(
     };
     gpuaudit_core::Report::build(&facts, &policy)
 }
+
+/// Running gpuaudit as another user (`nobody`, uid and gid 65534), for the tests that need
+/// permissions to apply: root reads every file whatever its mode.
+///
+/// A newcomer often clones as root into /root (mode 0700): `nobody` cannot reach anything
+/// under it, neither the binary in the target directory nor a fixture. So the binary is
+/// copied into a directory made for the test that every user can enter (removed with it), and
+/// the test builds what the other user reads in there too ([`OtherUser::dir`]).
+pub struct OtherUser {
+    /// Mode 0755, in a temporary directory whose every ancestor others may enter.
+    pub dir: tempfile::TempDir,
+    /// The gpuaudit binary, copied into `dir` (mode 0755).
+    pub bin: PathBuf,
+}
+
+/// The uid and gid the tests become.
+pub const NOBODY: u32 = 65534;
+
+/// Where `nobody` can work, or why it cannot (not root, no directory others can enter, the
+/// privilege to change user dropped). The caller says it in one line, as "SKIPPED: ...", and
+/// checks only what it can; where `GPUAUDIT_REQUIRE_OTHER_USER=1` (CI, as root) it fails
+/// instead.
+pub fn other_user() -> Result<OtherUser, String> {
+    let why = other_user_inner();
+    if let Err(e) = &why {
+        if std::env::var("GPUAUDIT_REQUIRE_OTHER_USER").as_deref() == Ok("1") {
+            panic!("GPUAUDIT_REQUIRE_OTHER_USER=1, but the tests cannot run as nobody: {e}");
+        }
+    }
+    why
+}
+
+fn other_user_inner() -> Result<OtherUser, String> {
+    use std::os::unix::fs::PermissionsExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Err("not root: cannot become nobody".into());
+    }
+    // $TMPDIR first; where others cannot enter it (a TMPDIR under /root), the usual ones.
+    let candidates = [
+        std::env::temp_dir(),
+        PathBuf::from("/tmp"),
+        PathBuf::from("/var/tmp"),
+        PathBuf::from("/dev/shm"),
+    ];
+    let base = candidates
+        .iter()
+        .find(|d| d.is_dir() && others_can_enter(d))
+        .ok_or_else(|| {
+            format!(
+                "no temporary directory that nobody can enter ({})",
+                candidates
+                    .iter()
+                    .map(|d| d.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        })?;
+    let dir = tempfile::Builder::new()
+        .prefix("gpuaudit-other-user-")
+        .tempdir_in(base)
+        .map_err(|e| format!("cannot make a directory in {}: {e}", base.display()))?;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("chmod {}: {e}", dir.path().display()))?;
+    let bin = dir.path().join("gpuaudit");
+    let built = assert_cmd::cargo::cargo_bin("gpuaudit");
+    std::fs::copy(&built, &bin).map_err(|e| format!("cannot copy {}: {e}", built.display()))?;
+    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| format!("chmod {}: {e}", bin.display()))?;
+    // Can this process give up root at all (a container without CAP_SETUID cannot)?
+    let mut probe = std::process::Command::new(&bin);
+    probe
+        .arg("--version")
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    as_nobody(&mut probe);
+    match probe.status() {
+        Ok(s) if s.success() => Ok(OtherUser { dir, bin }),
+        Ok(s) => Err(format!("gpuaudit --version as nobody exited with {s}")),
+        Err(e) => Err(format!("cannot start a process as uid {NOBODY}: {e}")),
+    }
+}
+
+/// Whether users other than the owner may enter `dir` and every directory above it.
+pub fn others_can_enter(dir: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    dir.ancestors().all(|d| {
+        std::fs::metadata(d).is_ok_and(|m| m.is_dir() && m.permissions().mode() & 0o001 != 0)
+    })
+}
+
+/// Make `cmd` run as nobody (no supplementary groups, then gid, then uid), after whatever
+/// `pre_exec` it has already.
+pub fn as_nobody(cmd: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            if libc::setgroups(0, std::ptr::null()) != 0
+                || libc::setgid(NOBODY) != 0
+                || libc::setuid(NOBODY) != 0
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}

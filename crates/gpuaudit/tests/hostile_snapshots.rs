@@ -36,7 +36,17 @@ struct Snap {
 
 impl Snap {
     fn new() -> Snap {
-        let tmp = tempfile::tempdir().unwrap();
+        Snap::made(tempfile::tempdir().unwrap())
+    }
+
+    /// In the other user's directory, which it can enter wherever the checkout is.
+    fn for_other_user(other: &common::OtherUser) -> Snap {
+        let tmp = tempfile::tempdir_in(other.dir.path()).unwrap();
+        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        Snap::made(tmp)
+    }
+
+    fn made(tmp: tempfile::TempDir) -> Snap {
         common::copy_dir(&common::fixture("host-clean"), &tmp.path().join("snap"));
         fs::write(tmp.path().join("outside"), format!("{OUTSIDE}\n")).unwrap();
         Snap { tmp }
@@ -86,18 +96,19 @@ impl Snap {
 
     /// Audit it with the real binary under [`DEADLINE`] and [`MEMORY_LIMIT`].
     fn audit(&self, format: &str) -> Run {
-        run_audit(&self.root(), format, false)
+        run_audit(&self.root(), format, None)
     }
 }
 
 /// The binary on `root`: killed (and the test failed) past the deadline; its address space
-/// limited; as the `nobody` user where `unprivileged` (root reads every file whatever its
-/// permissions, so "permission denied" needs another user).
-fn run_audit(root: &Path, format: &str, unprivileged: bool) -> Run {
+/// limited; as the `nobody` user, with the binary copied where it can reach it, where
+/// `other` is given (root reads every file whatever its permissions, so "permission denied"
+/// needs another user).
+fn run_audit(root: &Path, format: &str, other: Option<&common::OtherUser>) -> Run {
     // Once with openat2, once with the walk that stands in for it on old kernels: the same
     // report either way.
-    let kernel = run_once(root, format, unprivileged, false);
-    let walked = run_once(root, format, unprivileged, true);
+    let kernel = run_once(root, format, other, false);
+    let walked = run_once(root, format, other, true);
     assert_eq!(
         (kernel.code, &kernel.stdout, &kernel.stderr),
         (walked.code, &walked.stdout, &walked.stderr),
@@ -107,10 +118,14 @@ fn run_audit(root: &Path, format: &str, unprivileged: bool) -> Run {
     kernel
 }
 
-fn run_once(root: &Path, format: &str, unprivileged: bool, walk: bool) -> Run {
+fn run_once(root: &Path, format: &str, other: Option<&common::OtherUser>, walk: bool) -> Run {
     let out_dir = tempfile::tempdir().unwrap();
     let (out_path, err_path) = (out_dir.path().join("out"), out_dir.path().join("err"));
-    let mut cmd = Command::new(assert_cmd::cargo::cargo_bin("gpuaudit"));
+    let bin = match other {
+        Some(o) => o.bin.clone(),
+        None => assert_cmd::cargo::cargo_bin("gpuaudit"),
+    };
+    let mut cmd = Command::new(bin);
     cmd.args(["--format", format, "--color", "never", "--root"])
         .arg(root)
         .env("NO_COLOR", "1")
@@ -122,7 +137,6 @@ fn run_once(root: &Path, format: &str, unprivileged: bool, walk: bool) -> Run {
         .stdin(Stdio::null())
         .stdout(fs::File::create(&out_path).unwrap())
         .stderr(fs::File::create(&err_path).unwrap());
-    let drop_to_nobody = unprivileged && unsafe { libc::geteuid() } == 0;
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(move || {
@@ -133,15 +147,13 @@ fn run_once(root: &Path, format: &str, unprivileged: bool, walk: bool) -> Run {
             if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
                 return Err(std::io::Error::last_os_error());
             }
-            if drop_to_nobody
-                && (libc::setgroups(0, std::ptr::null()) != 0
-                    || libc::setgid(65534) != 0
-                    || libc::setuid(65534) != 0)
-            {
-                return Err(std::io::Error::last_os_error());
-            }
             Ok(())
         });
+    }
+    if let Some(o) = other {
+        common::as_nobody(&mut cmd);
+        // The working directory must be one nobody can enter.
+        cmd.current_dir(o.dir.path());
     }
     let mut child = cmd.spawn().expect("gpuaudit starts");
     let t0 = Instant::now();
@@ -515,16 +527,9 @@ fn meta_json_with_another_format_is_refused_in_one_line() {
 }
 
 /// Permission denied needs a user that permissions apply to: as root, the audit runs as
-/// `nobody` (the snapshot is made readable to it first).
+/// `nobody` ([`common::other_user`]), on a snapshot made in its directory and readable to it.
 fn open_up(p: &Path) {
-    let mut cur = Some(p);
-    while let Some(c) = cur {
-        if c == Path::new("/") || c == std::env::temp_dir() {
-            break;
-        }
-        let _ = fs::set_permissions(c, fs::Permissions::from_mode(0o755));
-        cur = c.parent();
-    }
+    let _ = fs::set_permissions(p, fs::Permissions::from_mode(0o755));
     for e in walk(p) {
         let mode = if e.is_dir() { 0o755 } else { 0o644 };
         let _ = fs::set_permissions(&e, fs::Permissions::from_mode(mode));
@@ -543,12 +548,35 @@ fn walk(p: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Who the permission tests run as: as root, `nobody` (with the binary and the snapshots
+/// where it can reach them); as another user, that user, whom permissions bind already.
+/// `Err` where root cannot become nobody: the test says so in one line and checks nothing
+/// it could not.
+fn permission_runner() -> Result<Option<common::OtherUser>, String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(None);
+    }
+    common::other_user().map(Some)
+}
+
 #[test]
 fn unreadable_snapshots_and_files_say_permission_denied() {
-    let s = Snap::new();
-    open_up(&s.root());
+    let other = match permission_runner() {
+        Ok(o) => o,
+        Err(why) => {
+            eprintln!("SKIPPED: permission denied needs another user, and {why}");
+            return;
+        }
+    };
+    let snap = || match &other {
+        Some(o) => Snap::for_other_user(o),
+        None => Snap::new(),
+    };
+    let s = snap();
+    open_up(s.tmp.path());
     fs::set_permissions(s.root(), fs::Permissions::from_mode(0o000)).unwrap();
-    let run = run_audit(&s.root(), "json", true);
+    let run = run_audit(&s.root(), "json", other.as_ref());
     fs::set_permissions(s.root(), fs::Permissions::from_mode(0o755)).unwrap();
     assert_eq!(run.code, Some(2), "{}", run.stderr);
     assert!(
@@ -560,11 +588,11 @@ fn unreadable_snapshots_and_files_say_permission_denied() {
     );
 
     // An unreadable GPU sysfs directory is a reason, not a GPU less.
-    let s = Snap::new();
-    open_up(&s.root());
+    let s = snap();
+    open_up(s.tmp.path());
     let gpu_dir = s.path("sys/bus/pci/devices/0000:00:07.0");
     fs::set_permissions(&gpu_dir, fs::Permissions::from_mode(0o000)).unwrap();
-    let run = run_audit(&s.root(), "json", true);
+    let run = run_audit(&s.root(), "json", other.as_ref());
     fs::set_permissions(&gpu_dir, fs::Permissions::from_mode(0o755)).unwrap();
     complete(&run, "unreadable GPU directory");
     assert!(

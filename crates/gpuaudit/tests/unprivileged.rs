@@ -2,55 +2,40 @@
 //! files: it runs (exit 0 or 1, no panic), every check is in the report, and a finding that
 //! could not read a file says so with the permission that was missing.
 //!
-//! It needs root to become `nobody` (setpriv, util-linux); as another user it says SKIPPED
-//! and passes. CI runs as root.
+//! It needs root to become `nobody` (`common::other_user`: the binary and the snapshots are
+//! copied into a directory nobody can enter, since the checkout may be under /root, mode
+//! 0700); as another user, or where root cannot drop its privileges, it says SKIPPED in one
+//! line and passes. CI runs as root, with GPUAUDIT_REQUIRE_OTHER_USER=1 (a skip fails).
 
 mod common;
+use common::OtherUser;
 use serde_json::Value;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-const NOBODY: &str = "65534";
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// The binary and the files, copied where `nobody` can reach them (the checkout may be under
-/// a directory only root can enter).
-struct Scratch {
-    dir: tempfile::TempDir,
-    bin: PathBuf,
-}
-
-fn scratch() -> Scratch {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let bin = dir.path().join("gpuaudit");
-    std::fs::copy(assert_cmd::cargo::cargo_bin("gpuaudit"), &bin).unwrap();
-    std::fs::set_permissions(&bin, std::fs::Permissions::from_mode(0o755)).unwrap();
-    Scratch { dir, bin }
+/// Where the test runs as nobody, or `None` after saying in one line why it cannot.
+fn scratch() -> Option<OtherUser> {
+    match common::other_user() {
+        Ok(s) => Some(s),
+        Err(why) => {
+            eprintln!("SKIPPED: {why}");
+            None
+        }
+    }
 }
 
 /// `gpuaudit ARGS --format json` as nobody: (exit code, report, stderr).
-fn as_nobody(s: &Scratch, args: &[&str], home: &str) -> (i32, Value, String) {
-    let out = Command::new("setpriv")
-        .args([
-            &format!("--reuid={NOBODY}"),
-            &format!("--regid={NOBODY}"),
-            "--clear-groups",
-        ])
-        .arg(&s.bin)
-        .args(args)
+fn as_nobody(s: &OtherUser, args: &[&str], home: &str) -> (i32, Value, String) {
+    let mut cmd = Command::new(&s.bin);
+    cmd.args(args)
         .args(["--format", "json"])
-        // The working directory must be one nobody can enter.
         .env("HOME", home)
         .env("GPUAUDIT_NOW", "2026-01-01T00:00:00Z")
-        .current_dir(s.dir.path())
-        .output()
-        .expect("setpriv runs");
+        // The working directory must be one nobody can enter.
+        .current_dir(s.dir.path());
+    common::as_nobody(&mut cmd);
+    let out = cmd.output().expect("gpuaudit starts as nobody");
     let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     let code = out.status.code().unwrap_or(-1);
     let report = serde_json::from_slice(&out.stdout)
@@ -82,11 +67,7 @@ fn complete_and_calm(code: i32, report: &Value, stderr: &str) {
 
 #[test]
 fn the_live_machine_as_nobody() {
-    if !is_root() {
-        eprintln!("SKIPPED: not root, cannot become nobody");
-        return;
-    }
-    let s = scratch();
+    let Some(s) = scratch() else { return };
     let (code, report, stderr) = as_nobody(&s, &["--facts-only"], "/nonexistent");
     complete_and_calm(code, &report, &stderr);
     // A directory only root may enter, on (nearly) every Linux machine: /root. With HOME
@@ -114,11 +95,7 @@ fn the_live_machine_as_nobody() {
 
 #[test]
 fn a_snapshot_with_root_only_files_as_nobody() {
-    if !is_root() {
-        eprintln!("SKIPPED: not root, cannot become nobody");
-        return;
-    }
-    let s = scratch();
+    let Some(s) = scratch() else { return };
     // Both snapshots' files, made root-only where a machine has them so (sshd_config is 0600
     // on RHEL and SUSE; the kernel log needs CAP_SYSLOG; /proc/sys files can be 0600).
     for (name, root_only) in [
