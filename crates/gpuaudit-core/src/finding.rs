@@ -74,6 +74,50 @@ impl Evidence {
     }
 }
 
+/// The finding whose cause explains another one: named by its check and, where that finding
+/// is about a GPU, the GPU's index, or about a PCI device the driver does not list, its
+/// address. `report::Causes` resolves it to the finding; a reference that names no problem
+/// (a warn or fail) of the report resolves to nothing, and the finding then stands alone.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Cause {
+    /// The check of the finding that names the cause ("gpu.driver-binding").
+    pub check: String,
+    /// That finding's GPU (NVML index); absent: a finding about the machine or a device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<u32>,
+    /// For a finding about a PCI device (a GPU the driver does not list): the address its
+    /// evidence gives as `pci_bus_id` ("0000:00:07.0").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus_id: Option<String>,
+}
+
+impl Cause {
+    /// The finding of `check` about the machine.
+    pub fn check(check: &str) -> Cause {
+        Cause {
+            check: check.to_string(),
+            gpu: None,
+            pci_bus_id: None,
+        }
+    }
+
+    /// The finding of `check` about GPU `index`.
+    pub fn gpu(check: &str, index: u32) -> Cause {
+        Cause {
+            gpu: Some(index),
+            ..Cause::check(check)
+        }
+    }
+
+    /// The finding of `check` about the PCI device at `bus_id`.
+    pub fn device(check: &str, bus_id: &str) -> Cause {
+        Cause {
+            pci_bus_id: Some(bus_id.to_string()),
+            ..Cause::check(check)
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Finding {
     pub check: String,
@@ -85,6 +129,12 @@ pub struct Finding {
     pub evidence: Evidence,
     /// What to run by hand, or what to ask the provider; null where nothing needs fixing.
     pub fix: Option<String>,
+    /// The finding whose cause explains this one (a GPU missing from the driver's list
+    /// because nouveau holds it names gpu.driver-binding's finding): the views show this one
+    /// under that one, and count them as one problem whose fix is the cause's. Absent where
+    /// this finding is its own cause; reports before it have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caused_by: Option<Cause>,
 }
 
 impl Finding {
@@ -96,6 +146,7 @@ impl Finding {
             message: message.into(),
             evidence: Evidence::new(),
             fix: None,
+            caused_by: None,
         }
     }
 
@@ -134,6 +185,20 @@ impl Finding {
 
     pub fn fix(mut self, fix: impl Into<String>) -> Self {
         self.fix = Some(fix.into());
+        self
+    }
+
+    /// Name the finding whose cause explains this one.
+    pub fn caused_by(mut self, cause: Cause) -> Self {
+        self.caused_by = Some(cause);
+        self
+    }
+
+    /// [`Finding::caused_by`] where there is a cause.
+    pub fn caused_by_opt(mut self, cause: Option<Cause>) -> Self {
+        if cause.is_some() {
+            self.caused_by = cause;
+        }
         self
     }
 

@@ -20,7 +20,7 @@ pub mod testing;
 pub mod units;
 
 pub use facts::Facts;
-pub use finding::{Evidence, Finding, Status};
+pub use finding::{Cause, Evidence, Finding, Status};
 pub use policy::{Expectation, Policy, Profile};
 pub use reading::Reading;
 pub use report::Report;

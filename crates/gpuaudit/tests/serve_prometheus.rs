@@ -153,6 +153,7 @@ fn prometheus_scrapes_the_exporter() {
         ("count(gpuaudit_gpu_info)", "2"),
         ("gpuaudit_gpu_pcie_link_width{gpu=\"1\"}", "8"),
         ("gpuaudit_findings{status=\"fail\"}", "1"),
+        ("gpuaudit_problems{status=\"fail\"}", "1"),
         ("gpuaudit_audit_errors_total", "0"),
     ] {
         let q = query

@@ -61,7 +61,8 @@ pub fn column_names(inputs: &[Input], given: &[String]) -> Result<Vec<String>, S
 
 pub(crate) fn column(input: &Input, name: String) -> Column {
     let r = &input.report;
-    let s = &r.summary;
+    // Problems as the audit's verdict counts them: one cause, one problem.
+    let s = crate::report::ProblemCounts::of(&r.findings);
     let verdict = if s.fail > 0 {
         Status::Fail
     } else if s.warn > 0 {
@@ -87,6 +88,7 @@ pub(crate) fn column(input: &Input, name: String) -> Column {
 mod tests {
     use super::*;
     use crate::compare::tests::{input, snapshot_report};
+    use crate::report::Report;
 
     fn named(hosts: &[(&str, Option<&str>)]) -> Vec<Input> {
         hosts
@@ -140,11 +142,28 @@ mod tests {
         assert_eq!(column_names(&i, &[]).unwrap(), vec!["h [1]", "h [2]"]);
     }
 
+    /// The report with `fail` failed and `warn` warned problems of its own, and one failure
+    /// the first failure explains (not a problem of its own).
+    fn with_problems(mut r: Report, fail: usize, warn: usize) -> Report {
+        use crate::finding::{Cause, Finding};
+        r.findings
+            .retain(|f| !matches!(f.status, Status::Fail | Status::Warn));
+        for i in 0..fail {
+            r.findings.push(Finding::fail(&format!("f.{i}"), "failed"));
+        }
+        for i in 0..warn {
+            r.findings.push(Finding::warn(&format!("w.{i}"), "warned"));
+        }
+        if fail > 0 {
+            r.findings
+                .push(Finding::fail("c.x", "explained").caused_by(Cause::check("f.0")));
+        }
+        r
+    }
+
     #[test]
     fn a_column_says_what_the_machine_is() {
-        let mut r = snapshot_report();
-        r.summary.fail = 2;
-        r.summary.warn = 1;
+        let mut r = with_problems(snapshot_report(), 2, 1);
         r.audit.audited_at = Some("2026-12-01T10:00:00Z".into());
         let c = column(&input("a", r), "a".into());
         assert_eq!(c.gpu_label(), "2× NVIDIA H200");
@@ -164,25 +183,19 @@ mod tests {
         other.audited_at = None;
         assert_eq!(other.audited_minute(), None);
         assert_eq!(c.driver.as_deref(), Some("580.159.04"));
-        let mut r = snapshot_report();
-        r.summary.fail = 0;
-        r.summary.warn = 3;
+        let r = with_problems(snapshot_report(), 0, 3);
         let c = column(&input("a", r), "a".into());
         assert_eq!(
             (c.verdict, c.verdict_label()),
             (Status::Warn, "3 warn".into())
         );
-        let mut r = snapshot_report();
-        r.summary.fail = 0;
-        r.summary.warn = 0;
+        let r = with_problems(snapshot_report(), 0, 0);
         let c = column(&input("a", r), "a".into());
         assert_eq!(
             (c.verdict, c.verdict_label()),
             (Status::Pass, "pass".into())
         );
-        let mut r = snapshot_report();
-        r.summary.fail = 1;
-        r.summary.warn = 0;
+        let r = with_problems(snapshot_report(), 1, 0);
         assert_eq!(column(&input("a", r), "a".into()).verdict_label(), "1 fail");
     }
 }

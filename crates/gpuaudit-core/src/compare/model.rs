@@ -136,6 +136,10 @@ pub struct CheckCell {
     pub status: Option<Status>,
     /// The GPUs whose findings have that status, where it is fail or warn.
     pub gpus: Vec<u32>,
+    /// The check whose cause explains each of those findings (`caused_by`), where one does:
+    /// that machine's problem is that check's, shown there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caused_by: Option<String>,
 }
 
 /// One configuration fact across the machines.

@@ -30,20 +30,24 @@ pub(crate) fn figure_text(c: &FigureCell) -> String {
     }
 }
 
-/// "pcie.link"'s cell: "FAIL GPU 1", "pass", "n/a".
+/// "pcie.link"'s cell: "FAIL GPU 1", "pass", "n/a", "FAIL (cause: gpu.driver-binding)".
 pub(crate) fn check_text(c: &CheckCell) -> String {
     match c.status {
         None => "n/a".into(),
         Some(s @ (Status::Fail | Status::Warn)) => {
             let word = crate::render::status_label(s);
-            match c.gpus.as_slice() {
+            let mut t = match c.gpus.as_slice() {
                 [] => word.to_string(),
                 [g] => format!("{word} GPU {g}"),
                 gs => format!(
                     "{word} GPUs {}",
                     gs.iter().map(u32::to_string).collect::<Vec<_>>().join(",")
                 ),
+            };
+            if let Some(cause) = &c.caused_by {
+                t.push_str(&format!(" (cause: {cause})"));
             }
+            t
         }
         Some(s) => s.as_str().to_string(),
     }

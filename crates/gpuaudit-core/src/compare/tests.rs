@@ -641,3 +641,47 @@ fn a_link_or_limit_the_report_does_not_give_is_not_known() {
         );
     }
 }
+
+#[test]
+fn a_check_whose_failure_another_cause_explains_names_it_and_counts_once() {
+    use crate::finding::{Cause, Finding};
+    let mut nouveau = snapshot_report();
+    nouveau.findings.retain(|f| f.check != "gpu.present");
+    nouveau.findings.push(
+        Finding::fail("gpu.present", "00:07.0 is not listed")
+            .caused_by(Cause::device("gpu.driver-binding", "00:07.0")),
+    );
+    nouveau.findings.push(
+        Finding::fail("gpu.driver-binding", "00:07.0 is bound to nouveau")
+            .with("pci_bus_id", "0000:00:07.0"),
+    );
+    // A failure of one check that another check of the same machine does not explain.
+    nouveau
+        .findings
+        .push(Finding::fail("kernel.modules", "nouveau is loaded"));
+    let c = cmp(vec![("ok", snapshot_report()), ("nouveau", nouveau)]);
+    let present = c.checks.iter().find(|r| r.check == "gpu.present").unwrap();
+    assert_eq!(
+        present.cells[1].caused_by.as_deref(),
+        Some("gpu.driver-binding")
+    );
+    assert_eq!(
+        table::check_text(&present.cells[1]),
+        "FAIL (cause: gpu.driver-binding)"
+    );
+    let binding = c
+        .checks
+        .iter()
+        .find(|r| r.check == "gpu.driver-binding")
+        .unwrap();
+    assert_eq!(binding.cells[1].caused_by, None);
+    let modules = c
+        .checks
+        .iter()
+        .find(|r| r.check == "kernel.modules")
+        .unwrap();
+    assert_eq!(table::check_text(&modules.cells[1]), "FAIL");
+    // Three failed findings, two problems.
+    assert_eq!((c.columns[1].fail, c.columns[1].warn), (2, 0));
+    assert_eq!(c.columns[1].verdict_label(), "2 fail");
+}

@@ -66,6 +66,7 @@ mod tests {
                 .map(|(c, g)| FailedCheck {
                     check: c.to_string(),
                     gpus: g.to_vec(),
+                    explains: vec![],
                 })
                 .collect(),
         }

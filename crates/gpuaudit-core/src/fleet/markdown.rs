@@ -3,7 +3,7 @@
 //! Every string from a report is escaped (`render::escape::markdown_cell`).
 
 use super::table::{headline, some_nodes, NAMED_NODES};
-use super::{stats, verdict_word, with_gpus, with_unit, Fleet};
+use super::{explained, stats, verdict_word, with_gpus, with_unit, Fleet};
 use crate::render::escape::markdown_cell;
 use std::fmt::Write;
 
@@ -40,7 +40,10 @@ pub fn markdown(f: &Fleet) -> String {
                 let mut checks: Vec<String> = n
                     .failed_checks
                     .iter()
-                    .map(|c| with_gpus(&format!("`{}`", cell(&c.check)), &c.gpus))
+                    .map(|c| {
+                        let quoted = |id: &str| format!("`{}`", cell(id));
+                        explained(with_gpus(&quoted(&c.check), &c.gpus), &c.explains, quoted)
+                    })
                     .collect();
                 if !n.same_hostname_as.is_empty() {
                     checks.push(format!(

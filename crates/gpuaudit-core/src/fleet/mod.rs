@@ -163,6 +163,20 @@ pub(crate) fn with_gpus(check: &str, gpus: &[u32]) -> String {
     }
 }
 
+/// A failed check with the checks whose failures its cause explains: "gpu.driver-binding
+/// (which fails gpu.present, kernel.modules)"; `show` writes an id as the view does.
+pub(crate) fn explained(
+    head: String,
+    explains: &[String],
+    show: impl Fn(&str) -> String,
+) -> String {
+    if explains.is_empty() {
+        return head;
+    }
+    let ids: Vec<String> = explains.iter().map(|c| show(c)).collect();
+    format!("{head} (which fails {})", ids.join(", "))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

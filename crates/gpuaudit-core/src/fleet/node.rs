@@ -2,7 +2,7 @@
 //! its verdict and the checks that failed on it.
 
 use crate::finding::{Finding, Status};
-use crate::report::Report;
+use crate::report::{Causes, ProblemCounts, Report};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -22,11 +22,16 @@ pub struct GpuGroup {
     pub model: String,
 }
 
-/// A check that failed on a node, and on which of its GPUs (empty: about the machine).
+/// A check that failed on a node, and on which of its GPUs (empty: about the machine):
+/// a cause, counted once, with the checks whose failures it explains (`caused_by`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct FailedCheck {
     pub check: String,
     pub gpus: Vec<u32>,
+    /// The checks that fail because of it, in report order (they are not failed checks of
+    /// their own here).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub explains: Vec<String>,
 }
 
 /// A node's verdict: the worst of its findings; a report that could not be read fails.
@@ -59,7 +64,8 @@ pub struct Node {
     pub not_read: Option<String>,
     pub verdict: Verdict,
     pub gpus: Vec<GpuGroup>,
-    /// Findings that failed, and that warned.
+    /// Problems that failed, and that warned, counted as causes as the audit's verdict
+    /// counts them (one cause on several GPUs, or with consequences, is one).
     pub fail: u32,
     pub warn: u32,
     pub failed_checks: Vec<FailedCheck>,
@@ -111,27 +117,45 @@ pub(crate) fn gpu_groups(report: &Report) -> Vec<GpuGroup> {
     groups
 }
 
+/// The causes that failed (a warning whose consequence fails too), by check, in report
+/// order: the GPUs of their findings, and the checks their consequences fail.
 fn failed_checks(findings: &[Finding]) -> Vec<FailedCheck> {
-    let mut by_check: BTreeMap<&str, Vec<u32>> = BTreeMap::new();
+    let causes = Causes::of(findings);
+    let mut by_check: BTreeMap<&str, (Vec<u32>, Vec<String>)> = BTreeMap::new();
     let mut order: Vec<&str> = Vec::new();
-    for f in findings.iter().filter(|f| f.status == Status::Fail) {
-        let gpus = by_check.entry(f.check.as_str()).or_insert_with(|| {
-            order.push(f.check.as_str());
-            Vec::new()
+    let failed: std::collections::HashSet<usize> = causes
+        .problems(findings)
+        .into_iter()
+        .filter(|(_, s)| *s == Status::Fail)
+        .map(|(i, _)| i)
+        .collect();
+    for (i, f) in findings.iter().enumerate() {
+        let root = causes.root_of(i);
+        if !failed.contains(&root) || !matches!(f.status, Status::Fail | Status::Warn) {
+            continue;
+        }
+        let root_check = findings[root].check.as_str();
+        let (gpus, explains) = by_check.entry(root_check).or_insert_with(|| {
+            order.push(root_check);
+            (Vec::new(), Vec::new())
         });
-        if let Some(g) = f.gpu {
-            gpus.push(g);
+        if root == i {
+            gpus.extend(f.gpu);
+        } else if f.status == Status::Fail && f.check != root_check && !explains.contains(&f.check)
+        {
+            explains.push(f.check.clone());
         }
     }
     order
         .into_iter()
         .map(|c| {
-            let mut gpus = by_check.remove(c).unwrap_or_default();
+            let (mut gpus, explains) = by_check.remove(c).unwrap_or_default();
             gpus.sort_unstable();
             gpus.dedup();
             FailedCheck {
                 check: c.to_string(),
                 gpus,
+                explains,
             }
         })
         .collect()
@@ -155,16 +179,7 @@ pub fn nodes(inputs: &[Input]) -> Vec<Node> {
                 failed_checks: vec![],
             },
             Ok(r) => {
-                let fail = r
-                    .findings
-                    .iter()
-                    .filter(|f| f.status == Status::Fail)
-                    .count();
-                let warn = r
-                    .findings
-                    .iter()
-                    .filter(|f| f.status == Status::Warn)
-                    .count();
+                let ProblemCounts { fail, warn } = ProblemCounts::of(&r.findings);
                 let hostname = r.machine.hostname.clone().filter(|h| !h.trim().is_empty());
                 Node {
                     name: hostname.clone().unwrap_or_else(|| i.stem.clone()),
@@ -180,8 +195,8 @@ pub fn nodes(inputs: &[Input]) -> Vec<Node> {
                         Verdict::Pass
                     },
                     gpus: gpu_groups(r),
-                    fail: u32::try_from(fail).unwrap_or(u32::MAX),
-                    warn: u32::try_from(warn).unwrap_or(u32::MAX),
+                    fail,
+                    warn,
                     failed_checks: failed_checks(&r.findings),
                 }
             }
@@ -300,9 +315,54 @@ mod tests {
             n[1].failed_checks,
             vec![FailedCheck {
                 check: "cuda.driver".into(),
-                gpus: vec![]
+                gpus: vec![],
+                explains: vec![],
             }]
         );
+    }
+
+    #[test]
+    fn one_cause_is_one_failure_that_names_what_it_explains() {
+        use crate::finding::Cause;
+        let mut i = input("n", Some("n"));
+        let r = i.report.as_mut().unwrap();
+        r.findings.extend([
+            Finding::fail("gpu.present", "00:07.0 is not listed")
+                .caused_by(Cause::device("gpu.driver-binding", "00:07.0")),
+            Finding::fail("gpu.driver-binding", "00:07.0 is bound to nouveau")
+                .with("pci_bus_id", "0000:00:07.0"),
+            Finding::fail("kernel.modules", "nouveau is loaded")
+                .caused_by(Cause::check("gpu.driver-binding")),
+            // A warning of the cause's is not named; a warning that causes a failure fails.
+            Finding::warn("cuda.env", "x").caused_by(Cause::check("gpu.driver-binding")),
+            Finding::warn("gpu.virtualization", "GPU 1 (00:07.0) has MIG").gpu(1),
+            Finding::fail("compute.gemm", "GPU 1 (00:07.0) slow")
+                .gpu(1)
+                .caused_by(Cause::gpu("gpu.virtualization", 1)),
+            Finding::warn("os.persistence", "off"),
+        ]);
+        let n = &nodes(&[i])[0];
+        assert_eq!((n.verdict, n.fail, n.warn), (Verdict::Fail, 2, 1));
+        assert_eq!(
+            n.failed_checks,
+            vec![
+                FailedCheck {
+                    check: "gpu.driver-binding".into(),
+                    gpus: vec![],
+                    explains: vec!["gpu.present".into(), "kernel.modules".into()],
+                },
+                FailedCheck {
+                    check: "gpu.virtualization".into(),
+                    gpus: vec![1],
+                    explains: vec!["compute.gemm".into()],
+                },
+            ]
+        );
+        assert_eq!(
+            super::super::explained("a".into(), &n.failed_checks[0].explains, |s| s.into()),
+            "a (which fails gpu.present, kernel.modules)"
+        );
+        assert_eq!(super::super::explained("a".into(), &[], |s| s.into()), "a");
     }
 
     #[test]

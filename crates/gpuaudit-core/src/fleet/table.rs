@@ -2,7 +2,7 @@
 //! with nodes that stand out, the drift and the checks failing on several nodes. Every string
 //! from a report is escaped (`render::escape`): a hostname is hostile input.
 
-use super::{stats, verdict_word, with_gpus, with_unit, Fleet, Node, Verdict};
+use super::{explained, stats, verdict_word, with_gpus, with_unit, Fleet, Node, Verdict};
 use crate::render::escape::escape_line;
 use owo_colors::{OwoColorize, Style};
 use std::fmt::Write;
@@ -117,7 +117,7 @@ fn node_row(out: &mut Out, n: &Node, cols: usize) {
                 let ids: Vec<String> = n
                     .failed_checks
                     .iter()
-                    .map(|c| with_gpus(&esc(&c.check), &c.gpus))
+                    .map(|c| explained(with_gpus(&esc(&c.check), &c.gpus), &c.explains, esc))
                     .collect();
                 v.push_str(&format!(": {}", ids.join(", ")));
             }

@@ -23,6 +23,12 @@ pub struct Group<'a> {
     pub fix: Option<&'a str>,
     /// The findings of the group, in report order.
     pub findings: Vec<&'a Finding>,
+    /// Their places in the findings grouped (the report's, for [`groups`]).
+    pub indices: Vec<usize>,
+    /// The group whose cause explains this one (its place in the groups), where a cause
+    /// does (`caused_by`, resolved by `report::Causes` to the root of its chain); set by
+    /// [`groups`].
+    pub caused_by: Option<usize>,
 }
 
 impl Group<'_> {
@@ -92,47 +98,81 @@ fn key(f: &Finding, s: Option<&Subject>) -> String {
 }
 
 /// The findings of the report as groups, in report order (a group stands where its first
-/// finding stood).
+/// finding stood), each with the group whose cause explains it.
 pub fn groups(report: &Report) -> Vec<Group<'_>> {
-    group_findings(report, &report.findings)
+    let mut gs = group_findings(report, &report.findings);
+    let causes = crate::report::Causes::of(&report.findings);
+    let mut group_of = vec![0usize; report.findings.len()];
+    for (gi, g) in gs.iter().enumerate() {
+        for &i in &g.indices {
+            group_of[i] = gi;
+        }
+    }
+    for (gi, g) in gs.iter_mut().enumerate() {
+        // The group's first finding speaks for it: the findings of one group share a
+        // cause's check (the grouping key has it).
+        let root = g.indices.first().map(|&i| group_of[causes.root_of(i)]);
+        g.caused_by = root.filter(|r| *r != gi);
+    }
+    gs
 }
 
-/// [`groups`] over some of the report's findings.
+/// [`groups`] over some of the report's findings, without their causes.
 pub fn group_findings<'a>(report: &Report, findings: &'a [Finding]) -> Vec<Group<'a>> {
     struct Open<'a> {
-        key: String,
         subjects: Vec<Subject>,
         findings: Vec<&'a Finding>,
+        indices: Vec<usize>,
+    }
+    /// What a finding must share with a group to join it: check, status, fix, the message
+    /// with its subject cut out, whether it names a subject, and its cause's check.
+    #[derive(PartialEq, Eq, Hash)]
+    struct Key<'a> {
+        check: &'a str,
+        status: Status,
+        fix: Option<&'a str>,
+        message: String,
+        names_subject: bool,
+        cause: Option<&'a str>,
     }
     // Only findings about a GPU or a device merge with others; two identical findings about
-    // the machine are two findings.
+    // the machine are two findings. Groups are found by key (linear in the findings).
     let about_one = |f: &Finding, s: &Option<Subject>| f.gpu.is_some() || s.is_some();
     let mut open: Vec<Open<'a>> = Vec::new();
-    for f in findings {
+    let mut by_key: std::collections::HashMap<Key<'a>, usize> = std::collections::HashMap::new();
+    for (i, f) in findings.iter().enumerate() {
         let s = subject(report, f);
-        let k = key(f, s.as_ref());
         let mergeable = about_one(f, &s);
-        let same = open.iter_mut().find(|o| {
-            let first = o.findings[0];
-            mergeable
-                && first.check == f.check
-                && first.status == f.status
-                && first.fix == f.fix
-                && o.key == k
-                && (first.gpu.is_some() || !o.subjects.is_empty())
-                // Both name their subject, or neither does.
-                && o.subjects.is_empty() == s.is_none()
-        });
+        let k = Key {
+            check: &f.check,
+            status: f.status,
+            fix: f.fix.as_deref(),
+            message: key(f, s.as_ref()),
+            names_subject: s.is_some(),
+            cause: f.caused_by.as_ref().map(|c| c.check.as_str()),
+        };
+        let same = if mergeable {
+            by_key.get(&k).copied()
+        } else {
+            None
+        };
         match same {
             Some(o) => {
+                let o = &mut open[o];
                 o.subjects.extend(s);
                 o.findings.push(f);
+                o.indices.push(i);
             }
-            None => open.push(Open {
-                key: k,
-                subjects: s.into_iter().collect(),
-                findings: vec![f],
-            }),
+            None => {
+                if mergeable {
+                    by_key.insert(k, open.len());
+                }
+                open.push(Open {
+                    subjects: s.into_iter().collect(),
+                    findings: vec![f],
+                    indices: vec![i],
+                });
+            }
         }
     }
     open.into_iter()
@@ -170,6 +210,8 @@ pub fn group_findings<'a>(report: &Report, findings: &'a [Finding]) -> Vec<Group
                 message,
                 fix: first.fix.as_deref(),
                 findings: o.findings,
+                indices: o.indices,
+                caused_by: None,
             }
         })
         .collect()

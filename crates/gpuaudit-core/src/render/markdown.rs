@@ -7,7 +7,7 @@
 use super::document::Document;
 use super::escape;
 use super::group::{brief_evidence, evidence_source, evidence_text, Group};
-use super::overview::{figures, measurement_label, percent, place, Overview};
+use super::overview::{figures, measurement_label, percent, place, Overview, Problem};
 use super::{area, area_title, fmt_value, status_label};
 use crate::finding::Status;
 use crate::report::Report;
@@ -40,7 +40,7 @@ pub fn render(report: &Report) -> String {
     let doc = Document::of(report);
     let mut out = String::new();
 
-    let icon = match o.problems().first().map(|g| g.status) {
+    let icon = match o.worst() {
         Some(Status::Fail) => "❌",
         Some(_) => "⚠️",
         None => "✅",
@@ -71,11 +71,11 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(out, "_{}_\n", super::REDACTED_NOTE);
     }
 
-    let problems = o.problems_with_fix_repeated();
+    let problems = o.problems();
     if !problems.is_empty() {
         let _ = writeln!(out, "#### Problems\n");
-        for (g, repeated) in problems {
-            problem(&mut out, g, repeated);
+        for p in &problems {
+            problem(&mut out, p);
         }
     }
 
@@ -136,7 +136,10 @@ pub fn render(report: &Report) -> String {
     out
 }
 
-fn problem(out: &mut String, g: &Group, fix_repeated: bool) {
+/// A problem: the root's status, check and sentence, its key evidence and fix, then what its
+/// cause explains (without their fixes: the root's is the one to follow).
+fn problem(out: &mut String, p: &Problem) {
+    let (g, fix_repeated) = (p.root, p.fix_repeated);
     let _ = writeln!(
         out,
         "**{}** `{}`: {}\n",
@@ -157,6 +160,18 @@ fn problem(out: &mut String, g: &Group, fix_repeated: bool) {
             let _ = writeln!(out, "- fix: the same as above");
         } else {
             let _ = writeln!(out, "- fix: {}", text(fix));
+        }
+    }
+    if !p.consequences.is_empty() {
+        let _ = writeln!(out, "- what it causes:");
+        for c in &p.consequences {
+            let _ = writeln!(
+                out,
+                "  - {} `{}`: {}",
+                badge(c.status),
+                c.check,
+                text(&c.message)
+            );
         }
     }
     let _ = writeln!(out);

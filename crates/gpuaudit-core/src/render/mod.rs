@@ -166,6 +166,67 @@ mod tests {
         assert!(render(&redacted, Format::Json, &quiet).contains("\"redacted\": true"));
     }
 
+    /// One cause shown once in every view: the root first with its fix, what it causes under
+    /// it without their fixes, counted as one problem; `-v` names each consequence's cause.
+    #[test]
+    fn every_view_shows_a_cause_with_what_it_causes_under_it() {
+        use crate::finding::Cause;
+        let facts = crate::testing::Machine::healthy("h200-sxm-141gb", 2).build();
+        let findings = vec![
+            Finding::fail("gpu.present", "SYMPTOM-PRESENT 00:07.0 is not listed")
+                .caused_by(Cause::device("gpu.driver-binding", "00:07.0"))
+                .fix("SYMPTOM-FIX"),
+            Finding::fail("gpu.driver-binding", "ROOT 00:07.0 is bound to nouveau")
+                .with("pci_bus_id", "0000:00:07.0")
+                .fix("ROOT-FIX"),
+            Finding::fail("kernel.modules", "SYMPTOM-MODULES nouveau is loaded")
+                .caused_by(Cause::check("gpu.driver-binding"))
+                .fix("SYMPTOM-FIX-2"),
+        ];
+        let r = Report::from_findings(&facts, &Policy::default(), findings);
+        let quiet = TableOptions {
+            quiet: true,
+            ..TableOptions::default()
+        };
+        for (format, opts) in [
+            (Format::Table, TableOptions::default()),
+            (Format::Table, quiet),
+            (Format::Markdown, TableOptions::default()),
+            (Format::Html, TableOptions::default()),
+        ] {
+            let out = render(&r, format, &opts);
+            let at = |s: &str| {
+                out.find(s)
+                    .unwrap_or_else(|| panic!("{format:?}: no {s}: {out}"))
+            };
+            assert!(out.contains("1 problem (1 failed)"), "{format:?}: {out}");
+            assert!(
+                at("ROOT") < at("what it causes") && at("what it causes") < at("SYMPTOM-PRESENT")
+            );
+            assert!(at("SYMPTOM-PRESENT") < at("SYMPTOM-MODULES"), "{format:?}");
+            assert!(at("ROOT-FIX") < at("what it causes"), "{format:?}");
+            assert!(
+                !out.contains("SYMPTOM-FIX"),
+                "{format:?}: a consequence's fix shown"
+            );
+        }
+        let verbose = render(
+            &r,
+            Format::Table,
+            &TableOptions {
+                verbose: true,
+                ..TableOptions::default()
+            },
+        );
+        assert_eq!(
+            verbose
+                .matches("caused by: gpu.driver-binding (above)")
+                .count(),
+            2,
+            "{verbose}"
+        );
+    }
+
     use super::*;
     use crate::facts::Origin;
     use crate::finding::Finding;
@@ -203,6 +264,9 @@ mod tests {
                 .fix(format!("`{HOSTILE}`")),
             Finding::info("net.fabric", HOSTILE),
             Finding::skip("cuda.env", HOSTILE),
+            // What a cause explains is shown under it: escaped there too.
+            Finding::warn("cuda.driver", HOSTILE)
+                .caused_by(crate::finding::Cause::check("os.platform")),
         ];
         let mut r = Report::from_findings(&facts, &Policy::default(), findings);
         r.measurements.push(crate::facts::Measurement {

@@ -46,49 +46,80 @@ impl<'a> Overview<'a> {
         }
     }
 
-    /// The problems (fail, then warn), in report order within each.
-    pub fn problems(&self) -> Vec<&Group<'a>> {
-        let mut p: Vec<&Group> = self
+    /// The problems counted as causes (fail, then warn, by the worst of each problem; in
+    /// report order within each): each root group with the groups its cause explains under
+    /// it, and whether its fix is the one of the problem before (the views then say "the
+    /// same as above" rather than repeat it).
+    pub fn problems(&self) -> Vec<Problem<'_, 'a>> {
+        let mut consequences: Vec<Vec<&Group<'a>>> = vec![Vec::new(); self.groups.len()];
+        for g in &self.groups {
+            if let Some(r) = g.caused_by {
+                // What a cause explains: its problems and its notes (a skip it explains
+                // stays among the checks not run, which say why).
+                if matches!(g.status, Status::Fail | Status::Warn | Status::Info) {
+                    if let Some(c) = consequences.get_mut(r) {
+                        c.push(g);
+                    }
+                }
+            }
+        }
+        let mut out: Vec<Problem<'_, 'a>> = self
             .groups
             .iter()
-            .filter(|g| g.status == Status::Fail)
-            .collect();
-        p.extend(self.groups.iter().filter(|g| g.status == Status::Warn));
-        p
-    }
-
-    /// The problems in order, each with whether its fix is the one of the problem before
-    /// (the views then say "the same as above" rather than repeat it).
-    pub fn problems_with_fix_repeated(&self) -> Vec<(&Group<'a>, bool)> {
-        let mut previous = None;
-        self.problems()
-            .into_iter()
-            .map(|g| {
-                let repeated = g.fix.is_some() && g.fix == previous;
-                previous = g.fix;
-                (g, repeated)
+            .zip(consequences)
+            .filter(|(g, _)| g.is_problem() && g.caused_by.is_none())
+            .map(|(root, consequences)| {
+                let status = consequences
+                    .iter()
+                    .map(|c| c.status)
+                    .fold(root.status, Status::max);
+                Problem {
+                    root,
+                    consequences,
+                    status,
+                    fix_repeated: false,
+                }
             })
-            .collect()
+            .collect();
+        // Fails first (stable: report order within each).
+        out.sort_by_key(|p| std::cmp::Reverse(p.status == Status::Fail));
+        let mut previous = None;
+        for p in &mut out {
+            p.fix_repeated = p.root.fix.is_some() && p.root.fix == previous;
+            previous = p.root.fix;
+        }
+        out
     }
 
-    /// The info findings ("worth knowing"), in report order.
+    /// The worst status of any problem (what colours the verdict), `None` without one.
+    pub fn worst(&self) -> Option<Status> {
+        self.problems().iter().map(|p| p.status).max()
+    }
+
+    /// The info findings ("worth knowing") that no problem explains, in report order.
     pub fn infos(&self) -> Vec<&Group<'a>> {
         self.groups
             .iter()
-            .filter(|g| g.status == Status::Info)
+            .filter(|g| g.status == Status::Info && g.caused_by.is_none())
             .collect()
     }
 
+    /// The problems that count as `s` (fail or warn), each cause once.
     pub fn count(&self, s: Status) -> usize {
-        self.groups.iter().filter(|g| g.status == s).count()
+        self.problems().iter().filter(|p| p.status == s).count()
     }
 
-    /// The GPUs some problem is about.
+    /// The GPUs some problem is about, its consequences included.
     pub fn gpus_with_problems(&self) -> Vec<u32> {
         let mut v: Vec<u32> = self
             .problems()
             .iter()
-            .flat_map(|g| g.gpus.iter().copied())
+            .flat_map(|p| {
+                std::iter::once(p.root)
+                    .chain(p.consequences.iter().copied())
+                    .filter(|g| g.is_problem())
+                    .flat_map(|g| g.gpus.iter().copied())
+            })
             .collect();
         v.sort_unstable();
         v.dedup();
@@ -205,6 +236,21 @@ impl<'a> Overview<'a> {
         }
         out
     }
+}
+
+/// A problem as the views show it: the group that names its cause (the root), the groups
+/// that cause explains (its consequences, shown under it and not counted on their own), and
+/// what it counts as. The root's fix is the one to follow.
+#[derive(Clone, Debug)]
+pub struct Problem<'o, 'a> {
+    pub root: &'o Group<'a>,
+    /// The fails, warnings and notes the cause explains, in report order.
+    pub consequences: Vec<&'o Group<'a>>,
+    /// The worst of the root's status and its consequences' (a warning that causes a
+    /// failure is a failed problem).
+    pub status: Status,
+    /// The root's fix is the one of the problem shown before it.
+    pub fix_repeated: bool,
 }
 
 /// How the checks of one area came out: each check counted once, by its worst finding.
@@ -663,13 +709,9 @@ mod tests {
             "3 problems (1 failed, 2 warnings) on GPUs 0, 1"
         );
         // Fails first.
-        assert_eq!(o.problems()[0].check, "nvlink.status");
+        assert_eq!(o.problems()[0].root.check, "nvlink.status");
         // The second warning has no fix; a fix is "repeated" only when it is the same one.
-        let rep: Vec<bool> = o
-            .problems_with_fix_repeated()
-            .iter()
-            .map(|(_, r)| *r)
-            .collect();
+        let rep: Vec<bool> = o.problems().iter().map(|p| p.fix_repeated).collect();
         assert_eq!(rep, vec![false, false, false]);
         let same = vec![
             fabric(1),
@@ -678,11 +720,7 @@ mod tests {
         ];
         let r = report_of(same, &Policy::default(), None);
         let o = Overview::of(&r);
-        let rep: Vec<bool> = o
-            .problems_with_fix_repeated()
-            .iter()
-            .map(|(_, r)| *r)
-            .collect();
+        let rep: Vec<bool> = o.problems().iter().map(|p| p.fix_repeated).collect();
         assert_eq!(rep, vec![false, true, false]);
         assert_eq!(o.infos().len(), 0);
         let r = report_of(
@@ -694,6 +732,91 @@ mod tests {
             Overview::of(&r).problems_sentence(),
             "1 problem (1 warning)"
         );
+    }
+
+    /// A GPU bound to nouveau, as the checks say it: the binding is the cause, the GPU the
+    /// driver does not list and the module loaded are what it causes.
+    fn nouveau() -> Vec<Finding> {
+        use crate::finding::Cause;
+        vec![
+            Finding::fail(
+                "gpu.present",
+                "1 GPU on the PCI bus is not listed by the driver",
+            )
+            .caused_by(Cause::device("gpu.driver-binding", "0000:00:07.0"))
+            .fix("Blacklist nouveau."),
+            Finding::fail("gpu.driver-binding", "00:07.0 is bound to nouveau")
+                .with("pci_bus_id", "0000:00:07.0")
+                .fix("Blacklist nouveau."),
+            Finding::warn("os.persistence", "GPU 0 (00:06.0): off").gpu(0),
+            Finding::fail("kernel.modules", "nouveau is loaded")
+                .caused_by(Cause::check("gpu.driver-binding"))
+                .fix("Blacklist nouveau, then reboot."),
+            Finding::info("clocks.throttle", "a note the binding explains")
+                .caused_by(Cause::check("gpu.driver-binding")),
+            Finding::skip("compute.gemm", "not measured")
+                .caused_by(Cause::check("gpu.driver-binding")),
+        ]
+    }
+
+    #[test]
+    fn one_cause_is_one_problem_shown_first_with_what_it_causes() {
+        let r = report_of(nouveau(), &Policy::default(), None);
+        let o = Overview::of(&r);
+        let p = o.problems();
+        assert_eq!(p.len(), 2, "{p:?}");
+        assert_eq!(p[0].root.check, "gpu.driver-binding");
+        let under: Vec<&str> = p[0].consequences.iter().map(|c| c.check).collect();
+        // Its problems and notes, in report order; a skip stays among the checks not run.
+        assert_eq!(under, ["gpu.present", "kernel.modules", "clocks.throttle"]);
+        assert_eq!(p[0].status, Status::Fail);
+        assert!(p[1].consequences.is_empty());
+        assert_eq!(
+            o.problems_count(),
+            "2 problems (1 failed, 1 warning) on GPU 0"
+        );
+        // The note it explains is not "worth knowing" on its own.
+        assert!(o.infos().is_empty());
+        assert_eq!(o.not_run, 1);
+    }
+
+    #[test]
+    fn a_warning_that_causes_a_failure_is_a_failed_problem() {
+        use crate::finding::Cause;
+        let f = vec![
+            Finding::warn("gpu.virtualization", "GPU 0 (00:06.0) has MIG enabled").gpu(0),
+            Finding::warn("os.persistence", "GPU 1 (00:07.0): off").gpu(1),
+            Finding::fail("compute.gemm", "GPU 0 (00:06.0): slow")
+                .gpu(0)
+                .caused_by(Cause::gpu("gpu.virtualization", 0)),
+        ];
+        let r = report_of(f, &Policy::default(), None);
+        let o = Overview::of(&r);
+        let p = o.problems();
+        // Fails first: the MIG warning, which causes a failure, before the plain warning.
+        assert_eq!(
+            p.iter()
+                .map(|p| (p.root.check, p.status))
+                .collect::<Vec<_>>(),
+            [
+                ("gpu.virtualization", Status::Fail),
+                ("os.persistence", Status::Warn)
+            ]
+        );
+        assert_eq!(o.worst(), Some(Status::Fail));
+        assert_eq!(
+            o.problems_count(),
+            "2 problems (1 failed, 1 warning) on GPUs 0, 1"
+        );
+        // A consequence's GPUs count among the problems' GPUs.
+        let f = vec![
+            Finding::fail("nvlink.status", "the fabric").fix("x"),
+            Finding::fail("nvlink.status", "GPU 3 (00:09.0): no links")
+                .gpu(3)
+                .caused_by(Cause::check("nvlink.status")),
+        ];
+        let r = report_of(f, &Policy::default(), None);
+        assert_eq!(Overview::of(&r).gpus_with_problems(), vec![3]);
     }
 
     #[test]

@@ -5,7 +5,7 @@
 
 use super::escape::escape_line;
 use super::group::{brief_evidence, evidence_source, evidence_text, Group};
-use super::overview::{figures, percent, Overview};
+use super::overview::{figures, percent, Overview, Problem};
 use super::{area, area_title, fmt_value, status_label};
 use crate::finding::Status;
 use crate::report::Report;
@@ -132,11 +132,7 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
     let (plain, dim, bold) = (out.plain_style(), out.dim_style(), out.bold_style());
 
     // The verdict, coloured by the worst problem.
-    let worst = o
-        .problems()
-        .first()
-        .map(|g| g.status)
-        .unwrap_or(Status::Pass);
+    let worst = o.worst().unwrap_or(Status::Pass);
     let verdict_style = if opts.color {
         style(worst, true).bold()
     } else {
@@ -161,13 +157,13 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
         out.para("", plain, super::REDACTED_NOTE, dim, 4);
     }
 
-    let problems = o.problems_with_fix_repeated();
+    let problems = o.problems();
     if !problems.is_empty() {
         if !opts.quiet {
             out.title("Problems");
         }
-        for (g, repeated) in &problems {
-            problem(&mut out, g, *repeated);
+        for p in &problems {
+            problem(&mut out, p);
         }
     }
     if opts.quiet {
@@ -206,10 +202,10 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
     if !opts.verbose {
         hints.push("every finding: -v".to_string());
     }
-    if let Some((g, _)) = problems.first() {
+    if let Some(p) = problems.first() {
         hints.push(format!(
             "why and how to check by hand: gpuaudit explain {}",
-            g.check
+            p.root.check
         ));
     }
     hints.push("all evidence: --format json".into());
@@ -243,8 +239,10 @@ fn context_line(report: &Report) -> String {
     parts.join(" · ")
 }
 
-/// A problem: its status and check, the sentence, the key evidence, the fix.
-fn problem(out: &mut Out, g: &Group, fix_repeated: bool) {
+/// A problem: its status and check, the sentence, the key evidence, the fix, and what its
+/// cause explains (each on a line of its own, without a fix: the root's is the one).
+fn problem(out: &mut Out, p: &Problem) {
+    let (g, fix_repeated) = (p.root, p.fix_repeated);
     let st = style(g.status, out.color);
     let head = format!("{} ", status_label(g.status));
     let text = format!("{}: {}", g.check, escape_line(&g.message));
@@ -268,6 +266,23 @@ fn problem(out: &mut Out, g: &Group, fix_repeated: bool) {
             escape_line(fix)
         };
         out.para(&head, st, &text, out.plain_style(), STATUS_COLS + 5);
+    }
+    if !p.consequences.is_empty() {
+        let dim = out.dim_style();
+        let head = " ".repeat(STATUS_COLS) + "what it causes:";
+        let _ = writeln!(out.s, "{}", head.style(dim));
+        for c in &p.consequences {
+            let head = format!("{}· {} ", " ".repeat(STATUS_COLS), status_label(c.status));
+            let cols = textwrap::core::display_width(&head);
+            let text = format!("{}: {}", c.check, escape_line(&c.message));
+            out.para(
+                &head,
+                style(c.status, out.color),
+                &text,
+                out.plain_style(),
+                cols,
+            );
+        }
     }
 }
 
@@ -349,8 +364,16 @@ fn every_finding(out: &mut Out, o: &Overview) {
             current = a;
         }
         one_line(out, g);
-        if !g.is_problem() {
-            note_fix(out, g);
+        match g.caused_by.and_then(|r| o.groups.get(r)) {
+            // Its fix is its cause's, given with the problem above.
+            Some(cause) if g.status != Status::Skip => {
+                let head = " ".repeat(STATUS_COLS) + "caused by: ";
+                let dim = out.dim_style();
+                let text = format!("{} (above)", cause.check);
+                out.para(&head, dim, &text, dim, STATUS_COLS + 11);
+            }
+            _ if !g.is_problem() => note_fix(out, g),
+            _ => {}
         }
     }
 }

@@ -2,12 +2,14 @@
 //! Schema is generated from these types (`schema.rs`, published as docs/report.schema.json);
 //! a saved report is read back by `read.rs`.
 
+mod causes;
 mod measurements;
 mod read;
 mod redact;
 mod schema;
 mod series;
 
+pub use causes::Causes;
 pub use measurements::measurements;
 pub use read::{from_json, from_json_for_summary, ReadError};
 pub use redact::{Kind as RedactedKind, RedactError, Redactor};
@@ -194,6 +196,28 @@ impl Summary {
             }
         }
         s
+    }
+}
+
+/// The problems of a report counted as causes, as its verdict counts them: each root problem
+/// once by the worst of it and what it explains (`Causes::problems`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ProblemCounts {
+    pub fail: u32,
+    pub warn: u32,
+}
+
+impl ProblemCounts {
+    pub fn of(findings: &[Finding]) -> ProblemCounts {
+        let mut c = ProblemCounts::default();
+        for (_, s) in Causes::of(findings).problems(findings) {
+            match s {
+                Status::Fail => c.fail = c.fail.saturating_add(1),
+                Status::Warn => c.warn = c.warn.saturating_add(1),
+                _ => {}
+            }
+        }
+        c
     }
 }
 

@@ -59,7 +59,7 @@ pub fn from_json(text: &str) -> Result<Report, ReadError> {
     serde_json::from_str(text).map_err(invalid)
 }
 
-/// A finding as a summary reads it: check, status and GPU; its evidence only for the checks
+/// A finding as a summary reads it: check, status, GPU and cause; its evidence only for the checks
 /// in `keep` (read where `check` comes before `evidence`, as gpuaudit writes them), no message
 /// and no fix. Skipping what is not read is most of the time a fleet spends on a report.
 struct SummaryFinding(Finding);
@@ -82,11 +82,14 @@ impl<'de> serde::de::Visitor<'de> for SummaryFindingSeed<'_> {
         use serde::de::{Error, IgnoredAny};
         let (mut check, mut status, mut gpu) = (None::<String>, None::<Status>, None::<u32>);
         let mut evidence = Evidence::new();
+        let mut caused_by = None;
         while let Some(key) = m.next_key::<String>()? {
             match key.as_str() {
                 "check" => check = Some(m.next_value()?),
                 "status" => status = Some(m.next_value()?),
                 "gpu" => gpu = m.next_value()?,
+                // The fleet counts problems as causes: it needs what explains what.
+                "caused_by" => caused_by = m.next_value()?,
                 "evidence" if check.as_deref().is_some_and(|c| self.0.contains(&c)) => {
                     evidence = m.next_value()?
                 }
@@ -102,6 +105,7 @@ impl<'de> serde::de::Visitor<'de> for SummaryFindingSeed<'_> {
             message: String::new(),
             evidence,
             fix: None,
+            caused_by,
         }))
     }
 }

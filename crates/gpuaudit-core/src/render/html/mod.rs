@@ -9,7 +9,9 @@ pub mod parts;
 
 use super::document::Document;
 use super::group::{brief_evidence, evidence_source, Group};
-use super::overview::{datasheet_name, figures, measurement_label, percent, KeyRatios, Overview};
+use super::overview::{
+    datasheet_name, figures, measurement_label, percent, KeyRatios, Overview, Problem,
+};
 use super::{area, area_title, fmt_value};
 use crate::finding::Status;
 use crate::report::Report;
@@ -23,11 +25,11 @@ pub fn render(report: &Report) -> String {
 
     verdict(&mut b, report, &o, &doc);
 
-    let problems = o.problems_with_fix_repeated();
+    let problems = o.problems();
     if !problems.is_empty() {
         let _ = writeln!(b, "<section id=problems><h2>Problems</h2>");
-        for (g, repeated) in problems {
-            problem(&mut b, g, repeated);
+        for p in &problems {
+            problem(&mut b, p);
         }
         b.push_str("</section>\n");
     }
@@ -80,8 +82,7 @@ pub fn render(report: &Report) -> String {
 }
 
 fn verdict(b: &mut String, report: &Report, o: &Overview, doc: &Document) {
-    let worst = o.problems().first().map(|g| g.status);
-    let cls = match worst {
+    let cls = match o.worst() {
         Some(Status::Fail) => " fail",
         Some(_) => " warn",
         None => "",
@@ -167,8 +168,11 @@ fn headline(b: &mut String, report: &Report) {
     }
 }
 
-fn problem(b: &mut String, g: &Group, fix_repeated: bool) {
-    let _ = writeln!(b, "<article class=\"problem {}\">", class(g.status));
+/// A problem's card: the root's sentence, evidence, fix and explain command, then what its
+/// cause explains (without their fixes: the root's is the one to follow).
+fn problem(b: &mut String, p: &Problem) {
+    let (g, fix_repeated) = (p.root, p.fix_repeated);
+    let _ = writeln!(b, "<article class=\"problem {}\">", class(p.status));
     let _ = writeln!(
         b,
         "<p class=what>{} <span class=check>{}</span> {}</p>",
@@ -196,6 +200,25 @@ fn problem(b: &mut String, g: &Group, fix_repeated: bool) {
             text(fix)
         };
         let _ = write!(b, "<dt>fix</dt><dd>{shown}</dd>");
+    }
+    if !p.consequences.is_empty() {
+        let items: Vec<String> = p
+            .consequences
+            .iter()
+            .map(|c| {
+                format!(
+                    "<li>{} <span class=check>{}</span>: {}</li>",
+                    badge(c.status),
+                    esc(c.check),
+                    text(&c.message)
+                )
+            })
+            .collect();
+        let _ = write!(
+            b,
+            "<dt>what it causes</dt><dd><ul class=causes>{}</ul></dd>",
+            items.join("")
+        );
     }
     let _ = write!(
         b,

@@ -180,6 +180,8 @@ table.kv th{width:11em;background:none;color:#57606a;font-weight:normal}
 ul.compact{margin:6px 0;padding-left:1.2em}
 ul.compact li{margin:3px 0}
 ul.compact li .fix{color:#444;font-size:.95em}
+ul.causes{margin:2px 0;padding-left:1.1em}
+ul.causes li{margin:2px 0}
 ul.areas{columns:3 16em;column-gap:2em}
 ul.areas li{break-inside:avoid}
 details{border:1px solid var(--line);border-radius:6px;padding:8px 14px;margin:10px 0}

@@ -5,6 +5,7 @@
 //! A reading the report does not have is no series (never a 0).
 
 use gpuaudit_core::finding::Status;
+use gpuaudit_core::report::{Causes, ProblemCounts};
 use gpuaudit_core::Report;
 use prometheus_client::encoding::{text::encode, EncodeLabelValue, LabelValueEncoder};
 use prometheus_client::metrics::counter::Counter;
@@ -198,6 +199,7 @@ fn register_report(registry: &mut Registry, r: &Report) {
         "Findings of the latest audit by status",
         findings,
     );
+    register_causes(registry, r);
     gauge(
         registry,
         "gpuaudit_gpus",
@@ -329,6 +331,71 @@ fn register_report(registry: &mut Registry, r: &Report) {
     );
 }
 
+/// What the verdict counts (problems as causes: a GPU bound to nouveau is one problem, not
+/// the three checks it fails), and which check's status another's cause explains, so that
+/// one alert fires once for one cause.
+fn register_causes(registry: &mut Registry, r: &Report) {
+    let uuid_of = |gpu: Option<u32>| -> String {
+        gpu.and_then(|i| r.gpus.iter().find(|g| g.index == i))
+            .and_then(|g| g.uuid.clone())
+            .unwrap_or_default()
+    };
+    let counts = ProblemCounts::of(&r.findings);
+    let problems = GaugeFamily::default();
+    for (s, n) in [(Status::Fail, counts.fail), (Status::Warn, counts.warn)] {
+        problems
+            .get_or_create(&vec![("status", lv(s.as_str()))])
+            .set(f64::from(n));
+    }
+    registry.register(
+        "gpuaudit_problems",
+        "Problems of the latest audit counted as causes, as its verdict counts them: each \
+         cause once, by the worst status of it and of what it explains",
+        problems,
+    );
+
+    // Each check (per GPU) whose status, the worst of its findings, another check's cause
+    // explains: 1, with that check as `caused_by`; an alert on gpuaudit_check_status leaves
+    // them out with `unless on(check, gpu) gpuaudit_check_caused_by`.
+    let causes = Causes::of(&r.findings);
+    /// A check's worst status about one GPU (or the machine), and the cause that explains it.
+    type Worst<'r> = BTreeMap<(&'r str, Option<u32>), (Status, Option<&'r str>)>;
+    let mut worst: Worst = BTreeMap::new();
+    for (i, f) in r.findings.iter().enumerate() {
+        let cause = causes
+            .is_consequence(i)
+            .then(|| r.findings[causes.root_of(i)].check.as_str());
+        let e = worst
+            .entry((f.check.as_str(), f.gpu))
+            .or_insert((f.status, cause));
+        // The worst finding speaks for the check; of equals, one that is its own cause.
+        if f.status > e.0 || (f.status == e.0 && cause.is_none()) {
+            *e = (f.status, cause);
+        }
+    }
+    let caused = GaugeFamily::default();
+    for ((check, gpu), (status, cause)) in &worst {
+        let Some(cause) = cause else { continue };
+        if !matches!(status, Status::Fail | Status::Warn | Status::Info) {
+            continue;
+        }
+        caused
+            .get_or_create(&vec![
+                ("check", lv(*check)),
+                ("gpu", lv(gpu.map(|i| i.to_string()).unwrap_or_default())),
+                ("uuid", lv(uuid_of(*gpu))),
+                ("caused_by", lv(*cause)),
+            ])
+            .set(1.0);
+    }
+    registry.register(
+        "gpuaudit_check_caused_by",
+        "1 for each check (per GPU; gpu=\"\": the machine) whose current status another \
+         check's cause explains, named in caused_by; no series where a check is its own cause",
+        caused,
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -391,6 +458,56 @@ mod tests {
                 f.check
             );
         }
+    }
+
+    #[test]
+    fn problems_are_counted_as_causes_and_what_a_cause_explains_is_marked() {
+        use gpuaudit_core::finding::{Cause, Finding};
+        let mut r = report(Machine::healthy("h200-sxm-141gb", 2));
+        r.findings.retain(|f| {
+            ![
+                "gpu.present",
+                "gpu.driver-binding",
+                "kernel.modules",
+                "os.persistence",
+            ]
+            .contains(&f.check.as_str())
+        });
+        r.findings.extend([
+            Finding::fail("gpu.present", "00:07.0 is not listed")
+                .caused_by(Cause::device("gpu.driver-binding", "00:07.0")),
+            Finding::fail("gpu.driver-binding", "00:07.0 is bound to nouveau")
+                .with("pci_bus_id", "0000:00:07.0"),
+            Finding::fail("kernel.modules", "nouveau is loaded")
+                .caused_by(Cause::check("gpu.driver-binding")),
+            Finding::warn("os.persistence", "GPU 1 (00:07.0): off").gpu(1),
+        ]);
+        let text = encode_metrics(Some(&r), &ExporterState::default());
+        assert!(
+            text.contains("gpuaudit_problems{status=\"fail\"} 1.0"),
+            "{text}"
+        );
+        assert!(
+            text.contains("gpuaudit_problems{status=\"warn\"} 1.0"),
+            "{text}"
+        );
+        for check in ["gpu.present", "kernel.modules"] {
+            assert!(
+                text.contains(&format!(
+                    "gpuaudit_check_caused_by{{check=\"{check}\",gpu=\"\",uuid=\"\",caused_by=\"gpu.driver-binding\"}} 1.0"
+                )),
+                "{check}: {text}"
+            );
+        }
+        assert_eq!(
+            samples(&text, "gpuaudit_check_caused_by{").len(),
+            2,
+            "{text}"
+        );
+        // The check states stay each check's own verdict.
+        assert!(text.contains(
+            "gpuaudit_check_status{check=\"gpu.present\",gpu=\"\",uuid=\"\",status=\"fail\"} 1.0"
+        ));
     }
 
     #[test]
