@@ -7,7 +7,7 @@ use common::*;
 use serde_json::{Map, Value};
 
 /// One insta snapshot per check, `tests/snapshots/checks/<id>.snap`: for every fixture, the
-/// check's findings with status, gpu, message, evidence and fix. As ruff tests a rule: a new
+/// check's findings with status, gpu, message, evidence, fix and (where set) caused_by. As ruff tests a rule: a new
 /// or changed check changes only its own snapshot, a new fixture adds its entry to each.
 #[test]
 fn findings_of_each_check_over_every_fixture() {
@@ -29,6 +29,10 @@ fn findings_of_each_check_over_every_fixture() {
                     let mut m = Map::new();
                     for k in ["status", "gpu", "message", "evidence", "fix"] {
                         m.insert(k.to_string(), f[k].clone());
+                    }
+                    // Only where a cause explains it, so the other entries stay as they were.
+                    if !f["caused_by"].is_null() {
+                        m.insert("caused_by".into(), f["caused_by"].clone());
                     }
                     Value::Object(m)
                 })
@@ -53,6 +57,47 @@ fn findings_of_each_check_over_every_fixture() {
         "the findings of these checks changed: {}",
         failed.join(", ")
     );
+}
+
+/// Every cause a finding names is a problem of its report (`caused_by` resolves), no chain
+/// comes back on itself, and the fixtures whose fault is one cause show one problem: the
+/// cause first, with what it explains under it.
+#[test]
+fn every_cause_names_a_problem_of_its_report() {
+    use gpuaudit_core::report::{from_json, Causes, ProblemCounts};
+    for name in all_fixtures() {
+        let (_, report) = audit(&name, &[]);
+        let r = from_json(&report.to_string()).expect("a report");
+        let causes = Causes::of(&r.findings);
+        for (i, f) in r.findings.iter().enumerate() {
+            if let Some(c) = &f.caused_by {
+                let j = causes.cause_of(i).unwrap_or_else(|| {
+                    panic!("{name}: {} names {c:?}, not a problem here", f.check)
+                });
+                assert_ne!(causes.root_of(i), i, "{name}: {} is in a cycle", f.check);
+                assert!(r.findings[j].caused_by.is_none() || causes.root_of(j) != j);
+            }
+        }
+        let one = |root: &str| {
+            let counts = ProblemCounts::of(&r.findings);
+            assert_eq!((counts.fail + counts.warn), 1, "{name}: {counts:?}");
+            let roots: Vec<&str> = causes
+                .problems(&r.findings)
+                .iter()
+                .map(|(i, _)| r.findings[*i].check.as_str())
+                .collect();
+            assert_eq!(roots, [root], "{name}");
+        };
+        match name.as_str() {
+            "h200-x2-nouveau" | "h200-x2-vfio" => one("gpu.driver-binding"),
+            "h200-x2-no-driver" => one("kernel.modules"),
+            "h200-x2-hw-slowdown" => one("clocks.throttle"),
+            "h200-x2-old-driver" => one("cuda.driver"),
+            "h200-x2-gpu-lost" => one("gpu.present"),
+            "h200-x2-power-capped" => one("power.limit"),
+            _ => {}
+        }
+    }
 }
 
 #[test]

@@ -26,6 +26,7 @@ pub mod stability;
 pub mod storage;
 pub mod workload;
 
+mod causes;
 mod common;
 pub mod judge;
 #[cfg(test)]

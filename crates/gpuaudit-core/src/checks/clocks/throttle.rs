@@ -6,7 +6,7 @@ use crate::checks::common::{fraction, pct, per_gpu_many};
 use crate::checks::power::limit::at_default;
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{Facts, GpuFacts, Telemetry, ThrottleReason};
-use crate::finding::{Evidence, Finding, Status};
+use crate::finding::{Cause, Evidence, Finding, Status};
 use crate::policy::Policy;
 use crate::reading::Reading;
 
@@ -78,13 +78,15 @@ pub const CHECK: Check = Check {
              slowdown, hardware power brake, software thermal slowdown, sync boost, display \
              clocks. Read with the facts, and with --full from the samples taken during the \
              burn (stability.burn's load). Hardware slowdown, hardware thermal slowdown and the \
-             power brake fail, in any sample. Software thermal slowdown warns (under load: in \
+             power brake fail, in any sample; hardware slowdown is the umbrella of the other \
+             two, so where one of them is active too it is said with that cause, as one \
+             finding. Software thermal slowdown warns (under load: in \
              more than ",
             load_sw_thermal_share_warn_pct!(),
             "% of the samples). The software power cap is information: a GPU under dense \
              load runs at its power limit by design (every H100/H200 does on GEMM), so at its \
              default limit that is expected; a limit below the default is power.limit's \
-             finding. Where the flag is set while the GPU draws less than ",
+             finding, and the cap that holds the GPU there is shown under it. Where the flag is set while the GPU draws less than ",
             power_cap_draw_at_limit_pct!(),
             "% of its limit, the flag comes from the power averaged over the driver's last \
              control window and the draw is one sample: a load that just ended, not a cap on \
@@ -139,6 +141,14 @@ fn power_cap_now(g: &GpuFacts) -> String {
     }
 }
 
+/// The GPU draws its limit now, and that limit is below its default (power.limit's problem).
+fn held_below_default(g: &GpuFacts) -> bool {
+    let draw = g.power.draw_w.value().copied();
+    let limit = g.power.limit_w.value().copied().filter(|l| *l > 0.0);
+    matches!((draw, limit), (Some(d), Some(l)) if d >= l * POWER_CAP_DRAW_AT_LIMIT)
+        && at_default(g) == Some(false)
+}
+
 /// The reasons active when the facts were read.
 fn as_read(g: &GpuFacts) -> Vec<Finding> {
     let reasons = match &g.throttle_reasons {
@@ -166,22 +176,37 @@ fn as_read(g: &GpuFacts) -> Vec<Finding> {
     }
 
     let mut out = Vec::new();
+    // NVML's hardware slowdown is the umbrella of the thermal slowdown and the power brake:
+    // where one of those is active too, it names the cause, and the slowdown is said with it
+    // (one problem, not two).
+    let specific = reasons.iter().any(|r| {
+        matches!(
+            r,
+            ThrottleReason::HwThermalSlowdown | ThrottleReason::HwPowerBrakeSlowdown
+        )
+    });
+    let temp = g
+        .temperature_c
+        .value()
+        .map(|t| format!(" ({t:.0} °C)"))
+        .unwrap_or_default();
     for r in reasons {
         let (st, what, fix): (Status, String, &str) = match r {
-            ThrottleReason::HwSlowdown => (
-                Status::Fail,
-                "hardware slowdown is active: the GPU halves its clocks or more to protect itself (overheating, power brake or an external signal)".into(),
-                "Check cooling and power delivery; on a cloud instance, report it to the provider with this output.",
-            ),
+            ThrottleReason::HwSlowdown if specific => continue,
             ThrottleReason::HwThermalSlowdown => (
                 Status::Fail,
-                "hardware thermal slowdown is active: the GPU is too hot".into(),
+                format!("hardware thermal slowdown is active: the GPU is too hot{temp} and halves its clocks or more to protect itself"),
                 "Check fans, airflow and inlet temperature (`nvidia-smi -q -d TEMPERATURE`); on a cloud instance, report it.",
             ),
             ThrottleReason::HwPowerBrakeSlowdown => (
                 Status::Fail,
-                "the hardware power brake is active: the power supply or chassis asserts it".into(),
+                "the hardware power brake is active: the power supply or chassis asserts it, and the GPU halves its clocks or more".into(),
                 "A power-delivery problem for the owner or provider: report it.",
+            ),
+            ThrottleReason::HwSlowdown => (
+                Status::Fail,
+                "hardware slowdown is active: the GPU halves its clocks or more to protect itself (overheating, power brake or an external signal)".into(),
+                "Check cooling and power delivery; on a cloud instance, report it to the provider with this output.",
             ),
             ThrottleReason::SwThermalSlowdown => (
                 Status::Warn,
@@ -213,6 +238,11 @@ fn as_read(g: &GpuFacts) -> Vec<Finding> {
         let mut f = Finding::new(ID, st, format!("{}: {what}", g.label())).evidence(ev.clone());
         if !fix.is_empty() {
             f = f.fix(fix);
+        }
+        // A cap below the default that holds the GPU now is power.limit's problem: this is
+        // what it causes (a flag at a low draw is a burst that ended, not the cap).
+        if *r == ThrottleReason::SwPowerCap && held_below_default(g) {
+            f = f.caused_by(Cause::gpu(crate::checks::power::limit::CHECK.id, g.index));
         }
         out.push(f);
     }
@@ -274,10 +304,13 @@ fn under_load(facts: &Facts, g: &GpuFacts) -> Option<Finding> {
     let mut status = Status::Pass;
     let mut parts: Vec<String> = Vec::new();
     let mut fix: Option<&str> = None;
+    // Whether a cap below the default raised the verdict, and whether anything else did.
+    let (mut capped, mut other) = (false, false);
     for seen in t.throttle.iter().filter(|s| s.samples > 0) {
         let share = seen.samples as f64 / t.samples.max(1) as f64;
         let in_share = format!("in {} of the {} samples", seen.samples, t.samples);
         if seen.reason.is_hardware_fault() {
+            other = true;
             status = Status::Fail;
             parts.push(format!("{} {in_share}", seen.reason.name()));
             fix = Some(
@@ -289,6 +322,7 @@ fn under_load(facts: &Facts, g: &GpuFacts) -> Option<Finding> {
         match seen.reason {
             ThrottleReason::SwThermalSlowdown => {
                 if share > LOAD_SW_THERMAL_SHARE_WARN {
+                    other = true;
                     status = status.max(Status::Warn);
                     fix.get_or_insert(
                         "Check cooling: the GPU reaches its slowdown temperature under load.",
@@ -305,12 +339,14 @@ fn under_load(facts: &Facts, g: &GpuFacts) -> Option<Finding> {
                     .unwrap_or_else(|| "its limit".into());
                 let text = match (at_default(g), g.power.default_limit_w.value()) {
                     (Some(false), Some(d)) => {
+                        capped = true;
                         status = status.max(Status::Info);
                         format!(
                             "held at its power limit ({limit}, below its default {d:.0} W) {in_share}: the cap costs compute (see power.limit)"
                         )
                     }
                     (Some(false), None) => {
+                        capped = true;
                         status = status.max(Status::Info);
                         format!(
                             "held at its power limit ({limit}, below the datasheet's board power) {in_share}: the cap costs compute (see power.limit)"
@@ -320,6 +356,7 @@ fn under_load(facts: &Facts, g: &GpuFacts) -> Option<Finding> {
                         "at its power limit ({limit}, its default) {in_share}: dense GEMM is power-bound on this GPU, as expected"
                     ),
                     (None, _) => {
+                        other = true;
                         status = status.max(Status::Info);
                         format!(
                             "at its power limit ({limit}; its default not known) {in_share}"
@@ -330,14 +367,16 @@ fn under_load(facts: &Facts, g: &GpuFacts) -> Option<Finding> {
             }
             ThrottleReason::GpuIdle => {}
             ThrottleReason::ApplicationsClocksSetting => {
+                other = true;
                 status = status.max(Status::Info);
                 parts.push(format!(
                     "clocks held by the application clock setting {in_share} (see clocks.max)"
                 ));
             }
-            other => {
+            reason => {
+                other = true;
                 status = status.max(Status::Info);
-                parts.push(format!("{} {in_share}", other.name()));
+                parts.push(format!("{} {in_share}", reason.name()));
             }
         }
     }
@@ -350,6 +389,9 @@ fn under_load(facts: &Facts, g: &GpuFacts) -> Option<Finding> {
     if let Some(x) = fix {
         f = f.fix(x);
     }
+    if capped && !other {
+        f = f.caused_by(Cause::gpu(crate::checks::power::limit::CHECK.id, g.index));
+    }
     Some(f)
 }
 
@@ -358,7 +400,7 @@ mod tests {
     use super::*;
     use crate::facts::{Burn, GemmDtype, OnGpu, ThrottleSeen};
     use crate::testing::measured::burn_gpu;
-    use crate::testing::Machine;
+    use crate::testing::{statuses, Machine};
 
     fn run(f: &Facts) -> Vec<Finding> {
         (CHECK.run)(f, &Policy::default())
@@ -400,16 +442,32 @@ mod tests {
         }
         let out = h200_reading(vec![ThrottleReason::SwThermalSlowdown], 300.0, 700.0);
         assert_eq!(out[0].status, Status::Warn);
-        // Each reason on its own: two reasons, two findings.
+        // The slowdown with its cause is one finding that names the cause.
+        for (cause, text) in [
+            (
+                ThrottleReason::HwThermalSlowdown,
+                "GPU 0 (00:06.0): hardware thermal slowdown is active: the GPU is too hot (30 °C) and halves its clocks or more to protect itself",
+            ),
+            (
+                ThrottleReason::HwPowerBrakeSlowdown,
+                "GPU 0 (00:06.0): the hardware power brake is active: the power supply or chassis asserts it, and the GPU halves its clocks or more",
+            ),
+        ] {
+            let out = h200_reading(vec![ThrottleReason::HwSlowdown, cause], 300.0, 700.0);
+            assert_eq!(statuses(&out), vec![Status::Fail], "{out:#?}");
+            assert_eq!(out[0].message, text);
+        }
+        // Other reasons beside it are findings of their own.
         let out = h200_reading(
             vec![
                 ThrottleReason::HwSlowdown,
-                ThrottleReason::HwThermalSlowdown,
+                ThrottleReason::SwThermalSlowdown,
             ],
             300.0,
             700.0,
         );
-        assert_eq!(out.len(), 2);
+        assert_eq!(statuses(&out), vec![Status::Fail, Status::Warn]);
+        assert!(out[0].message.contains("hardware slowdown is active"));
         for (r, text) in [
             (
                 ThrottleReason::ApplicationsClocksSetting,
@@ -480,6 +538,14 @@ mod tests {
             x.message
         );
         assert!(x.message.contains("see power.limit"));
+        // power.limit's problem (500 W of 700 W): this is what it causes.
+        assert_eq!(x.caused_by, Some(Cause::gpu("power.limit", 0)));
+        // The flag at a low draw under a lowered limit is a burst, not the cap.
+        let x = &h200_reading(vec![ThrottleReason::SwPowerCap], 100.0, 500.0)[0];
+        assert_eq!(x.caused_by, None);
+        // At the default limit, nothing to point at.
+        let x = &h200_reading(vec![ThrottleReason::SwPowerCap], 695.0, 700.0)[0];
+        assert_eq!(x.caused_by, None);
         // The limit not read: said so.
         let f = Machine::healthy("h200-sxm-141gb", 1)
             .gpu(0, |g| {

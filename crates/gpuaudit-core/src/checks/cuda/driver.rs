@@ -54,7 +54,55 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
     }
     let mut out = Vec::new();
 
-    // The kernel module and the user-space library must be the same build.
+    // The oldest driver for each GPU's architecture.
+    let age = age(facts, &dv, cuda);
+    if let Some((arch, min)) = &age.needs {
+        ev.insert("architecture", arch);
+        ev.insert("min_driver_for_architecture", min.to_string());
+    }
+    let table = cuda_table();
+    let current_driver = table
+        .toolkit(CURRENT_FRAMEWORKS_CUDA)
+        .map(|t| t.ga_min_driver.to_string())
+        .unwrap_or_else(|| "a newer one".into());
+    let frameworks = format!(
+        "current framework builds (CUDA {} and newer) need {current_driver} or newer",
+        CURRENT_FRAMEWORKS_CUDA.major
+    );
+    // The driver too old for the GPUs, and too old for current frameworks, is one cause:
+    // one finding, whose fix names the driver every need here is met by.
+    if let Some((arch, min)) = &age.too_old {
+        let mut msg = format!(
+            "Driver {text} is older than the first driver for {arch} GPUs ({min}): they cannot run CUDA with it"
+        );
+        if age.below_current {
+            msg.push_str(&format!(
+                "; it {}, and {frameworks}",
+                age.supports.as_deref().unwrap_or("supports an old CUDA")
+            ));
+        }
+        out.push(Finding::fail(ID, msg).evidence(ev.clone()).fix(upgrade_fix(
+            facts,
+            &dv,
+            Some((arch, min)),
+            age.below_current,
+        )));
+    } else if age.below_current {
+        out.push(
+            Finding::warn(
+                ID,
+                format!(
+                    "Driver {text} {}: {frameworks}",
+                    age.supports.as_deref().unwrap_or("supports an old CUDA"),
+                ),
+            )
+            .evidence(ev.clone())
+            .fix(upgrade_fix(facts, &dv, None, true)),
+        );
+    }
+
+    // The kernel module and the user-space library must be the same build (after the
+    // version's finding: the checks that an old driver explains name that one).
     if let Some(line) = facts.driver.proc_version.value() {
         let module_version = line
             .split_whitespace()
@@ -69,75 +117,7 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
             }
         }
     }
-
-    // The oldest driver for each GPU's architecture.
-    let mut too_old = Vec::new();
-    let mut needs: Option<(String, DriverVersion)> = None;
-    for g in facts.gpu_list() {
-        let Some(spec) = spec_of(g) else { continue };
-        let Some(arch) = spec.arch_support() else {
-            continue;
-        };
-        if needs.as_ref().is_none_or(|(_, d)| arch.min_driver > *d) {
-            needs = Some((arch.name.clone(), arch.min_driver.clone()));
-        }
-        if dv < arch.min_driver {
-            too_old.push((g.index, arch.name.clone(), arch.min_driver.to_string()));
-        }
-    }
-    if let Some((arch, min)) = &needs {
-        ev.insert("architecture", arch);
-        ev.insert("min_driver_for_architecture", min.to_string());
-    }
-    if let Some((_, arch, min)) = too_old.first() {
-        out.push(
-            Finding::fail(
-                ID,
-                format!("Driver {text} is older than the first driver for {arch} GPUs ({min}): they cannot run CUDA with it"),
-            )
-            .evidence(ev.clone())
-            .fix(format!("Install a current production driver (at least {min}; for new work the newest production branch)")),
-        );
-    }
-    // The CUDA version the driver supports: as it reports it, or where it does not (drivers
-    // before R410 have no such field), from the release notes' table.
-    let table = cuda_table();
-    let supports = match cuda {
-        Some(c) => Some(format!("supports CUDA up to {c}")),
-        None => match table.max_cuda_for_driver(&dv) {
-            Some(c) => Some(format!("supports CUDA up to {c} (by the release notes' table; the driver did not say)")),
-            None => table.toolkits.first().map(|t| {
-                format!(
-                    "is older than the first driver of CUDA {} ({}), so it supports an older CUDA (the driver did not say which)",
-                    t.version, t.ga_min_driver
-                )
-            }),
-        },
-    };
-    let below_current = match cuda {
-        Some(c) => c < CURRENT_FRAMEWORKS_CUDA,
-        None => table
-            .max_cuda_for_driver(&dv)
-            .is_none_or(|c| c < CURRENT_FRAMEWORKS_CUDA),
-    };
-    let current_driver = table
-        .toolkit(CURRENT_FRAMEWORKS_CUDA)
-        .map(|t| t.ga_min_driver.to_string())
-        .unwrap_or_else(|| "a newer one".into());
-    if below_current {
-        out.push(
-            Finding::warn(
-                ID,
-                format!(
-                    "Driver {text} {}: current framework builds (CUDA {} and newer) need {current_driver} or newer",
-                    supports.as_deref().unwrap_or("supports an old CUDA"),
-                    CURRENT_FRAMEWORKS_CUDA.major
-                ),
-            )
-            .evidence(ev.clone())
-            .fix("Upgrade the driver to a current production branch."),
-        );
-    }
+    let (needs, supports) = (age.needs, age.supports);
     if out.is_empty() {
         let mut msg = format!("Driver {text}");
         if let Some(s) = &supports {
@@ -150,6 +130,133 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
     }
     out
 }
+/// How old the driver is for this machine: what cuda.driver judges, and what the checks it
+/// explains (a toolkit or a framework too new for it) ask.
+struct Age {
+    /// The newest architecture minimum of the GPUs: (architecture, its first driver).
+    needs: Option<(String, DriverVersion)>,
+    /// The first GPU's architecture the driver is older than, with its minimum.
+    too_old: Option<(String, DriverVersion)>,
+    /// "supports CUDA up to 11.4", as the driver says or the release notes' table does.
+    supports: Option<String>,
+    /// Its CUDA is older than current framework builds need.
+    below_current: bool,
+}
+
+fn age(facts: &Facts, dv: &DriverVersion, cuda: Option<CudaVersion>) -> Age {
+    let mut needs: Option<(String, DriverVersion)> = None;
+    let mut too_old = None;
+    for g in facts.gpu_list() {
+        let Some(spec) = spec_of(g) else { continue };
+        let Some(arch) = spec.arch_support() else {
+            continue;
+        };
+        if needs.as_ref().is_none_or(|(_, d)| arch.min_driver > *d) {
+            needs = Some((arch.name.clone(), arch.min_driver.clone()));
+        }
+        if *dv < arch.min_driver && too_old.is_none() {
+            too_old = Some((arch.name.clone(), arch.min_driver.clone()));
+        }
+    }
+    // The CUDA version the driver supports: as it reports it, or where it does not (drivers
+    // before R410 have no such field), from the release notes' table.
+    let table = cuda_table();
+    let supports = match cuda {
+        Some(c) => Some(format!("supports CUDA up to {c}")),
+        None => match table.max_cuda_for_driver(dv) {
+            Some(c) => Some(format!("supports CUDA up to {c} (by the release notes' table; the driver did not say)")),
+            None => table.toolkits.first().map(|t| {
+                format!(
+                    "is older than the first driver of CUDA {} ({}), so it supports an older CUDA (the driver did not say which)",
+                    t.version, t.ga_min_driver
+                )
+            }),
+        },
+    };
+    let below_current = match cuda {
+        Some(c) => c < CURRENT_FRAMEWORKS_CUDA,
+        None => table
+            .max_cuda_for_driver(dv)
+            .is_none_or(|c| c < CURRENT_FRAMEWORKS_CUDA),
+    };
+    Age {
+        needs,
+        too_old,
+        supports,
+        below_current,
+    }
+}
+
+/// Whether cuda.driver reports the driver as too old (for the GPUs' architecture, or for
+/// current framework builds): then a toolkit or framework too new for it is that problem's
+/// consequence, and names it.
+pub fn driver_is_old(facts: &Facts) -> bool {
+    let Ok((_, dv)) = driver_version(facts) else {
+        return false;
+    };
+    let a = age(facts, &dv, facts.driver.cuda_version.value().copied());
+    a.too_old.is_some() || a.below_current
+}
+
+/// "Install a current production driver, at least 550.54.14 (the CUDA 12.4 toolkit at
+/// /usr/local/cuda-12.4 needs it; Hopper GPUs need 520.61.05; current framework builds
+/// 525.60.13) ...": the one driver every need of this machine is met by.
+fn upgrade_fix(
+    facts: &Facts,
+    dv: &DriverVersion,
+    arch: Option<(&String, &DriverVersion)>,
+    frameworks: bool,
+) -> String {
+    let table = cuda_table();
+    let mut needs: Vec<(DriverVersion, String)> = Vec::new();
+    if let Some((a, min)) = arch {
+        needs.push((min.clone(), format!("{a} GPUs need {min}")));
+    }
+    if frameworks {
+        if let Some(t) = table.toolkit(CURRENT_FRAMEWORKS_CUDA) {
+            needs.push((
+                t.ga_min_driver.clone(),
+                format!(
+                    "CUDA {} frameworks need {}",
+                    CURRENT_FRAMEWORKS_CUDA.major, t.ga_min_driver
+                ),
+            ));
+        }
+    }
+    for k in facts.toolkit.value().into_iter().flatten() {
+        if let Some(t) = table.toolkit(k.cuda) {
+            if t.ga_min_driver > *dv {
+                needs.push((
+                    t.ga_min_driver.clone(),
+                    format!(
+                        "the CUDA {} toolkit at {} needs {}",
+                        k.version, k.path, t.ga_min_driver
+                    ),
+                ));
+            }
+        }
+    }
+    // The highest first, then the others in the order found.
+    let Some(top) = needs.iter().map(|(v, _)| v.clone()).max() else {
+        return "Upgrade the driver to a current production branch.".into();
+    };
+    let mut why: Vec<&str> = needs
+        .iter()
+        .filter(|(v, _)| *v == top)
+        .map(|(_, w)| w.as_str())
+        .collect();
+    why.extend(
+        needs
+            .iter()
+            .filter(|(v, _)| *v != top)
+            .map(|(_, w)| w.as_str()),
+    );
+    format!(
+        "Install a current production driver, at least {top} ({}); for new work the newest production branch.",
+        why.join("; ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -218,11 +325,68 @@ mod tests {
         h.driver.version = Reading::Value("515.105.01".into());
         h.driver.proc_version = Reading::unavailable("x");
         h.driver.cuda_version = Reading::Value(CudaVersion::new(11, 7));
+        // No toolkit here (the healthy machine's CUDA 13 would need more: below).
+        h.toolkit = Reading::Value(vec![]);
         let r = driver(&h, &Policy::default());
-        assert_eq!(statuses(&r), vec![Status::Fail, Status::Warn], "{r:#?}");
-        assert!(r[0]
-            .message
-            .contains("older than the first driver for Hopper"));
+        // Too old for Hopper and for current frameworks: one cause, one finding, whose fix
+        // names the driver both need.
+        assert_eq!(statuses(&r), vec![Status::Fail], "{r:#?}");
+        assert_eq!(
+            r[0].message,
+            "Driver 515.105.01 is older than the first driver for Hopper GPUs (520.61.05): they cannot run CUDA with it; it supports CUDA up to 11.7, and current framework builds (CUDA 12 and newer) need 525.60.13 or newer"
+        );
+        assert_eq!(
+            r[0].fix.as_deref(),
+            Some("Install a current production driver, at least 525.60.13 (CUDA 12 frameworks need 525.60.13; Hopper GPUs need 520.61.05); for new work the newest production branch.")
+        );
+        assert!(driver_is_old(&h));
+        assert!(!driver_is_old(&f));
+        // Too old for Hopper only (its CUDA is current): the architecture alone.
+        let mut a = f.clone();
+        a.driver.version = Reading::Value("515.105.01".into());
+        a.driver.proc_version = Reading::unavailable("x");
+        a.toolkit = Reading::Value(vec![]);
+        let r = driver(&a, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail], "{r:#?}");
+        assert!(
+            r[0].message.ends_with("they cannot run CUDA with it"),
+            "{}",
+            r[0].message
+        );
+        assert_eq!(
+            r[0].fix.as_deref(),
+            Some("Install a current production driver, at least 520.61.05 (Hopper GPUs need 520.61.05); for new work the newest production branch.")
+        );
+        // A toolkit that needs more than either: its need leads the fix.
+        let mut t = h.clone();
+        t.toolkit = Reading::Value(vec![crate::facts::Toolkit {
+            path: "/usr/local/cuda-12.4".into(),
+            version: "12.4.1".into(),
+            cuda: CudaVersion::new(12, 4),
+            source: "version.json".into(),
+            forward_compat: false,
+        }]);
+        let fix = driver(&t, &Policy::default())[0]
+            .fix
+            .clone()
+            .unwrap_or_default();
+        assert!(
+            fix.starts_with("Install a current production driver, at least 550.54.14 (the CUDA 12.4.1 toolkit at /usr/local/cuda-12.4 needs 550.54.14; "),
+            "{fix}"
+        );
+        // The version first, then the mismatch: the checks an old driver explains name the
+        // first problem of cuda.driver.
+        let mut m = h.clone();
+        m.driver.proc_version =
+            Reading::Value("NVRM version: NVIDIA UNIX x86_64 Kernel Module  515.105.02".into());
+        let r = driver(&m, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail, Status::Fail], "{r:#?}");
+        assert!(r[0].message.contains("older than the first driver"));
+        assert!(r[1].message.contains("mismatch"));
+        // No driver version read: nothing is old.
+        let mut u = f.clone();
+        u.driver.version = Reading::unavailable("no driver");
+        assert!(!driver_is_old(&u));
         // CUDA 12.0 is the line for current frameworks: at it, pass; below, warn.
         let mut c = f.clone();
         c.driver.cuda_version = Reading::Value(CURRENT_FRAMEWORKS_CUDA);

@@ -2,10 +2,11 @@
 //! the driver and the GPUs.
 
 use crate::checks::common::gpu_count;
+use crate::checks::cuda::driver::driver_is_old;
 use crate::checks::cuda::{bridge, compat_fix, loaded, Bridge, FORWARD_COMPAT_DOC};
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{Facts, PythonEnv};
-use crate::finding::{Finding, Status};
+use crate::finding::{Cause, Finding, Status};
 use crate::parse::host::cudaenv::{coverage, Coverage};
 use crate::policy::Policy;
 use crate::reading::Reading;
@@ -133,6 +134,10 @@ fn judge_torch(facts: &Facts, policy: &Policy, env: &PythonEnv, gpus: usize) -> 
     ) {
         (Some(tc), Some(dc)) if tc > *dc => {
             let bridge = bridge(facts, tc, ID);
+            // A driver cuda.driver finds too old is the cause: its fix (a current driver)
+            // is the one to follow.
+            let old =
+                driver_is_old(facts).then(|| Cause::check(crate::checks::cuda::driver::CHECK.id));
             match bridge {
                 Bridge::InUse(note) => cuda_note = note,
                 Bridge::Refused(f) => out.push(base(f).with("driver_cuda", dc.to_string())),
@@ -142,7 +147,8 @@ fn judge_torch(facts: &Facts, policy: &Policy, env: &PythonEnv, gpus: usize) -> 
                             .with("driver_cuda", dc.to_string())
                             .with("compat_package", &dir)
                             .with("source", FORWARD_COMPAT_DOC)
-                            .fix(compat_fix(&dir, gpus_ok, dc)),
+                            .fix(compat_fix(&dir, gpus_ok, dc))
+                            .caused_by_opt(old),
                     );
                 }
                 _ if tc.major > dc.major => {
@@ -151,7 +157,8 @@ fn judge_torch(facts: &Facts, policy: &Policy, env: &PythonEnv, gpus: usize) -> 
                         .fix(format!(
                             "install a PyTorch built for CUDA {}.x (e.g. --index-url https://download.pytorch.org/whl/cu{}{}) or upgrade the driver",
                             dc.major, dc.major, if dc.major == 12 { "6" } else { "0" }
-                        )));
+                        ))
+                        .caused_by_opt(old));
                 }
                 _ => {
                     out.push(base(Finding::warn(
@@ -159,7 +166,8 @@ fn judge_torch(facts: &Facts, policy: &Policy, env: &PythonEnv, gpus: usize) -> 
                         format!("{name} is built for CUDA {tc}, newer than the {dc} the driver supports: it runs through minor-version compatibility, but kernels that need JIT compilation (PTX) fail with 'the provided PTX was compiled with an unsupported toolchain'"),
                     ))
                     .with("driver_cuda", dc.to_string())
-                    .fix(format!("upgrade the driver to one that supports CUDA {tc}, or install a PyTorch built for CUDA {dc} or older")));
+                    .fix(format!("upgrade the driver to one that supports CUDA {tc}, or install a PyTorch built for CUDA {dc} or older"))
+                    .caused_by_opt(old));
                 }
             }
         }
@@ -275,6 +283,30 @@ mod tests {
         };
         let r = run_framework(&f, &p);
         assert_eq!(r.iter().filter(|x| x.status == Status::Fail).count(), 1);
+    }
+
+    #[test]
+    fn a_framework_too_new_for_a_driver_cuda_driver_finds_old_is_its_consequence() {
+        let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
+        f.driver.version = Reading::Value("470.256.02".into());
+        f.driver.proc_version = Reading::unavailable("x");
+        f.driver.cuda_version = Reading::Value(CudaVersion::new(11, 4));
+        f.host.libraries = Reading::unavailable("not looked at");
+        let arch = vec!["sm_90".to_string()];
+        for (cuda, status) in [("12.4", Status::Fail), ("11.8", Status::Warn)] {
+            f.host.python =
+                Reading::Value(vec![torch_env(Some(cuda), Reading::Value(arch.clone()))]);
+            let r = run_framework(&f, &Policy::default());
+            assert_eq!(r[0].status, status, "{r:#?}");
+            assert_eq!(r[0].caused_by, Some(Cause::check("cuda.driver")), "{cuda}");
+        }
+        // A current driver (CUDA 12.2) with a cu130 build: the framework's own problem.
+        let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
+        f.driver.cuda_version = Reading::Value(CudaVersion::new(12, 2));
+        f.host.python = Reading::Value(vec![torch_env(Some("13.0"), Reading::Value(arch))]);
+        let r = run_framework(&f, &Policy::default());
+        assert_eq!(r[0].status, Status::Fail);
+        assert_eq!(r[0].caused_by, None);
     }
 
     #[test]

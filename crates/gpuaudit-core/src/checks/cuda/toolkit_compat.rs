@@ -1,9 +1,10 @@
 //! cuda.toolkit-compat: each installed CUDA toolkit against what the driver supports.
 
+use crate::checks::cuda::driver::driver_is_old;
 use crate::checks::cuda::{bridge, compat_fix, driver_version, Bridge, FORWARD_COMPAT_DOC};
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::Facts;
-use crate::finding::{Evidence, Finding, Status};
+use crate::finding::{Cause, Evidence, Finding, Status};
 use crate::policy::Policy;
 use crate::reading::Reading;
 use crate::spec::{cuda_table, DriverSupport};
@@ -57,6 +58,9 @@ fn toolkit(facts: &Facts, _: &Policy) -> Vec<Finding> {
     }
     let driver = driver_version(facts);
     let driver_cuda = facts.driver.cuda_version.value().copied();
+    // A driver cuda.driver finds too old is the cause of a toolkit too new for it: that
+    // finding's fix names the driver this toolkit needs too.
+    let old = driver_is_old(facts).then(|| Cause::check(crate::checks::cuda::driver::CHECK.id));
     let table = cuda_table();
     kits.iter()
         .map(|k| {
@@ -112,7 +116,8 @@ fn toolkit(facts: &Facts, _: &Policy) -> Vec<Finding> {
                     ),
                 )
                 .evidence(ev)
-                .fix(format!("Upgrade the driver to {ga} or newer, or use a toolkit no newer than the driver's CUDA version.")),
+                .fix(format!("Upgrade the driver to {ga} or newer, or use a toolkit no newer than the driver's CUDA version."))
+                .caused_by_opt(old.clone()),
                 (Some(DriverSupport::Unsupported), Bridge::OnDisk { dir, gpus_ok }) => Finding::fail(
                     ID,
                     format!(
@@ -121,7 +126,8 @@ fn toolkit(facts: &Facts, _: &Policy) -> Vec<Finding> {
                     ),
                 )
                 .evidence(ev.with("compat_package", &dir).with("source", FORWARD_COMPAT_DOC))
-                .fix(compat_fix(&dir, gpus_ok, driver_cuda.as_ref().unwrap_or(&k.cuda))),
+                .fix(compat_fix(&dir, gpus_ok, driver_cuda.as_ref().unwrap_or(&k.cuda)))
+                .caused_by_opt(old.clone()),
                 (Some(DriverSupport::Unsupported), _) => Finding::fail(
                     ID,
                     format!(
@@ -130,7 +136,8 @@ fn toolkit(facts: &Facts, _: &Policy) -> Vec<Finding> {
                     ),
                 )
                 .evidence(ev)
-                .fix(format!("Upgrade the driver to {ga} or newer (or install the cuda-compat package on datacenter GPUs), or use a toolkit no newer than CUDA {}.", driver_cuda.map(|c| c.to_string()).unwrap_or_else(|| "the driver's".into()))),
+                .fix(format!("Upgrade the driver to {ga} or newer (or install the cuda-compat package on datacenter GPUs), or use a toolkit no newer than CUDA {}.", driver_cuda.map(|c| c.to_string()).unwrap_or_else(|| "the driver's".into())))
+                .caused_by_opt(old.clone()),
                 (None, _) => Finding::new(
                     ID,
                     Status::Skip,
@@ -169,6 +176,42 @@ mod tests {
     }
 
     const C122: CudaVersion = CudaVersion::new(12, 2);
+
+    #[test]
+    fn a_toolkit_too_new_for_a_driver_cuda_driver_finds_old_is_its_consequence() {
+        let k124 = || {
+            kit(
+                "/usr/local/cuda-12.4",
+                "12.4.1",
+                CudaVersion::new(12, 4),
+                false,
+            )
+        };
+        // Driver 470 (CUDA 11.4) on a Hopper GPU: cuda.driver fails; the toolkit is that.
+        let r = toolkit(
+            &on("470.256.02", CudaVersion::new(11, 4), k124()),
+            &Policy::default(),
+        );
+        assert_eq!(statuses(&r), vec![Status::Fail]);
+        assert_eq!(r[0].caused_by, Some(Cause::check("cuda.driver")));
+        // A current driver (CUDA 12.2) that is not new enough for 12.4: minor compatibility,
+        // the toolkit's own problem.
+        let r = toolkit(&on("535.104.05", C122, k124()), &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Warn], "{r:#?}");
+        assert_eq!(r[0].caused_by, None);
+        // CUDA 13 on a CUDA 12.9 driver: unsupported, and still its own problem.
+        let k130 = kit(
+            "/usr/local/cuda-13.0",
+            "13.0.88",
+            CudaVersion::new(13, 0),
+            false,
+        );
+        let r = toolkit(
+            &on("575.57.08", CudaVersion::new(12, 9), k130),
+            &Policy::default(),
+        );
+        assert_eq!(r[0].caused_by, None, "{r:#?}");
+    }
 
     #[test]
     fn toolkit_against_the_driver() {

@@ -1,6 +1,6 @@
 //! gpu.driver-binding: the kernel driver bound to each NVIDIA GPU PCI function.
 
-use crate::checks::{Check, CheckDoc, CheckKind};
+use crate::checks::{causes, Check, CheckDoc, CheckKind};
 use crate::facts::{short_bus_id, Facts};
 use crate::finding::{Evidence, Finding};
 use crate::policy::Policy;
@@ -72,11 +72,20 @@ fn driver_binding(facts: &Facts, _: &Policy) -> Vec<Finding> {
                 )
                 .with("driver", d)
                 .fix("Unbind it and load the NVIDIA driver (`sudo modprobe nvidia`)."),
-                Reading::Value(None) => Finding::fail(
-                    ID,
-                    format!("{label} has no driver bound: no program can use it"),
-                )
-                .fix("Load the NVIDIA driver (`sudo modprobe nvidia`) and check `sudo dmesg | grep -i nvrm` for why it did not bind."),
+                // The nvidia module is not loaded (kernel.modules): that is why.
+                Reading::Value(None) => match causes::nvidia_module_missing(facts) {
+                    Some(c) => Finding::fail(
+                        ID,
+                        format!("{label} has no driver bound (the nvidia module is not loaded): no program can use it"),
+                    )
+                    .caused_by(c)
+                    .fix("Load the NVIDIA driver (`sudo modprobe nvidia`; kernel.modules)."),
+                    None => Finding::fail(
+                        ID,
+                        format!("{label} has no driver bound: no program can use it"),
+                    )
+                    .fix("Load the NVIDIA driver (`sudo modprobe nvidia`) and check `sudo dmesg | grep -i nvrm` for why it did not bind."),
+                },
                 Reading::Unavailable(r) => {
                     Finding::skip(ID, format!("{label}: driver binding not read: {r}"))
                 }
@@ -163,6 +172,32 @@ mod tests {
         assert_eq!(out[0].gpu, Some(0));
         assert_eq!(out[1].gpu, None);
         assert_eq!(out[1].status, Status::Fail);
+    }
+
+    #[test]
+    fn no_driver_bound_because_the_module_is_not_loaded_names_kernel_modules() {
+        use crate::facts::KernelModule;
+        use crate::finding::Cause;
+        let mut f = Machine::healthy("h200-sxm-141gb", 2)
+            .pci(1, |p| p.driver = Reading::Value(None))
+            .build();
+        f.modules = Reading::Value(vec![KernelModule {
+            name: "ext4".into(),
+            size: 1,
+            used_by: vec![],
+            state: "Live".into(),
+            taints: String::new(),
+        }]);
+        let out = run_one(&CHECK, &f, &Policy::default());
+        assert_eq!(
+            out[1].message,
+            "00:07.0 has no driver bound (the nvidia module is not loaded): no program can use it"
+        );
+        assert_eq!(out[1].caused_by, Some(Cause::check("kernel.modules")));
+        assert_eq!(out[0].caused_by, None, "bound to nvidia");
+        // With the module loaded, nothing explains it here.
+        let out = bound(Reading::Value(None));
+        assert_eq!(out[1].caused_by, None);
     }
 
     #[test]

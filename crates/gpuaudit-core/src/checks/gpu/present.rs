@@ -1,5 +1,6 @@
 //! gpu.present: the NVIDIA GPUs on the PCI bus against the GPUs the driver answers for.
 
+use crate::checks::causes;
 use crate::checks::common::{count_of, no_gpu_reason};
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{short_bus_id, Facts, GpuFacts, PciFunction};
@@ -80,15 +81,36 @@ fn present(facts: &Facts, _: &Policy) -> Vec<Finding> {
                        modules."
                     .into();
             }
-            vec![Finding::fail(
-                ID,
-                format!(
+            // Where the facts say why (the module is not loaded, nouveau holds the GPUs), the
+            // finding says it and names that cause.
+            let nouveau = causes::bound_to(facts, "nouveau");
+            let (known, cause) = if let Some(c) = causes::nvidia_module_missing(facts) {
+                (
+                    Some("the nvidia kernel module is not loaded".to_string()),
+                    Some(c),
+                )
+            } else if !nouveau.is_empty() && nouveau.len() == p.len() {
+                (
+                    Some("nouveau (the open-source driver) holds the GPUs".to_string()),
+                    nouveau.first().map(|b| b.cause()),
+                )
+            } else {
+                (None, None)
+            };
+            let message = match &known {
+                Some(k) => format!(
+                    "{} on the PCI bus, but the driver does not answer: {k} ({reason})",
+                    count_of(p.len() as u64, "NVIDIA GPU")
+                ),
+                None => format!(
                     "{} on the PCI bus, but the driver does not answer: {reason}",
                     count_of(p.len() as u64, "NVIDIA GPU")
                 ),
-            )
-            .evidence(ev)
-            .fix(fix)]
+            };
+            vec![Finding::fail(ID, message)
+                .evidence(ev)
+                .fix(fix)
+                .caused_by_opt(cause)]
         }
         (_, Some(g)) if g.is_empty() && attached.is_none_or(|a| a == 0) => {
             vec![Finding::fail(
@@ -145,6 +167,84 @@ fn present(facts: &Facts, _: &Policy) -> Vec<Finding> {
     out
 }
 
+/// GPUs on the PCI bus the driver does not list: why, where the facts say (a driver other
+/// than nvidia holds it: gpu.driver-binding's problem, which this is; the kernel log's XID 79:
+/// it fell off the bus), else the three ways it happens.
+fn not_listed(facts: &Facts, missing: &[&str], ev: Evidence) -> Finding {
+    let n = missing.len() as u64;
+    let bindings: Vec<Option<causes::ForeignBinding>> = missing
+        .iter()
+        .map(|b| causes::foreign_binding(facts, b))
+        .collect();
+    let why: Vec<String> = missing
+        .iter()
+        .zip(&bindings)
+        .map(|(b, held)| match held {
+            Some(h) => h.sentence(),
+            None => {
+                let xids = causes::xids_at(facts, b);
+                if xids.contains(&79) {
+                    format!("{} fell off the bus (XID 79 in the kernel log)", short_bus_id(b))
+                } else if let Some(x) = xids.first() {
+                    format!(
+                        "{}: XID {x} in the kernel log; fallen off the bus, failed to initialise, or excluded",
+                        short_bus_id(b)
+                    )
+                } else {
+                    format!(
+                        "{}: fallen off the bus, failed to initialise, or excluded",
+                        short_bus_id(b)
+                    )
+                }
+            }
+        })
+        .collect();
+    let head = format!(
+        "{} on the PCI bus {} not listed by the driver",
+        count_of(n, "GPU"),
+        if n == 1 { "is" } else { "are" },
+    );
+    let every_held = bindings.iter().all(Option::is_some);
+    let (message, fix) = if every_held {
+        (
+            format!("{head}: {}", why.join("; ")),
+            match bindings.first().cloned().flatten().map(|b| b.driver).as_deref() {
+                Some("nouveau") => "Blacklist nouveau and reboot, so that nvidia takes the GPU (gpu.driver-binding says how).",
+                Some("vfio-pci") => "If the GPU is meant for this host, take it out of vfio-pci and load nvidia (gpu.driver-binding says how).",
+                _ => "Unbind it from its driver and load nvidia (gpu.driver-binding says how).",
+            },
+        )
+    } else if why.iter().all(|w| w.contains("fell off the bus (XID 79")) {
+        (
+            format!("{head}: {}", why.join("; ")),
+            "A GPU that fell off the bus needs a GPU reset or a power cycle of the machine; on \
+             a cloud instance, ask for another host (with this report: it names the GPU).",
+        )
+    } else if n == 1 && bindings[0].is_none() && causes::xids_at(facts, missing[0]).is_empty() {
+        // Nothing known: the three ways, as before.
+        (
+            format!(
+                "{head} ({}): fallen off the bus, failed to initialise, or excluded",
+                short_bus_id(missing[0])
+            ),
+            "Look for XID 79 / 119 errors in `sudo dmesg`; reset the GPU or power-cycle the machine; on a cloud instance, ask for another host.",
+        )
+    } else {
+        (
+            format!("{head}: {}", why.join("; ")),
+            "Look for XID 79 / 119 errors in `sudo dmesg`; reset the GPU or power-cycle the machine; on a cloud instance, ask for another host.",
+        )
+    };
+    let mut f = Finding::fail(ID, message)
+        .evidence(ev.with("missing", missing))
+        .fix(fix);
+    // Every one held by another driver: the binding is the cause (the first one's finding).
+    if every_held {
+        f = f.caused_by_opt(bindings.first().cloned().flatten().map(|b| b.cause()));
+    }
+    f
+}
+
 /// The driver lists GPUs: each GPU on the PCI bus must be among them, and the driver's own
 /// count of attached GPUs must be what it describes.
 fn listed(
@@ -168,18 +268,7 @@ fn listed(
         })
         .unwrap_or_default();
     if !missing.is_empty() {
-        let n = missing.len() as u64;
-        return vec![Finding::fail(
-            ID,
-            format!(
-                "{} on the PCI bus {} not listed by the driver ({}): fallen off the bus, failed to initialise, or excluded",
-                count_of(n, "GPU"),
-                if n == 1 { "is" } else { "are" },
-                missing.iter().map(|m| short_bus_id(m)).collect::<Vec<_>>().join(", ")
-            ),
-        )
-        .evidence(ev.with("missing", &missing))
-        .fix("Look for XID 79 / 119 errors in `sudo dmesg`; reset the GPU or power-cycle the machine; on a cloud instance, ask for another host.")];
+        return vec![not_listed(facts, &missing, ev)];
     }
     let described = g.len() as u32;
     match attached {
@@ -417,6 +506,144 @@ mod tests {
             out[1].message,
             "nvidia-smi lists 300 GPUs; the first 256 were read: the GPUs beyond are not audited"
         );
+    }
+
+    fn one_missing(change: impl FnOnce(&mut Facts)) -> Finding {
+        let mut f = Machine::healthy("h200-sxm-141gb", 2)
+            .with(|f| {
+                if let Reading::Value(g) = &mut f.gpus {
+                    g.truncate(1);
+                }
+            })
+            .build();
+        change(&mut f);
+        let out = run(&f);
+        assert_eq!(statuses(&out), vec![Status::Fail], "{out:#?}");
+        out[0].clone()
+    }
+
+    fn hold(f: &mut Facts, bus: &str, driver: &str) {
+        if let Reading::Value(p) = &mut f.pci_gpus {
+            for x in p.iter_mut().filter(|x| x.bus_id.ends_with(bus)) {
+                x.driver = Reading::Value(Some(driver.into()));
+            }
+        }
+    }
+
+    /// A known cause is said, never guessed at: a GPU another driver holds is that driver's
+    /// (gpu.driver-binding's problem), one whose XID 79 is in the kernel log fell off the bus.
+    #[test]
+    fn a_gpu_the_driver_does_not_list_says_why_where_the_facts_do() {
+        use crate::facts::XidEvent;
+        use crate::finding::Cause;
+        let x = one_missing(|f| hold(f, "00:07.0", "nouveau"));
+        assert_eq!(
+            x.message,
+            "1 GPU on the PCI bus is not listed by the driver: 00:07.0 is bound to nouveau (the open-source driver), not nvidia"
+        );
+        assert_eq!(
+            x.caused_by,
+            Some(Cause::device("gpu.driver-binding", "0000:00:07.0"))
+        );
+        assert!(x
+            .fix
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("Blacklist nouveau"));
+        let x = one_missing(|f| hold(f, "00:07.0", "vfio-pci"));
+        assert!(x
+            .message
+            .ends_with("00:07.0 is bound to vfio-pci (reserved for a VM), not nvidia"));
+        assert!(x.fix.as_deref().unwrap_or("").contains("out of vfio-pci"));
+        let x = one_missing(|f| hold(f, "00:07.0", "pci-stub"));
+        assert!(x.fix.as_deref().unwrap_or("").starts_with("Unbind it"));
+        assert!(x.caused_by.is_some());
+        let xid = |code| XidEvent {
+            bus_id: Some("0000:00:07".into()),
+            code,
+            text: String::new(),
+        };
+        let x = one_missing(|f| f.xid_events = Reading::Value(vec![xid(79)]));
+        assert_eq!(
+            x.message,
+            "1 GPU on the PCI bus is not listed by the driver: 00:07.0 fell off the bus (XID 79 in the kernel log)"
+        );
+        assert_eq!(x.caused_by, None, "its own cause");
+        assert!(x.fix.as_deref().unwrap_or("").contains("power cycle"));
+        let x = one_missing(|f| f.xid_events = Reading::Value(vec![xid(119)]));
+        assert_eq!(
+            x.message,
+            "1 GPU on the PCI bus is not listed by the driver: 00:07.0: XID 119 in the kernel log; fallen off the bus, failed to initialise, or excluded"
+        );
+        // Nothing known: the three ways.
+        let x = one_missing(|_| {});
+        assert_eq!(
+            x.message,
+            "1 GPU on the PCI bus is not listed by the driver (00:07.0): fallen off the bus, failed to initialise, or excluded"
+        );
+        assert_eq!(x.caused_by, None);
+        // Two missing, one held by nouveau and one unknown: both said, no single cause.
+        let mut f = Machine::healthy("h200-sxm-141gb", 3)
+            .with(|f| {
+                if let Reading::Value(g) = &mut f.gpus {
+                    g.truncate(1);
+                }
+            })
+            .build();
+        hold(&mut f, "00:07.0", "nouveau");
+        let out = run(&f);
+        assert_eq!(
+            out[0].message,
+            "2 GPUs on the PCI bus are not listed by the driver: 00:07.0 is bound to nouveau (the open-source driver), not nvidia; 00:08.0: fallen off the bus, failed to initialise, or excluded"
+        );
+        assert_eq!(out[0].caused_by, None);
+    }
+
+    #[test]
+    fn a_driver_that_does_not_answer_names_the_module_or_nouveau_where_they_are_why() {
+        use crate::facts::KernelModule;
+        use crate::finding::Cause;
+        let module = |n: &str| KernelModule {
+            name: n.into(),
+            size: 1,
+            used_by: vec![],
+            state: "Live".into(),
+            taints: String::new(),
+        };
+        let silent = |f: &mut Facts| {
+            f.gpus = Reading::unavailable("nvidia-smi: couldn't communicate with the driver");
+            f.driver.query = Reading::unavailable("couldn't communicate with the driver");
+        };
+        let mut f = Machine::healthy("h200-sxm-141gb", 2).with(silent).build();
+        f.modules = Reading::Value(vec![module("ext4")]);
+        let x = &run(&f)[0];
+        assert_eq!(
+            x.message,
+            "2 NVIDIA GPUs on the PCI bus, but the driver does not answer: the nvidia kernel module is not loaded (couldn't communicate with the driver)"
+        );
+        assert_eq!(x.caused_by, Some(Cause::check("kernel.modules")));
+        // nouveau holds every GPU.
+        hold(&mut f, "00:06.0", "nouveau");
+        hold(&mut f, "00:07.0", "nouveau");
+        f.modules = Reading::Value(vec![module("nouveau")]);
+        let x = &run(&f)[0];
+        assert!(
+            x.message
+                .contains("nouveau (the open-source driver) holds the GPUs"),
+            "{}",
+            x.message
+        );
+        assert_eq!(
+            x.caused_by,
+            Some(Cause::device("gpu.driver-binding", "0000:00:06.0"))
+        );
+        // The module loaded: nothing known, nothing named.
+        let f = Machine::healthy("h200-sxm-141gb", 2).with(silent).build();
+        let x = &run(&f)[0];
+        assert_eq!(x.caused_by, None);
+        assert!(x
+            .message
+            .ends_with("does not answer: couldn't communicate with the driver"));
     }
 
     #[test]

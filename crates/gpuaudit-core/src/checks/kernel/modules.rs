@@ -41,6 +41,8 @@ pub const CHECK: Check = Check {
 };
 
 fn modules(facts: &Facts, policy: &Policy) -> Vec<Finding> {
+    use crate::checks::causes;
+    use crate::facts::short_bus_id;
     let mods = match &facts.modules {
         Reading::Value(m) => m,
         Reading::Unavailable(r) => {
@@ -58,19 +60,32 @@ fn modules(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         ev.insert("flavor", f);
     }
     let mut out = Vec::new();
+    // Where nouveau holds a GPU, gpu.driver-binding names it: what follows here is that.
+    let held = causes::bound_to(facts, "nouveau");
+    let held_cause = held.first().map(|b| b.cause());
     if has("nouveau") {
+        let message = match held.as_slice() {
+            [] => "nouveau (the open-source driver) is loaded: it cannot run CUDA and conflicts with nvidia".to_string(),
+            [one] => format!("nouveau (the open-source driver) is loaded and holds {}: it cannot run CUDA and conflicts with nvidia", short_bus_id(&one.bus_id)),
+            more => format!("nouveau (the open-source driver) is loaded and holds {} GPUs: it cannot run CUDA and conflicts with nvidia", more.len()),
+        };
         out.push(
-            Finding::fail(ID, "nouveau (the open-source driver) is loaded: it cannot run CUDA and conflicts with nvidia")
+            Finding::fail(ID, message)
                 .evidence(ev.clone())
+                .caused_by_opt(held_cause.clone())
                 .fix("`printf 'blacklist nouveau\\noptions nouveau modeset=0\\n' | sudo tee /etc/modprobe.d/blacklist-nouveau.conf`, then `sudo update-initramfs -u` (Debian, Ubuntu) or `sudo dracut -f` (RHEL family), and reboot"),
         );
     }
     if !has("nvidia") {
-        out.push(
-            Finding::fail(ID, "The nvidia kernel module is not loaded: no CUDA program can run")
-                .evidence(ev.clone())
+        let finding = match &held_cause {
+            // nvidia cannot take a GPU nouveau holds: the binding's fix comes first.
+            Some(c) => Finding::fail(ID, "The nvidia kernel module is not loaded (nouveau holds the GPUs): no CUDA program can run")
+                .caused_by(c.clone())
+                .fix("Blacklist nouveau and reboot (gpu.driver-binding), then `sudo modprobe nvidia`."),
+            None => Finding::fail(ID, "The nvidia kernel module is not loaded: no CUDA program can run")
                 .fix("`sudo modprobe nvidia`; if it fails, the driver is not built for this kernel: reinstall it (DKMS) for the kernel `uname -r` names."),
-        );
+        };
+        out.push(finding.evidence(ev.clone()));
         return out;
     }
     if !has("nvidia_uvm") {
@@ -162,6 +177,43 @@ mod tests {
     }
 
     #[test]
+    fn nouveau_holding_a_gpu_is_the_bindings_cause() {
+        use crate::finding::Cause;
+        let mut f = Machine::healthy("h200-sxm-141gb", 2)
+            .pci(1, |p| p.driver = Reading::Value(Some("nouveau".into())))
+            .build();
+        f.modules = loaded(&["nvidia", "nvidia_uvm", "nouveau"]);
+        let r = modules(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail]);
+        assert_eq!(
+            r[0].message,
+            "nouveau (the open-source driver) is loaded and holds 00:07.0: it cannot run CUDA and conflicts with nvidia"
+        );
+        let binding = Cause::device("gpu.driver-binding", "0000:00:07.0");
+        assert_eq!(r[0].caused_by, Some(binding.clone()));
+        // Both GPUs held, nvidia not loaded: both findings are the binding's.
+        let mut f = Machine::healthy("h200-sxm-141gb", 2)
+            .pci(0, |p| p.driver = Reading::Value(Some("nouveau".into())))
+            .pci(1, |p| p.driver = Reading::Value(Some("nouveau".into())))
+            .build();
+        f.modules = loaded(&["nouveau"]);
+        let r = modules(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail, Status::Fail]);
+        assert!(r[0].message.contains("holds 2 GPUs"), "{}", r[0].message);
+        assert_eq!(
+            r[1].message,
+            "The nvidia kernel module is not loaded (nouveau holds the GPUs): no CUDA program can run"
+        );
+        let first = Cause::device("gpu.driver-binding", "0000:00:06.0");
+        assert_eq!(r[0].caused_by, Some(first.clone()));
+        assert_eq!(r[1].caused_by, Some(first));
+        assert!(r[1]
+            .fix
+            .as_deref()
+            .is_some_and(|x| x.starts_with("Blacklist nouveau")));
+    }
+
+    #[test]
     fn nvidia_uvm_nouveau() {
         let mut f = Machine::healthy("h200-sxm-141gb", 1).build();
         let r = modules(&f, &Policy::default());
@@ -194,6 +246,8 @@ mod tests {
         let r = modules(&f, &Policy::default());
         assert_eq!(statuses(&r), vec![Status::Fail, Status::Fail]);
         assert!(r[1].message.contains("nvidia kernel module is not loaded"));
+        // Nouveau loaded but holding no GPU is its own cause.
+        assert!(r.iter().all(|x| x.caused_by.is_none()), "{r:#?}");
         f.modules = Reading::unavailable("no /proc/modules");
         assert_eq!(
             statuses(&modules(&f, &Policy::default())),

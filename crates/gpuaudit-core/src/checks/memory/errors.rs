@@ -4,8 +4,8 @@
 
 use crate::checks::common::{per_gpu_many, plural, spec_of};
 use crate::checks::{Check, CheckDoc, CheckKind};
-use crate::facts::{normalize_bus_id, ComputeCapability, Facts, GpuFacts, XidEvent};
-use crate::finding::{Evidence, Finding, Status};
+use crate::facts::{ComputeCapability, Facts, GpuFacts, XidEvent};
+use crate::finding::{Cause, Evidence, Finding, Status};
 use crate::policy::Policy;
 use crate::reading::Reading;
 
@@ -149,7 +149,19 @@ fn errors(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                     ),
                 )
                 .with("xids", orphan.iter().map(|e| &e.text).collect::<Vec<_>>())
-                .fix("A GPU that fell off the bus (XID 79) needs a reset or power cycle; on a cloud instance, ask for another host."),
+                .fix("A GPU that fell off the bus (XID 79) needs a reset or power cycle; on a cloud instance, ask for another host.")
+                // Each one a GPU on the PCI bus that the driver does not list: gpu.present's
+                // problem, which these events explain.
+                .caused_by_opt(
+                    buses
+                        .iter()
+                        .all(|b| {
+                            facts.pci_gpus.value().is_some_and(|p| {
+                                p.iter().any(|f| bus_matches(&f.bus_id, b))
+                            })
+                        })
+                        .then(|| Cause::check(crate::checks::gpu::present::CHECK.id)),
+                ),
             );
         }
     }
@@ -159,9 +171,7 @@ fn errors(facts: &Facts, policy: &Policy) -> Vec<Finding> {
 /// XID lines name the GPU as "PCI:0000:00:06" (no function) or with the function; both sides
 /// normalised (domain to 4 digits, lower case) before they are compared whole.
 fn bus_matches(gpu_bus: &str, xid_bus: &str) -> bool {
-    let g = normalize_bus_id(gpu_bus);
-    let x = normalize_bus_id(xid_bus);
-    g == x || g.rsplit_once('.').is_some_and(|(device, _)| device == x)
+    crate::checks::causes::xid_names(gpu_bus, xid_bus)
 }
 
 /// Which memory repair this GPU has: `Some(true)` row remapping, `Some(false)` page
@@ -786,6 +796,20 @@ mod tests {
         let out = with(Reading::Value(vec![xid("0000:00:07", 79)]));
         let m = out.iter().find(|f| f.gpu.is_none()).unwrap();
         assert_eq!(m.status, Status::Fail);
+        // Not on the PCI bus either: nothing else explains it.
+        assert_eq!(m.caused_by, None);
+        // On the PCI bus and not listed: gpu.present's problem, which it explains.
+        let lost = Machine::healthy("h200-sxm-141gb", 2)
+            .with(|f| {
+                if let Reading::Value(g) = &mut f.gpus {
+                    g.truncate(1);
+                }
+                f.xid_events = Reading::Value(vec![xid("0000:00:07", 79)]);
+            })
+            .build();
+        let out = run(&lost);
+        let m = out.iter().find(|f| f.gpu.is_none()).unwrap();
+        assert_eq!(m.caused_by, Some(Cause::check("gpu.present")));
         assert!(
             m.message.contains(
                 "An XID in the kernel log for a GPU the driver does not list: XID 79 at 0000:00:07"
