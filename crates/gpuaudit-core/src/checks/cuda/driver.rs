@@ -4,7 +4,7 @@
 use crate::checks::common::spec_of;
 use crate::checks::cuda::driver_version;
 use crate::checks::{Check, CheckDoc, CheckKind};
-use crate::facts::{CudaVersion, Facts};
+use crate::facts::{CudaVersion, Facts, VirtualizationMode};
 use crate::finding::{Evidence, Finding};
 use crate::policy::Policy;
 use crate::spec::{cuda_table, DriverVersion};
@@ -237,8 +237,19 @@ fn upgrade_fix(
         }
     }
     // The highest first, then the others in the order found.
+    // In a vGPU guest the driver is not the tenant's to choose: it must be the guest driver
+    // of the vGPU software release the host runs.
+    let vgpu = facts
+        .gpu_list()
+        .iter()
+        .any(|g| g.virtualization.value() == Some(&VirtualizationMode::Vgpu));
+    let vgpu_note = if vgpu {
+        " In this vGPU guest the driver must be the guest driver of the vGPU software release the host runs: ask the provider for a vGPU release with that driver."
+    } else {
+        ""
+    };
     let Some(top) = needs.iter().map(|(v, _)| v.clone()).max() else {
-        return "Upgrade the driver to a current production branch.".into();
+        return format!("Upgrade the driver to a current production branch.{vgpu_note}");
     };
     let mut why: Vec<&str> = needs
         .iter()
@@ -252,7 +263,7 @@ fn upgrade_fix(
             .map(|(_, w)| w.as_str()),
     );
     format!(
-        "Install a current production driver, at least {top} ({}); for new work the newest production branch.",
+        "Install a current production driver, at least {top} ({}); for new work the newest production branch.{vgpu_note}",
         why.join("; ")
     )
 }
@@ -383,6 +394,22 @@ mod tests {
         assert_eq!(statuses(&r), vec![Status::Fail, Status::Fail], "{r:#?}");
         assert!(r[0].message.contains("older than the first driver"));
         assert!(r[1].message.contains("mismatch"));
+        // A vGPU guest: the provider's vGPU release decides the driver.
+        let mut v = a.clone();
+        v.driver.cuda_version = Reading::Value(CudaVersion::new(11, 6));
+        v.driver.version = Reading::Value("525.60.13".into());
+        v.gpus = Reading::Value(
+            v.gpu_list()
+                .iter()
+                .cloned()
+                .map(|mut g| {
+                    g.virtualization = Reading::Value(VirtualizationMode::Vgpu);
+                    g
+                })
+                .collect(),
+        );
+        let fix = driver(&v, &Policy::default())[0].fix.clone().unwrap_or_default();
+        assert!(fix.ends_with("ask the provider for a vGPU release with that driver."), "{fix}");
         // No driver version read: nothing is old.
         let mut u = f.clone();
         u.driver.version = Reading::unavailable("no driver");
