@@ -1,5 +1,5 @@
 //! cuda.driver: the driver version, the CUDA version it supports, the kernel module against the
-//! library, and the oldest driver for each GPU's architecture.
+//! library, and the oldest driver and the last driver branch for each GPU's architecture.
 
 use crate::checks::common::spec_of;
 use crate::checks::cuda::driver_version;
@@ -17,16 +17,19 @@ pub const CURRENT_FRAMEWORKS_CUDA: CudaVersion = CudaVersion::new(12, 0);
 
 pub const CHECK: Check = Check {
     id: ID,
-    title: "Driver version, the CUDA version it supports, minimum driver for the GPU's architecture",
-    looks_at: "driver version, the CUDA version it supports, minimum driver for the GPU's \
+    title: "Driver version, the CUDA version it supports, first and last driver for the GPU's architecture",
+    looks_at: "driver version, the CUDA version it supports, first and last driver for the GPU's \
                architecture",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "The NVIDIA driver version (NVML, nvidia-smi or /proc/driver/nvidia/version), the \
                newest CUDA version it supports, the kernel module's version against the user-space \
-               library's, and the oldest driver that supports each GPU's architecture (CUDA release \
-               notes).",
-        why: "A driver older than the GPU's architecture does not run it at all; a driver whose CUDA \
+               library's, the oldest driver that supports each GPU's architecture (CUDA release \
+               notes), and, for an architecture NVIDIA has retired, the last driver branch that \
+               supports it (NVIDIA's architecture matrix: Kepler R470; Maxwell, Pascal, Volta \
+               R580).",
+        why: "A driver older than the GPU's architecture, or of a branch after the last one that \
+              supports it, does not run it at all; a driver whose CUDA \
               version is older than the framework's build fails with \"CUDA driver version is \
               insufficient for CUDA runtime version\"; a kernel module and a library of different \
               versions (an update without reboot) fail with \"Driver/library version mismatch\".",
@@ -70,9 +73,12 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
         }
     }
 
-    // The oldest driver for each GPU's architecture.
+    // The oldest driver for each GPU's architecture, and the last branch of a retired one.
     let mut too_old = Vec::new();
+    let mut too_new = Vec::new();
     let mut needs: Option<(String, DriverVersion)> = None;
+    // The earliest last branch among the GPUs: no driver of a later branch drives them all.
+    let mut capped: Option<(String, u32)> = None;
     for g in facts.gpu_list() {
         let Some(spec) = spec_of(g) else { continue };
         let Some(arch) = spec.arch_support() else {
@@ -81,13 +87,25 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
         if needs.as_ref().is_none_or(|(_, d)| arch.min_driver > *d) {
             needs = Some((arch.name.clone(), arch.min_driver.clone()));
         }
+        if let Some(last) = arch.last_branch {
+            if capped.as_ref().is_none_or(|(_, b)| last < *b) {
+                capped = Some((arch.name.clone(), last));
+            }
+        }
         if dv < arch.min_driver {
             too_old.push((g.index, arch.name.clone(), arch.min_driver.to_string()));
+        }
+        if arch.after_last_branch(&dv) {
+            too_new.push(arch.name.clone());
         }
     }
     if let Some((arch, min)) = &needs {
         ev.insert("architecture", arch);
         ev.insert("min_driver_for_architecture", min.to_string());
+    }
+    if let Some((arch, last)) = &capped {
+        ev.insert("last_branch_architecture", arch);
+        ev.insert("last_driver_branch_for_architecture", format!("R{last}"));
     }
     if let Some((_, arch, min)) = too_old.first() {
         out.push(
@@ -97,6 +115,16 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
             )
             .evidence(ev.clone())
             .fix(format!("Install a current production driver (at least {min}; for new work the newest production branch)")),
+        );
+    }
+    if let (Some(arch), Some((_, last))) = (too_new.first(), &capped) {
+        out.push(
+            Finding::fail(
+                ID,
+                format!("Driver {text} is of a branch after R{last}, the last that supports {arch} GPUs: it does not drive them"),
+            )
+            .evidence(ev.clone())
+            .fix(format!("Install a driver of the R{last} branch (its latest release), the last NVIDIA made for {arch} GPUs; newer branches do not support them")),
         );
     }
     // The CUDA version the driver supports: as it reports it, or where it does not (drivers
@@ -120,13 +148,30 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
             .max_cuda_for_driver(&dv)
             .is_none_or(|c| c < CURRENT_FRAMEWORKS_CUDA),
     };
-    let current_driver = table
+    let current = table
         .toolkit(CURRENT_FRAMEWORKS_CUDA)
-        .map(|t| t.ga_min_driver.to_string())
+        .map(|t| &t.ga_min_driver);
+    let current_driver = current
+        .map(|d| d.to_string())
         .unwrap_or_else(|| "a newer one".into());
-    if below_current {
-        out.push(
-            Finding::warn(
+    // A GPU whose last branch predates current frameworks' driver cannot get there by a
+    // driver upgrade: that upgrade would leave it without a driver.
+    let stuck = capped
+        .as_ref()
+        .filter(|(_, last)| current.is_some_and(|d| d.branch() > *last));
+    if below_current && too_new.is_empty() {
+        let warning = match stuck {
+            Some((arch, last)) => Finding::warn(
+                ID,
+                format!(
+                    "Driver {text} {}: current framework builds (CUDA {} and newer) need {current_driver} or newer, a branch after R{last}, the last that supports {arch} GPUs: they cannot run current frameworks",
+                    supports.as_deref().unwrap_or("supports an old CUDA"),
+                    CURRENT_FRAMEWORKS_CUDA.major
+                ),
+            )
+            .evidence(ev.clone())
+            .fix(format!("Keep the R{last} driver and use framework builds for the CUDA it supports, or move the work to GPUs that current drivers support; upgrading the driver past R{last} leaves {arch} GPUs without a driver.")),
+            None => Finding::warn(
                 ID,
                 format!(
                     "Driver {text} {}: current framework builds (CUDA {} and newer) need {current_driver} or newer",
@@ -136,7 +181,8 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
             )
             .evidence(ev.clone())
             .fix("Upgrade the driver to a current production branch."),
-        );
+        };
+        out.push(warning);
     }
     if out.is_empty() {
         let mut msg = format!("Driver {text}");
@@ -244,5 +290,146 @@ mod tests {
         u.driver.version = Reading::Value("banana".into());
         let r = driver(&u, &Policy::default());
         assert!(r[0].message.contains("not understood"));
+    }
+
+    /// A machine of `key` GPUs on driver `version` (CUDA `cuda`), the module matching.
+    fn on_driver(key: &str, version: &str, cuda: CudaVersion) -> Facts {
+        let mut f = Machine::healthy(key, 1).build();
+        f.driver.version = Reading::Value(version.into());
+        f.driver.proc_version = Reading::Value(format!(
+            "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  Release Build"
+        ));
+        f.driver.cuda_version = Reading::Value(cuda);
+        f
+    }
+
+    #[test]
+    fn a_driver_after_the_last_branch_of_the_gpus_architecture_fails() {
+        // Kepler (GRID K520) ends with R470: any later branch does not drive it.
+        for (version, cuda) in [
+            ("495.29.05", CudaVersion::new(11, 5)),
+            ("535.104.05", CudaVersion::new(12, 2)),
+            ("580.159.04", CudaVersion::new(13, 0)),
+        ] {
+            let r = driver(&on_driver("grid-k520", version, cuda), &Policy::default());
+            assert_eq!(statuses(&r), vec![Status::Fail], "{version}: {r:#?}");
+            assert_eq!(
+                r[0].message,
+                format!("Driver {version} is of a branch after R470, the last that supports Kepler GPUs: it does not drive them")
+            );
+            assert!(
+                r[0].fix.as_deref().unwrap().contains("R470 branch"),
+                "{r:#?}"
+            );
+            assert_eq!(
+                r[0].evidence
+                    .get("last_driver_branch_for_architecture")
+                    .unwrap(),
+                "R470"
+            );
+            assert_eq!(
+                r[0].evidence.get("last_branch_architecture").unwrap(),
+                "Kepler"
+            );
+        }
+        // Pascal and Volta end with R580: 580 drives them, 590 does not.
+        for key in ["gtx-1060-6gb", "p100-pcie-16gb", "v100-sxm2-32gb"] {
+            let ok = driver(
+                &on_driver(key, "580.159.04", CudaVersion::new(13, 0)),
+                &Policy::default(),
+            );
+            assert_eq!(statuses(&ok), vec![Status::Pass], "{key}: {ok:#?}");
+            let r = driver(
+                &on_driver(key, "590.44.01", CudaVersion::new(13, 1)),
+                &Policy::default(),
+            );
+            assert_eq!(statuses(&r), vec![Status::Fail], "{key}: {r:#?}");
+            assert!(r[0].message.contains("after R580"), "{}", r[0].message);
+        }
+        // Turing and newer have no last branch.
+        let r = driver(
+            &on_driver("gtx-1650-super", "595.71.05", CudaVersion::new(13, 2)),
+            &Policy::default(),
+        );
+        assert_eq!(statuses(&r), vec![Status::Pass], "{r:#?}");
+        assert!(r[0]
+            .evidence
+            .get("last_driver_branch_for_architecture")
+            .is_none());
+    }
+
+    #[test]
+    fn a_kepler_gpu_on_its_last_branch_is_told_it_cannot_reach_current_frameworks() {
+        // R470 drives the K520 but supports CUDA 11.4 only; "upgrade the driver" would leave
+        // the GPU without one.
+        let r = driver(
+            &on_driver("grid-k520", "470.256.02", CudaVersion::new(11, 4)),
+            &Policy::default(),
+        );
+        assert_eq!(statuses(&r), vec![Status::Warn], "{r:#?}");
+        assert_eq!(
+            r[0].message,
+            "Driver 470.256.02 supports CUDA up to 11.4: current framework builds (CUDA 12 and newer) need 525.60.13 or newer, a branch after R470, the last that supports Kepler GPUs: they cannot run current frameworks"
+        );
+        let fix = r[0].fix.as_deref().unwrap();
+        assert!(fix.starts_with("Keep the R470 driver"), "{fix}");
+        assert!(!fix.contains("Upgrade the driver"), "{fix}");
+        // The same old driver on a Volta GPU (last branch R580, after 525): upgrade it.
+        let r = driver(
+            &on_driver("v100-pcie-32gb", "470.256.02", CudaVersion::new(11, 4)),
+            &Policy::default(),
+        );
+        assert_eq!(statuses(&r), vec![Status::Warn], "{r:#?}");
+        assert!(
+            r[0].message.ends_with("need 525.60.13 or newer"),
+            "{}",
+            r[0].message
+        );
+        assert_eq!(
+            r[0].fix.as_deref(),
+            Some("Upgrade the driver to a current production branch.")
+        );
+        // Older than Kepler's first driver (R295): too old, whatever the CUDA.
+        let mut old = on_driver("grid-k520", "285.05.33", CudaVersion::new(11, 4));
+        old.driver.cuda_version = Reading::unavailable("not in the XML");
+        let r = driver(&old, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail, Status::Warn], "{r:#?}");
+        assert!(r[0]
+            .message
+            .contains("older than the first driver for Kepler GPUs (295)"));
+    }
+
+    #[test]
+    fn gpus_of_two_architectures_are_capped_by_the_earlier_last_branch() {
+        let mut f = on_driver("v100-pcie-32gb", "535.104.05", CudaVersion::new(12, 2));
+        let kepler = Machine::healthy("grid-k520", 1).build();
+        let mut k = kepler.gpu_list()[0].clone();
+        k.index = 1;
+        if let Reading::Value(gpus) = &mut f.gpus {
+            gpus.push(k);
+        }
+        let r = driver(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail], "{r:#?}");
+        assert!(r[0].message.contains("after R470"), "{}", r[0].message);
+        assert_eq!(
+            r[0].evidence
+                .get("last_driver_branch_for_architecture")
+                .unwrap(),
+            "R470"
+        );
+        // And in the other order.
+        let mut g = on_driver("grid-k520", "535.104.05", CudaVersion::new(12, 2));
+        let mut v = Machine::healthy("v100-pcie-32gb", 1).build().gpu_list()[0].clone();
+        v.index = 1;
+        if let Reading::Value(gpus) = &mut g.gpus {
+            gpus.push(v);
+        }
+        let r = driver(&g, &Policy::default());
+        assert_eq!(
+            r[0].evidence
+                .get("last_driver_branch_for_architecture")
+                .unwrap(),
+            "R470"
+        );
     }
 }
