@@ -1002,33 +1002,8 @@ const KNOWN_GAPS: &[(&str, &[&str])] = &[
             "tflops.fp16",
         ],
     ),
-    (
-        "v100s-pcie-32gb",
-        &[
-            "memory_type",
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "pcie_gen",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
-    (
-        "a2",
-        &[
-            "memory_gb",
-            "memory_type",
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "pcie_gen",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
+    ("v100s-pcie-32gb", &["boost_clock_mhz"]),
+    ("a2", &["boost_clock_mhz"]),
     ("a16", &["tdp_w", "boost_clock_mhz"]),
     ("a10", &["sm_count", "boost_clock_mhz"]),
     (
@@ -1234,6 +1209,38 @@ fn fp32_peaks_agree_with_sm_count_and_boost_clock() {
     let p40 = db().by_key("p40").cloned().unwrap();
     let wrong = 2.0 * f64::from(p40.sm_count.unwrap() * 128) * 1063.0 / 1e6;
     assert!((wrong / p40.tflops.fp32.unwrap() - 1.0).abs() > 0.03);
+}
+
+/// Where an entry has an SM count and an FP32 peak but no boost clock (the datasheet prints
+/// none), the clock they imply must still be one a GPU runs at: a mistyped SM count or peak
+/// (8 SMs for 80, 164 TFLOPS for 16.4) lands far outside.
+#[test]
+fn fp32_peaks_imply_a_clock_a_gpu_runs_at() {
+    let db = db();
+    let mut checked = Vec::new();
+    for g in &db.gpus {
+        let (Some(sms), Some(fp32)) = (g.sm_count, g.tflops.fp32) else {
+            continue;
+        };
+        let lanes = fp32_lanes_per_sm(&g.compute_capability);
+        let mhz = fp32 * 1e6 / (2.0 * f64::from(sms * lanes));
+        assert!(
+            (900.0..=3200.0).contains(&mhz),
+            "{}: {fp32} TFLOPS over {sms} SMs implies {mhz:.0} MHz",
+            g.key
+        );
+        checked.push(g.key.as_str());
+    }
+    for key in [
+        "a2",
+        "rtx-a5000",
+        "v100s-pcie-32gb",
+        "a16",
+        "rtx-a4000",
+        "t4",
+    ] {
+        assert!(checked.contains(&key), "{key} not cross-checked");
+    }
 }
 
 fn missing_figures(g: &GpuSpec) -> Vec<&'static str> {
