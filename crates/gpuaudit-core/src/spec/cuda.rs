@@ -403,6 +403,8 @@ mod tests {
             "580,65",
             "-1",
             "580.6x",
+            "+580",
+            "580.+65",
         ] {
             assert!(DriverVersion::parse(bad).is_none(), "{bad:?} parsed");
             assert!(bad.parse::<DriverVersion>().is_err());
@@ -416,6 +418,8 @@ mod tests {
         assert!(dv("535.104.05") > dv("535.86.09"));
         assert!(dv("580") < dv("580.65.06"));
         assert_eq!(dv("455.23"), dv("455.23.0"));
+        assert_ne!(dv("580.65.06"), dv("580.65.07"));
+        assert_ne!(dv("580"), dv("590"));
         assert!(dv("1000.1") > dv("999.99.99"));
     }
 

@@ -7,7 +7,7 @@ use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{CudaVersion, Facts};
 use crate::finding::{Evidence, Finding};
 use crate::policy::Policy;
-use crate::spec::{cuda_table, DriverVersion};
+use crate::spec::{cuda_table, ArchSupport, DriverVersion};
 
 const ID: &str = "cuda.driver";
 
@@ -75,10 +75,12 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
 
     // The oldest driver for each GPU's architecture, and the last branch of a retired one.
     let mut too_old = Vec::new();
-    let mut too_new = Vec::new();
+    // Whether the driver's branch comes after the last of some GPU's architecture.
+    let mut too_new = false;
     let mut needs: Option<(String, DriverVersion)> = None;
-    // The earliest last branch among the GPUs: no driver of a later branch drives them all.
-    let mut capped: Option<(String, u32)> = None;
+    // The architecture with the earliest last branch among the GPUs: no driver of a later
+    // branch drives them all, and where any GPU is left undriven, this one is.
+    let mut capped: Option<(&ArchSupport, u32)> = None;
     for g in facts.gpu_list() {
         let Some(spec) = spec_of(g) else { continue };
         let Some(arch) = spec.arch_support() else {
@@ -88,23 +90,21 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
             needs = Some((arch.name.clone(), arch.min_driver.clone()));
         }
         if let Some(last) = arch.last_branch {
-            if capped.as_ref().is_none_or(|(_, b)| last < *b) {
-                capped = Some((arch.name.clone(), last));
+            if capped.is_none_or(|(_, b)| last < b) {
+                capped = Some((arch, last));
             }
         }
         if dv < arch.min_driver {
             too_old.push((g.index, arch.name.clone(), arch.min_driver.to_string()));
         }
-        if arch.after_last_branch(&dv) {
-            too_new.push(arch.name.clone());
-        }
+        too_new |= arch.after_last_branch(&dv);
     }
     if let Some((arch, min)) = &needs {
         ev.insert("architecture", arch);
         ev.insert("min_driver_for_architecture", min.to_string());
     }
-    if let Some((arch, last)) = &capped {
-        ev.insert("last_branch_architecture", arch);
+    if let Some((arch, last)) = capped {
+        ev.insert("last_branch_architecture", &arch.name);
         ev.insert("last_driver_branch_for_architecture", format!("R{last}"));
     }
     if let Some((_, arch, min)) = too_old.first() {
@@ -117,7 +117,8 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
             .fix(format!("Install a current production driver (at least {min}; for new work the newest production branch)")),
         );
     }
-    if let (Some(arch), Some((_, last))) = (too_new.first(), &capped) {
+    if let (true, Some((arch, last))) = (too_new, capped) {
+        let arch = &arch.name;
         out.push(
             Finding::fail(
                 ID,
@@ -156,12 +157,12 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
         .unwrap_or_else(|| "a newer one".into());
     // A GPU whose last branch predates current frameworks' driver cannot get there by a
     // driver upgrade: that upgrade would leave it without a driver.
-    let stuck = capped
-        .as_ref()
-        .filter(|(_, last)| current.is_some_and(|d| d.branch() > *last));
-    if below_current && too_new.is_empty() {
+    let stuck = capped.filter(|(arch, _)| current.is_some_and(|d| arch.after_last_branch(d)));
+    if below_current && !too_new {
         let warning = match stuck {
-            Some((arch, last)) => Finding::warn(
+            Some((arch, last)) => {
+                let arch = &arch.name;
+                Finding::warn(
                 ID,
                 format!(
                     "Driver {text} {}: current framework builds (CUDA {} and newer) need {current_driver} or newer, a branch after R{last}, the last that supports {arch} GPUs: they cannot run current frameworks",
@@ -170,7 +171,8 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
                 ),
             )
             .evidence(ev.clone())
-            .fix(format!("Keep the R{last} driver and use framework builds for the CUDA it supports, or move the work to GPUs that current drivers support; upgrading the driver past R{last} leaves {arch} GPUs without a driver.")),
+            .fix(format!("Keep the R{last} driver and use framework builds for the CUDA it supports, or move the work to GPUs that current drivers support; upgrading the driver past R{last} leaves {arch} GPUs without a driver."))
+            }
             None => Finding::warn(
                 ID,
                 format!(
@@ -399,8 +401,116 @@ mod tests {
             .contains("older than the first driver for Kepler GPUs (295)"));
     }
 
+    /// `first`'s GPU 0 and `second`'s GPU 0 in one machine, on `first`'s driver.
+    fn two_models(first: &str, second: &str, version: &str, cuda: CudaVersion) -> Facts {
+        let mut f = on_driver(first, version, cuda);
+        let mut g = Machine::healthy(second, 1).build().gpu_list()[0].clone();
+        g.index = 1;
+        if let Reading::Value(gpus) = &mut f.gpus {
+            gpus.push(g);
+        }
+        f
+    }
+
+    #[test]
+    fn the_evidence_names_the_newest_first_driver_and_the_earliest_last_branch() {
+        let ev = |first: &str, second: &str, key: &str| {
+            let f = two_models(first, second, "580.159.04", CudaVersion::new(13, 0));
+            let r = driver(&f, &Policy::default());
+            r[0].evidence
+                .get(key)
+                .and_then(|v| v.as_str().map(String::from))
+        };
+        // The newest first driver: Volta's 384.81 over Kepler's 295, whatever the order.
+        for (a, b) in [
+            ("grid-k520", "v100-pcie-32gb"),
+            ("v100-pcie-32gb", "grid-k520"),
+        ] {
+            assert_eq!(
+                ev(a, b, "architecture").as_deref(),
+                Some("Volta"),
+                "{a} {b}"
+            );
+            assert_eq!(
+                ev(a, b, "min_driver_for_architecture").as_deref(),
+                Some("384.81")
+            );
+        }
+        // Ada and Hopper share their first driver (520.61.05): the first GPU's is named.
+        assert_eq!(
+            ev("l40s", "h100-sxm5-80gb", "architecture").as_deref(),
+            Some("Ada Lovelace")
+        );
+        assert_eq!(
+            ev("h100-sxm5-80gb", "l40s", "architecture").as_deref(),
+            Some("Hopper")
+        );
+        // Pascal and Volta share their last branch (R580): the first GPU's is named.
+        assert_eq!(
+            ev(
+                "p100-pcie-16gb",
+                "v100-pcie-32gb",
+                "last_branch_architecture"
+            )
+            .as_deref(),
+            Some("Pascal")
+        );
+        assert_eq!(
+            ev(
+                "v100-pcie-32gb",
+                "p100-pcie-16gb",
+                "last_branch_architecture"
+            )
+            .as_deref(),
+            Some("Volta")
+        );
+        // A Turing GPU has no last branch: it does not replace a Volta's.
+        assert_eq!(
+            ev(
+                "v100-pcie-32gb",
+                "t4",
+                "last_driver_branch_for_architecture"
+            )
+            .as_deref(),
+            Some("R580")
+        );
+        assert_eq!(
+            ev(
+                "t4",
+                "v100-pcie-32gb",
+                "last_driver_branch_for_architecture"
+            )
+            .as_deref(),
+            Some("R580")
+        );
+    }
+
+    #[test]
+    fn a_module_that_matches_the_library_is_no_mismatch_whatever_nvml_said() {
+        let mut f = on_driver("t4", "580.159.04", CudaVersion::new(13, 0));
+        f.driver.query = Reading::unavailable("NVML failed");
+        let r = driver(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Pass], "{r:#?}");
+    }
+
     #[test]
     fn gpus_of_two_architectures_are_capped_by_the_earlier_last_branch() {
+        // A Volta GPU listed first on R590: the Kepler GPU's R470 is the branch to name (R470
+        // drives both), not R580.
+        let r = driver(
+            &two_models(
+                "v100-pcie-32gb",
+                "grid-k520",
+                "590.44.01",
+                CudaVersion::new(13, 1),
+            ),
+            &Policy::default(),
+        );
+        assert_eq!(statuses(&r), vec![Status::Fail], "{r:#?}");
+        assert_eq!(
+            r[0].message,
+            "Driver 590.44.01 is of a branch after R470, the last that supports Kepler GPUs: it does not drive them"
+        );
         let mut f = on_driver("v100-pcie-32gb", "535.104.05", CudaVersion::new(12, 2));
         let kepler = Machine::healthy("grid-k520", 1).build();
         let mut k = kepler.gpu_list()[0].clone();
