@@ -491,6 +491,14 @@ mod tests {
         f.driver.query = Reading::unavailable("NVML failed");
         let r = driver(&f, &Policy::default());
         assert_eq!(statuses(&r), vec![Status::Pass], "{r:#?}");
+        // The module's version is the first word that is a version, not the first dotted
+        // word ("(gcc 12.3.0)" before it is no version).
+        let mut g = on_driver("t4", "580.159.04", CudaVersion::new(13, 0));
+        g.driver.proc_version = Reading::Value(
+            "NVRM version: NVIDIA UNIX Open Kernel Module (gcc 12.3.0) for x86_64  580.159.04  Release Build".into(),
+        );
+        let r = driver(&g, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Pass], "{r:#?}");
     }
 
     #[test]
