@@ -129,6 +129,38 @@ pub fn run_one(check: &Check, facts: &Facts, policy: &Policy) -> Vec<Finding> {
 
 #[cfg(test)]
 mod tests {
+    /// Every model of the spec database, Kepler to Blackwell, with its figures or without
+    /// them, goes through every check without a check panicking (a panic is reported as an
+    /// internal error), and cuda.driver judges the R580 test driver by the model's
+    /// architecture: it drives everything but Kepler (last branch R470).
+    #[test]
+    fn every_model_of_the_database_goes_through_every_check() {
+        use crate::testing::Machine;
+        for spec in &crate::spec::SpecDb::embedded().gpus {
+            let facts = Machine::healthy(&spec.key, 2).build();
+            let findings = super::run_all(&facts, &super::Policy::default());
+            for f in &findings {
+                assert!(
+                    !f.message.contains("internal error"),
+                    "{}: {} panicked",
+                    spec.key,
+                    f.check
+                );
+            }
+            let driver: Vec<_> = findings
+                .iter()
+                .filter(|f| f.check == "cuda.driver")
+                .map(|f| f.status)
+                .collect();
+            let expected = if spec.architecture == "Kepler" {
+                super::Status::Fail
+            } else {
+                super::Status::Pass
+            };
+            assert_eq!(driver, vec![expected], "{}", spec.key);
+        }
+    }
+
     #[test]
     fn profile_effects_name_a_workload_profile_once_and_say_what_changes() {
         for c in super::all() {

@@ -139,13 +139,25 @@ pub struct ToolkitReq {
     pub updates: Vec<ToolkitUpdate>,
 }
 
-/// The first toolkit and driver that support an architecture.
+/// The first toolkit and driver that support an architecture, and the last driver branch.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct ArchSupport {
     pub name: String,
     pub compute_capabilities: Vec<ComputeCapability>,
     pub first_cuda: CudaVersion,
     pub min_driver: DriverVersion,
+    /// The last driver branch that drives the architecture's GPUs (Kepler: R470; Maxwell,
+    /// Pascal, Volta: R580); `None` while NVIDIA supports it in new branches.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_branch: Option<u32>,
+}
+
+impl ArchSupport {
+    /// Whether the driver's branch comes after the architecture's last one ("595" on a
+    /// Pascal GPU, "535" on a Kepler GPU).
+    pub fn after_last_branch(&self, driver: &DriverVersion) -> bool {
+        self.last_branch.is_some_and(|b| driver.branch() > b)
+    }
 }
 
 /// How a driver stands to a toolkit.
@@ -215,6 +227,8 @@ struct RawArch {
     compute_capabilities: Vec<String>,
     first_cuda: String,
     min_driver: DriverVersion,
+    #[serde(default)]
+    last_branch: Option<u32>,
 }
 
 /// "12.4" exactly: `CudaVersion::parse` also takes "12" and "12.4.1", which in this file
@@ -282,11 +296,20 @@ impl CudaTable {
                 .iter()
                 .map(|c| parse_cc(c))
                 .collect::<Result<Vec<_>, _>>()?;
+            if let Some(last) = a.last_branch {
+                if last < a.min_driver.branch() {
+                    return Err(CudaTableError::Invalid(format!(
+                        "{}: last_branch {last} is older than min_driver {}",
+                        a.name, a.min_driver
+                    )));
+                }
+            }
             architectures.push(ArchSupport {
                 name: a.name,
                 compute_capabilities,
                 first_cuda: strict_cuda(&a.first_cuda)?,
                 min_driver: a.min_driver,
+                last_branch: a.last_branch,
             });
         }
         architectures.sort_by_key(|a| a.first_cuda);
@@ -380,6 +403,8 @@ mod tests {
             "580,65",
             "-1",
             "580.6x",
+            "+580",
+            "580.+65",
         ] {
             assert!(DriverVersion::parse(bad).is_none(), "{bad:?} parsed");
             assert!(bad.parse::<DriverVersion>().is_err());
@@ -393,6 +418,8 @@ mod tests {
         assert!(dv("535.104.05") > dv("535.86.09"));
         assert!(dv("580") < dv("580.65.06"));
         assert_eq!(dv("455.23"), dv("455.23.0"));
+        assert_ne!(dv("580.65.06"), dv("580.65.07"));
+        assert_ne!(dv("580"), dv("590"));
         assert!(dv("1000.1") > dv("999.99.99"));
     }
 
@@ -499,12 +526,66 @@ mod tests {
             CudaVersion::new(12, 9)
         );
         assert!(t.architecture(cc(5, 2)).is_none());
+        // Kepler GK10x (the GRID K520): CUDA 4.2, driver branch R295.
+        let k = t.architecture(cc(3, 0)).unwrap();
+        assert_eq!(
+            (k.name.as_str(), k.first_cuda),
+            ("Kepler", CudaVersion::new(4, 2))
+        );
+        assert_eq!(k.min_driver.to_string(), "295");
+        assert!(t.architecture(cc(3, 5)).is_none());
         // Where the first toolkit is in the table, the architecture's driver is its GA driver.
         for a in &t.architectures {
             if let Some(tk) = t.toolkit(a.first_cuda) {
                 assert_eq!(a.min_driver, tk.ga_min_driver, "{}", a.name);
             }
         }
+    }
+
+    #[test]
+    fn the_last_driver_branch_of_retired_architectures() {
+        let t = table();
+        let cc = |major, minor| ComputeCapability { major, minor };
+        let last = |major, minor| t.architecture(cc(major, minor)).unwrap().last_branch;
+        // NVIDIA's architecture matrix: Kepler ends with R470, Pascal and Volta with R580.
+        assert_eq!(last(3, 0), Some(470));
+        assert_eq!(last(6, 0), Some(580));
+        assert_eq!(last(6, 1), Some(580));
+        assert_eq!(last(7, 0), Some(580));
+        for (major, minor) in [
+            (7, 5),
+            (8, 0),
+            (8, 6),
+            (8, 9),
+            (9, 0),
+            (10, 0),
+            (10, 3),
+            (12, 0),
+        ] {
+            assert_eq!(last(major, minor), None, "{major}.{minor}");
+        }
+        let kepler = t.architecture(cc(3, 0)).unwrap();
+        // The whole last branch drives it; the next branch does not.
+        assert!(!kepler.after_last_branch(&dv("470.256.02")));
+        assert!(!kepler.after_last_branch(&dv("470")));
+        assert!(!kepler.after_last_branch(&dv("418.87.01")));
+        assert!(kepler.after_last_branch(&dv("495.29.05")));
+        assert!(kepler.after_last_branch(&dv("471")));
+        let volta = t.architecture(cc(7, 0)).unwrap();
+        assert!(!volta.after_last_branch(&dv("580.159.04")));
+        assert!(volta.after_last_branch(&dv("590.44.01")));
+        let hopper = t.architecture(cc(9, 0)).unwrap();
+        assert!(!hopper.after_last_branch(&dv("999.1")));
+        // A last branch before the first driver is a typo, refused.
+        let row = |last: &str| {
+            format!(
+                "minor_compat = []\ntoolkit = []\n[[architecture]]\nname = \"K\"\ncompute_capabilities = [\"3.0\"]\nfirst_cuda = \"4.2\"\nmin_driver = \"295\"\n{last}"
+            )
+        };
+        assert!(CudaTable::parse(&row("")).is_ok());
+        assert!(CudaTable::parse(&row("last_branch = 295")).is_ok());
+        assert!(CudaTable::parse(&row("last_branch = 294")).is_err());
+        assert!(CudaTable::parse(&row("last_branch = \"470\"")).is_err());
     }
 
     #[test]

@@ -20,6 +20,9 @@ fn embedded_database_parses_and_is_served() {
 
 /// Every model issue 8 asks the database to cover, by key.
 const COVERED: &[&str] = &[
+    "grid-k520",
+    "gtx-1060-3gb",
+    "gtx-1060-6gb",
     "p4",
     "p40",
     "p100-pcie-12gb",
@@ -34,6 +37,7 @@ const COVERED: &[&str] = &[
     "t4",
     "rtx-2080",
     "rtx-2080-ti",
+    "gtx-1650-super",
     "a2",
     "a10",
     "a10g",
@@ -105,7 +109,7 @@ fn every_entry_is_well_formed() {
             assert!(s.url.starts_with("https://"), "{}: {}", g.key, s.url);
         }
         let cc = g.compute_capability().expect("valid compute capability");
-        assert!((6..=12).contains(&cc.major), "{}: {cc}", g.key);
+        assert!((3..=12).contains(&cc.major), "{}: {cc}", g.key);
         for n in std::iter::once(&g.name).chain(g.nvml_names.iter()) {
             assert!(
                 g.family_fits(n),
@@ -283,6 +287,114 @@ fn memory_labels_accept_what_nvml_reports() {
     assert_eq!(ok("a100-sxm4-80gb", 40960), Some(false));
     assert_eq!(ok("h100-sxm5-80gb", 10240), Some(false));
     assert_eq!(ok("h20", 97871), None);
+    // What nvidia-smi prints for the GTX 1060s: each label accepts its own card only.
+    assert_eq!(ok("gtx-1060-6gb", 6144), Some(true));
+    assert_eq!(ok("gtx-1060-3gb", 3072), Some(true));
+    assert_eq!(ok("gtx-1060-6gb", 3072), Some(false));
+    assert_eq!(ok("gtx-1060-3gb", 6144), Some(false));
+    assert_eq!(ok("grid-k520", 4036), None);
+}
+
+/// The identities added for issue 19: the GRID K520 of EC2 g2 instances, the two GTX 1060s and
+/// the GTX 1650 SUPER, by every id and name the driver reports for them.
+#[test]
+fn kepler_pascal_and_turing_geforce_identities() {
+    let db = db();
+    let key = |pci, name: Option<&str>, mib| db.identify(pci, name, mib).map(|g| g.key.as_str());
+    for (ids, name, entry) in [
+        (&[0x118a][..], "GRID K520", "grid-k520"),
+        (
+            &[0x1c03, 0x1c06, 0x1b83][..],
+            "NVIDIA GeForce GTX 1060 6GB",
+            "gtx-1060-6gb",
+        ),
+        (
+            &[0x1c02, 0x1b84][..],
+            "NVIDIA GeForce GTX 1060 3GB",
+            "gtx-1060-3gb",
+        ),
+        (
+            &[0x2187][..],
+            "NVIDIA GeForce GTX 1650 SUPER",
+            "gtx-1650-super",
+        ),
+    ] {
+        for id in ids {
+            assert_eq!(key(Some(*id), None, None), Some(entry), "{id:#06x}");
+            assert_eq!(key(Some(*id), Some(name), None), Some(entry), "{id:#06x}");
+        }
+        assert_eq!(key(None, Some(name), None), Some(entry), "{name}");
+        // Drivers before R470 print GeForce names without "NVIDIA ".
+        let bare = name.trim_start_matches("NVIDIA ");
+        assert_eq!(key(None, Some(bare), None), Some(entry), "{bare}");
+    }
+    // The device id decides over a name that says the other size.
+    assert_eq!(
+        key(
+            Some(0x1c02),
+            Some("NVIDIA GeForce GTX 1060 6GB"),
+            Some(6144)
+        ),
+        Some("gtx-1060-3gb")
+    );
+    // A name without the size: the memory reported tells the two products apart.
+    assert_eq!(
+        key(None, Some("GeForce GTX 1060"), Some(3072)),
+        Some("gtx-1060-3gb")
+    );
+    assert_eq!(
+        key(None, Some("GeForce GTX 1060"), Some(6144)),
+        Some("gtx-1060-6gb")
+    );
+    assert_eq!(
+        key(None, Some("GTX 1060"), Some(3019)),
+        Some("gtx-1060-3gb")
+    );
+    assert_eq!(
+        key(None, Some("GTX 1060"), Some(6072)),
+        Some("gtx-1060-6gb")
+    );
+    // Ids of other products of the same number are not these entries.
+    for other in [0x1c04, 0x1c20, 0x1c60, 0x2188, 0x1f82] {
+        assert!(db.by_pci_id(other, None).is_empty(), "{other:#06x}");
+    }
+    // The GTX 1650 and the GTX 1060 5GB are other products; no loose name reaches them.
+    assert!(db
+        .identify(None, Some("NVIDIA GeForce GTX 1650"), None)
+        .is_none());
+    assert!(db
+        .identify(None, Some("NVIDIA GeForce GTX 1060 5GB"), None)
+        .is_none());
+    let fits = |k: &str, n: &str| db.by_key(k).unwrap().family_fits(n);
+    assert!(fits("gtx-1060-3gb", "NVIDIA GeForce GTX 1060 6GB"));
+    assert!(!fits("gtx-1650-super", "NVIDIA GeForce GTX 1650"));
+    assert!(!fits("gtx-1060-6gb", "NVIDIA GeForce GTX 1060 Max-Q"));
+    // What the entries are: architecture and compute capability.
+    let cc = |k: &str| {
+        db.by_key(k)
+            .unwrap()
+            .compute_capability()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(cc("grid-k520"), "3.0");
+    assert_eq!(cc("gtx-1060-6gb"), "6.1");
+    assert_eq!(cc("gtx-1060-3gb"), "6.1");
+    assert_eq!(cc("gtx-1650-super"), "7.5");
+    let k520 = db.by_key("grid-k520").unwrap();
+    assert_eq!(k520.architecture, "Kepler");
+    assert_eq!(k520.arch_support().unwrap().last_branch, Some(470));
+    assert_eq!(k520.memory_gb, None);
+    assert_eq!(db.by_key("gtx-1650-super").unwrap().memory_gb, None);
+    // `--expect gtx-1060` names both sizes; each key names its own.
+    assert_eq!(
+        keys(&db.resolve_expected("gtx-1060").unwrap()),
+        vec!["gtx-1060-3gb", "gtx-1060-6gb"]
+    );
+    assert_eq!(
+        keys(&db.resolve_expected("gtx-1060-3gb").unwrap()),
+        vec!["gtx-1060-3gb"]
+    );
 }
 
 #[test]
@@ -296,6 +408,9 @@ fn architecture_minimum_drivers() {
     assert_eq!(min("l40s"), "520.61.05");
     assert_eq!(min("h100-sxm5-80gb"), "520.61.05");
     assert_eq!(min("b200"), "570.26");
+    assert_eq!(min("grid-k520"), "295");
+    assert_eq!(min("gtx-1060-6gb"), "367.48");
+    assert_eq!(min("gtx-1650-super"), "410.48");
     assert_eq!(
         db.by_key("h200-sxm-141gb")
             .unwrap()
@@ -381,6 +496,14 @@ fn loose_names_match_the_models_they_stand_for() {
         ),
         ("rtx pro 6000 max-q", &["rtx-pro-6000-max-q"]),
         ("rtx2080", &["rtx-2080"]),
+        ("gtx 1060", &["gtx-1060-3gb", "gtx-1060-6gb"]),
+        ("gtx-1060", &["gtx-1060-3gb", "gtx-1060-6gb"]),
+        ("1060 6gb", &["gtx-1060-6gb"]),
+        ("GeForce GTX 1060 3GB", &["gtx-1060-3gb"]),
+        ("gtx 1650 super", &["gtx-1650-super"]),
+        ("gtx1650 super", &["gtx-1650-super"]),
+        ("k520", &["grid-k520"]),
+        ("GRID K520", &["grid-k520"]),
         ("rtx 2080 ti", &["rtx-2080-ti"]),
         ("rtx 4000 ada", &["rtx-4000-ada"]),
         ("rtx 4000 sff ada", &["rtx-4000-sff-ada"]),
@@ -440,6 +563,9 @@ fn unknown_and_empty_names_match_nothing() {
         "a1000",
         "mi300x",
         "h100:8",
+        "gtx 1650",
+        "gtx 1060 5gb",
+        "k80",
         "h100 sxm6",
         "100",
         "h",
@@ -535,6 +661,9 @@ fn h200_vm_snapshot_agrees_with_its_entry() {
 
 /// One GPU of each family as the driver reports it: (PCI id, NVML name, entry).
 const SAMPLES: &[(u16, &str, &str)] = &[
+    (0x118a, "GRID K520", "grid-k520"),
+    (0x1c03, "NVIDIA GeForce GTX 1060 6GB", "gtx-1060-6gb"),
+    (0x1c02, "NVIDIA GeForce GTX 1060 3GB", "gtx-1060-3gb"),
     (0x15f8, "Tesla P100-PCIE-16GB", "p100-pcie-16gb"),
     (0x1b38, "Tesla P40", "p40"),
     (0x1bb3, "Tesla P4", "p4"),
@@ -543,6 +672,7 @@ const SAMPLES: &[(u16, &str, &str)] = &[
     (0x1df6, "Tesla V100S-PCIE-32GB", "v100s-pcie-32gb"),
     (0x1eb8, "Tesla T4", "t4"),
     (0x1e07, "NVIDIA GeForce RTX 2080 Ti", "rtx-2080-ti"),
+    (0x2187, "NVIDIA GeForce GTX 1650 SUPER", "gtx-1650-super"),
     (0x20b2, "NVIDIA A100-SXM4-80GB", "a100-sxm4-80gb"),
     (0x20f3, "NVIDIA A800-SXM4-80GB", "a800-sxm4-80gb"),
     (0x20b7, "NVIDIA A30", "a30"),
@@ -872,33 +1002,8 @@ const KNOWN_GAPS: &[(&str, &[&str])] = &[
             "tflops.fp16",
         ],
     ),
-    (
-        "v100s-pcie-32gb",
-        &[
-            "memory_type",
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "pcie_gen",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
-    (
-        "a2",
-        &[
-            "memory_gb",
-            "memory_type",
-            "memory_bandwidth_gbps",
-            "tdp_w",
-            "sm_count",
-            "boost_clock_mhz",
-            "pcie_gen",
-            "tflops.fp32",
-            "tflops.fp16",
-        ],
-    ),
+    ("v100s-pcie-32gb", &["boost_clock_mhz"]),
+    ("a2", &["boost_clock_mhz"]),
     ("a16", &["tdp_w", "boost_clock_mhz"]),
     ("a10", &["sm_count", "boost_clock_mhz"]),
     (
@@ -1104,6 +1209,38 @@ fn fp32_peaks_agree_with_sm_count_and_boost_clock() {
     let p40 = db().by_key("p40").cloned().unwrap();
     let wrong = 2.0 * f64::from(p40.sm_count.unwrap() * 128) * 1063.0 / 1e6;
     assert!((wrong / p40.tflops.fp32.unwrap() - 1.0).abs() > 0.03);
+}
+
+/// Where an entry has an SM count and an FP32 peak but no boost clock (the datasheet prints
+/// none), the clock they imply must still be one a GPU runs at: a mistyped SM count or peak
+/// (8 SMs for 80, 164 TFLOPS for 16.4) lands far outside.
+#[test]
+fn fp32_peaks_imply_a_clock_a_gpu_runs_at() {
+    let db = db();
+    let mut checked = Vec::new();
+    for g in &db.gpus {
+        let (Some(sms), Some(fp32)) = (g.sm_count, g.tflops.fp32) else {
+            continue;
+        };
+        let lanes = fp32_lanes_per_sm(&g.compute_capability);
+        let mhz = fp32 * 1e6 / (2.0 * f64::from(sms * lanes));
+        assert!(
+            (900.0..=3200.0).contains(&mhz),
+            "{}: {fp32} TFLOPS over {sms} SMs implies {mhz:.0} MHz",
+            g.key
+        );
+        checked.push(g.key.as_str());
+    }
+    for key in [
+        "a2",
+        "rtx-a5000",
+        "v100s-pcie-32gb",
+        "a16",
+        "rtx-a4000",
+        "t4",
+    ] {
+        assert!(checked.contains(&key), "{key} not cross-checked");
+    }
 }
 
 fn missing_figures(g: &GpuSpec) -> Vec<&'static str> {

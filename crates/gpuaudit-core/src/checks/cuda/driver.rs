@@ -1,5 +1,5 @@
 //! cuda.driver: the driver version, the CUDA version it supports, the kernel module against the
-//! library, and the oldest driver for each GPU's architecture.
+//! library, and the oldest driver and the last driver branch for each GPU's architecture.
 
 use crate::checks::common::spec_of;
 use crate::checks::cuda::driver_version;
@@ -7,7 +7,7 @@ use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{CudaVersion, Facts, VirtualizationMode};
 use crate::finding::{Evidence, Finding};
 use crate::policy::Policy;
-use crate::spec::{cuda_table, DriverVersion};
+use crate::spec::{cuda_table, ArchSupport, DriverVersion};
 
 const ID: &str = "cuda.driver";
 
@@ -17,16 +17,19 @@ pub const CURRENT_FRAMEWORKS_CUDA: CudaVersion = CudaVersion::new(12, 0);
 
 pub const CHECK: Check = Check {
     id: ID,
-    title: "Driver version, the CUDA version it supports, minimum driver for the GPU's architecture",
-    looks_at: "driver version, the CUDA version it supports, minimum driver for the GPU's \
+    title: "Driver version, the CUDA version it supports, first and last driver for the GPU's architecture",
+    looks_at: "driver version, the CUDA version it supports, first and last driver for the GPU's \
                architecture",
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: "The NVIDIA driver version (NVML, nvidia-smi or /proc/driver/nvidia/version), the \
                newest CUDA version it supports, the kernel module's version against the user-space \
-               library's, and the oldest driver that supports each GPU's architecture (CUDA release \
-               notes).",
-        why: "A driver older than the GPU's architecture does not run it at all; a driver whose CUDA \
+               library's, the oldest driver that supports each GPU's architecture (CUDA release \
+               notes), and, for an architecture NVIDIA has retired, the last driver branch that \
+               supports it (NVIDIA's architecture matrix: Kepler R470; Maxwell, Pascal, Volta \
+               R580).",
+        why: "A driver older than the GPU's architecture, or of a branch after the last one that \
+              supports it, does not run it at all; a driver whose CUDA \
               version is older than the framework's build fails with \"CUDA driver version is \
               insufficient for CUDA runtime version\"; a kernel module and a library of different \
               versions (an update without reboot) fail with \"Driver/library version mismatch\".",
@@ -60,6 +63,10 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
         ev.insert("architecture", arch);
         ev.insert("min_driver_for_architecture", min.to_string());
     }
+    if let Some((arch, last)) = age.capped {
+        ev.insert("last_branch_architecture", &arch.name);
+        ev.insert("last_driver_branch_for_architecture", format!("R{last}"));
+    }
     let table = cuda_table();
     let current_driver = table
         .toolkit(CURRENT_FRAMEWORKS_CUDA)
@@ -86,19 +93,47 @@ fn driver(facts: &Facts, _: &Policy) -> Vec<Finding> {
             &dv,
             Some((arch, min)),
             age.below_current,
+            age.capped,
         )));
-    } else if age.below_current {
+    }
+    // A branch after the last of some GPU's architecture does not drive it.
+    if let (true, Some((arch, last))) = (age.too_new, age.capped) {
+        let arch = &arch.name;
         out.push(
-            Finding::warn(
+            Finding::fail(
                 ID,
-                format!(
-                    "Driver {text} {}: {frameworks}",
-                    age.supports.as_deref().unwrap_or("supports an old CUDA"),
-                ),
+                format!("Driver {text} is of a branch after R{last}, the last that supports {arch} GPUs: it does not drive them"),
             )
             .evidence(ev.clone())
-            .fix(upgrade_fix(facts, &dv, None, true)),
+            .fix(format!("Install a driver of the R{last} branch (its latest release), the last NVIDIA made for {arch} GPUs; newer branches do not support them")),
         );
+    }
+    let current = table
+        .toolkit(CURRENT_FRAMEWORKS_CUDA)
+        .map(|t| &t.ga_min_driver);
+    // A GPU whose last branch predates current frameworks' driver cannot get there by a
+    // driver upgrade: that upgrade would leave it without a driver.
+    let stuck = age
+        .capped
+        .filter(|(arch, _)| current.is_some_and(|d| arch.after_last_branch(d)));
+    if age.too_old.is_none() && age.below_current && !age.too_new {
+        let supports = age.supports.as_deref().unwrap_or("supports an old CUDA");
+        out.push(match stuck {
+            Some((arch, last)) => {
+                let arch = &arch.name;
+                Finding::warn(
+                    ID,
+                    format!(
+                        "Driver {text} {supports}: {frameworks}, a branch after R{last}, the last that supports {arch} GPUs: they cannot run current frameworks"
+                    ),
+                )
+                .evidence(ev.clone())
+                .fix(format!("Keep the R{last} driver and use framework builds for the CUDA it supports, or move the work to GPUs that current drivers support; upgrading the driver past R{last} leaves {arch} GPUs without a driver."))
+            }
+            None => Finding::warn(ID, format!("Driver {text} {supports}: {frameworks}"))
+                .evidence(ev.clone())
+                .fix(upgrade_fix(facts, &dv, None, true, age.capped)),
+        });
     }
 
     // The kernel module and the user-space library must be the same build (after the
@@ -141,11 +176,18 @@ struct Age {
     supports: Option<String>,
     /// Its CUDA is older than current framework builds need.
     below_current: bool,
+    /// The architecture with the earliest last branch among the GPUs, with that branch: no
+    /// driver of a later branch drives them all, and where one is left undriven, this is it.
+    capped: Option<(&'static ArchSupport, u32)>,
+    /// The driver's branch comes after the last of some GPU's architecture.
+    too_new: bool,
 }
 
 fn age(facts: &Facts, dv: &DriverVersion, cuda: Option<CudaVersion>) -> Age {
     let mut needs: Option<(String, DriverVersion)> = None;
     let mut too_old = None;
+    let mut capped: Option<(&'static ArchSupport, u32)> = None;
+    let mut too_new = false;
     for g in facts.gpu_list() {
         let Some(spec) = spec_of(g) else { continue };
         let Some(arch) = spec.arch_support() else {
@@ -154,9 +196,15 @@ fn age(facts: &Facts, dv: &DriverVersion, cuda: Option<CudaVersion>) -> Age {
         if needs.as_ref().is_none_or(|(_, d)| arch.min_driver > *d) {
             needs = Some((arch.name.clone(), arch.min_driver.clone()));
         }
+        if let Some(last) = arch.last_branch {
+            if capped.is_none_or(|(_, b)| last < b) {
+                capped = Some((arch, last));
+            }
+        }
         if *dv < arch.min_driver && too_old.is_none() {
             too_old = Some((arch.name.clone(), arch.min_driver.clone()));
         }
+        too_new |= arch.after_last_branch(dv);
     }
     // The CUDA version the driver supports: as it reports it, or where it does not (drivers
     // before R410 have no such field), from the release notes' table.
@@ -184,6 +232,8 @@ fn age(facts: &Facts, dv: &DriverVersion, cuda: Option<CudaVersion>) -> Age {
         too_old,
         supports,
         below_current,
+        capped,
+        too_new,
     }
 }
 
@@ -206,6 +256,7 @@ fn upgrade_fix(
     dv: &DriverVersion,
     arch: Option<(&String, &DriverVersion)>,
     frameworks: bool,
+    capped: Option<(&'static ArchSupport, u32)>,
 ) -> String {
     let table = cuda_table();
     let mut needs: Vec<(DriverVersion, String)> = Vec::new();
@@ -236,7 +287,26 @@ fn upgrade_fix(
             }
         }
     }
-    // The highest first, then the others in the order found.
+    // A need past the last branch of a GPU's architecture cannot be met without leaving that
+    // GPU undriven: said apart, not asked for.
+    let mut beyond: Vec<String> = Vec::new();
+    if let Some((a, last)) = capped {
+        needs.retain(|(v, why)| {
+            let keep = !a.after_last_branch(v);
+            if !keep {
+                beyond.push(format!(
+                    "{why}, a branch after R{last}, the last that supports {} GPUs: keep that need off this machine",
+                    a.name
+                ));
+            }
+            keep
+        });
+    }
+    let beyond_note = if beyond.is_empty() {
+        String::new()
+    } else {
+        format!(" Not within reach: {}.", beyond.join("; "))
+    };
     // In a vGPU guest the driver is not the tenant's to choose: it must be the guest driver
     // of the vGPU software release the host runs.
     let vgpu = facts
@@ -248,8 +318,11 @@ fn upgrade_fix(
     } else {
         ""
     };
+    // The highest first, then the others in the order found.
     let Some(top) = needs.iter().map(|(v, _)| v.clone()).max() else {
-        return format!("Upgrade the driver to a current production branch.{vgpu_note}");
+        return format!(
+            "Upgrade the driver to a current production branch.{beyond_note}{vgpu_note}"
+        );
     };
     let mut why: Vec<&str> = needs
         .iter()
@@ -263,7 +336,7 @@ fn upgrade_fix(
             .map(|(_, w)| w.as_str()),
     );
     format!(
-        "Install a current production driver, at least {top} ({}); for new work the newest production branch.{vgpu_note}",
+        "Install a current production driver, at least {top} ({}); for new work the newest production branch.{beyond_note}{vgpu_note}",
         why.join("; ")
     )
 }
@@ -408,8 +481,14 @@ mod tests {
                 })
                 .collect(),
         );
-        let fix = driver(&v, &Policy::default())[0].fix.clone().unwrap_or_default();
-        assert!(fix.ends_with("ask the provider for a vGPU release with that driver."), "{fix}");
+        let fix = driver(&v, &Policy::default())[0]
+            .fix
+            .clone()
+            .unwrap_or_default();
+        assert!(
+            fix.ends_with("ask the provider for a vGPU release with that driver."),
+            "{fix}"
+        );
         // No driver version read: nothing is old.
         let mut u = f.clone();
         u.driver.version = Reading::unavailable("no driver");
@@ -435,5 +514,292 @@ mod tests {
         u.driver.version = Reading::Value("banana".into());
         let r = driver(&u, &Policy::default());
         assert!(r[0].message.contains("not understood"));
+    }
+
+    /// A machine of `key` GPUs on driver `version` (CUDA `cuda`), the module matching.
+    fn on_driver(key: &str, version: &str, cuda: CudaVersion) -> Facts {
+        let mut f = Machine::healthy(key, 1).build();
+        f.driver.version = Reading::Value(version.into());
+        f.driver.proc_version = Reading::Value(format!(
+            "NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  Release Build"
+        ));
+        f.driver.cuda_version = Reading::Value(cuda);
+        f
+    }
+
+    #[test]
+    fn a_driver_after_the_last_branch_of_the_gpus_architecture_fails() {
+        // Kepler (GRID K520) ends with R470: any later branch does not drive it.
+        for (version, cuda) in [
+            ("495.29.05", CudaVersion::new(11, 5)),
+            ("535.104.05", CudaVersion::new(12, 2)),
+            ("580.159.04", CudaVersion::new(13, 0)),
+        ] {
+            let r = driver(&on_driver("grid-k520", version, cuda), &Policy::default());
+            assert_eq!(statuses(&r), vec![Status::Fail], "{version}: {r:#?}");
+            assert_eq!(
+                r[0].message,
+                format!("Driver {version} is of a branch after R470, the last that supports Kepler GPUs: it does not drive them")
+            );
+            assert!(
+                r[0].fix.as_deref().unwrap().contains("R470 branch"),
+                "{r:#?}"
+            );
+            assert_eq!(
+                r[0].evidence
+                    .get("last_driver_branch_for_architecture")
+                    .unwrap(),
+                "R470"
+            );
+            assert_eq!(
+                r[0].evidence.get("last_branch_architecture").unwrap(),
+                "Kepler"
+            );
+        }
+        // Pascal and Volta end with R580: 580 drives them, 590 does not.
+        for key in ["gtx-1060-6gb", "p100-pcie-16gb", "v100-sxm2-32gb"] {
+            let ok = driver(
+                &on_driver(key, "580.159.04", CudaVersion::new(13, 0)),
+                &Policy::default(),
+            );
+            assert_eq!(statuses(&ok), vec![Status::Pass], "{key}: {ok:#?}");
+            let r = driver(
+                &on_driver(key, "590.44.01", CudaVersion::new(13, 1)),
+                &Policy::default(),
+            );
+            assert_eq!(statuses(&r), vec![Status::Fail], "{key}: {r:#?}");
+            assert!(r[0].message.contains("after R580"), "{}", r[0].message);
+        }
+        // Turing and newer have no last branch.
+        let r = driver(
+            &on_driver("gtx-1650-super", "595.71.05", CudaVersion::new(13, 2)),
+            &Policy::default(),
+        );
+        assert_eq!(statuses(&r), vec![Status::Pass], "{r:#?}");
+        assert!(r[0]
+            .evidence
+            .get("last_driver_branch_for_architecture")
+            .is_none());
+    }
+
+    #[test]
+    fn a_kepler_gpu_on_its_last_branch_is_told_it_cannot_reach_current_frameworks() {
+        // R470 drives the K520 but supports CUDA 11.4 only; "upgrade the driver" would leave
+        // the GPU without one.
+        let r = driver(
+            &on_driver("grid-k520", "470.256.02", CudaVersion::new(11, 4)),
+            &Policy::default(),
+        );
+        assert_eq!(statuses(&r), vec![Status::Warn], "{r:#?}");
+        assert_eq!(
+            r[0].message,
+            "Driver 470.256.02 supports CUDA up to 11.4: current framework builds (CUDA 12 and newer) need 525.60.13 or newer, a branch after R470, the last that supports Kepler GPUs: they cannot run current frameworks"
+        );
+        let fix = r[0].fix.as_deref().unwrap();
+        assert!(fix.starts_with("Keep the R470 driver"), "{fix}");
+        assert!(!fix.contains("Upgrade the driver"), "{fix}");
+        // The same old driver on a Volta GPU (last branch R580, after 525): upgrade it.
+        let r = driver(
+            &on_driver("v100-pcie-32gb", "470.256.02", CudaVersion::new(11, 4)),
+            &Policy::default(),
+        );
+        assert_eq!(statuses(&r), vec![Status::Warn], "{r:#?}");
+        assert!(
+            r[0].message.ends_with("need 525.60.13 or newer"),
+            "{}",
+            r[0].message
+        );
+        // Within Volta's last branch: the CUDA 13 toolkit's 580.65.06 and frameworks' 525.60.13.
+        assert_eq!(
+            r[0].fix.as_deref(),
+            Some("Install a current production driver, at least 580.65.06 (the CUDA 13.0.88 toolkit at /usr/local/cuda needs 580.65.06; CUDA 12 frameworks need 525.60.13); for new work the newest production branch.")
+        );
+        // A toolkit whose driver is past the architecture's last branch is not asked for.
+        let mut far = on_driver("v100-pcie-32gb", "470.256.02", CudaVersion::new(11, 4));
+        far.toolkit = Reading::Value(vec![crate::facts::Toolkit {
+            path: "/usr/local/cuda-13.2".into(),
+            version: "13.2".into(),
+            cuda: CudaVersion::new(13, 2),
+            source: "version.json".into(),
+            forward_compat: false,
+        }]);
+        if cuda_table()
+            .toolkit(CudaVersion::new(13, 2))
+            .is_some_and(|t| t.ga_min_driver.branch() > 580)
+        {
+            let fix = driver(&far, &Policy::default())[0]
+                .fix
+                .clone()
+                .unwrap_or_default();
+            assert!(
+                fix.starts_with("Install a current production driver, at least 525.60.13"),
+                "{fix}"
+            );
+            assert!(
+                fix.contains(
+                    "Not within reach: the CUDA 13.2 toolkit at /usr/local/cuda-13.2 needs"
+                ),
+                "{fix}"
+            );
+        }
+        // Older than Kepler's first driver (R295): too old, whatever the CUDA.
+        let mut old = on_driver("grid-k520", "285.05.33", CudaVersion::new(11, 4));
+        old.driver.cuda_version = Reading::unavailable("not in the XML");
+        let r = driver(&old, &Policy::default());
+        // Too old for Kepler and for current frameworks: one finding.
+        assert_eq!(statuses(&r), vec![Status::Fail], "{r:#?}");
+        assert!(r[0]
+            .message
+            .contains("older than the first driver for Kepler GPUs (295)"));
+    }
+
+    /// `first`'s GPU 0 and `second`'s GPU 0 in one machine, on `first`'s driver.
+    fn two_models(first: &str, second: &str, version: &str, cuda: CudaVersion) -> Facts {
+        let mut f = on_driver(first, version, cuda);
+        let mut g = Machine::healthy(second, 1).build().gpu_list()[0].clone();
+        g.index = 1;
+        if let Reading::Value(gpus) = &mut f.gpus {
+            gpus.push(g);
+        }
+        f
+    }
+
+    #[test]
+    fn the_evidence_names_the_newest_first_driver_and_the_earliest_last_branch() {
+        let ev = |first: &str, second: &str, key: &str| {
+            let f = two_models(first, second, "580.159.04", CudaVersion::new(13, 0));
+            let r = driver(&f, &Policy::default());
+            r[0].evidence
+                .get(key)
+                .and_then(|v| v.as_str().map(String::from))
+        };
+        // The newest first driver: Volta's 384.81 over Kepler's 295, whatever the order.
+        for (a, b) in [
+            ("grid-k520", "v100-pcie-32gb"),
+            ("v100-pcie-32gb", "grid-k520"),
+        ] {
+            assert_eq!(
+                ev(a, b, "architecture").as_deref(),
+                Some("Volta"),
+                "{a} {b}"
+            );
+            assert_eq!(
+                ev(a, b, "min_driver_for_architecture").as_deref(),
+                Some("384.81")
+            );
+        }
+        // Ada and Hopper share their first driver (520.61.05): the first GPU's is named.
+        assert_eq!(
+            ev("l40s", "h100-sxm5-80gb", "architecture").as_deref(),
+            Some("Ada Lovelace")
+        );
+        assert_eq!(
+            ev("h100-sxm5-80gb", "l40s", "architecture").as_deref(),
+            Some("Hopper")
+        );
+        // Pascal and Volta share their last branch (R580): the first GPU's is named.
+        assert_eq!(
+            ev(
+                "p100-pcie-16gb",
+                "v100-pcie-32gb",
+                "last_branch_architecture"
+            )
+            .as_deref(),
+            Some("Pascal")
+        );
+        assert_eq!(
+            ev(
+                "v100-pcie-32gb",
+                "p100-pcie-16gb",
+                "last_branch_architecture"
+            )
+            .as_deref(),
+            Some("Volta")
+        );
+        // A Turing GPU has no last branch: it does not replace a Volta's.
+        assert_eq!(
+            ev(
+                "v100-pcie-32gb",
+                "t4",
+                "last_driver_branch_for_architecture"
+            )
+            .as_deref(),
+            Some("R580")
+        );
+        assert_eq!(
+            ev(
+                "t4",
+                "v100-pcie-32gb",
+                "last_driver_branch_for_architecture"
+            )
+            .as_deref(),
+            Some("R580")
+        );
+    }
+
+    #[test]
+    fn a_module_that_matches_the_library_is_no_mismatch_whatever_nvml_said() {
+        let mut f = on_driver("t4", "580.159.04", CudaVersion::new(13, 0));
+        f.driver.query = Reading::unavailable("NVML failed");
+        let r = driver(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Pass], "{r:#?}");
+        // The module's version is the first word that is a version, not the first dotted
+        // word ("(gcc 12.3.0)" before it is no version).
+        let mut g = on_driver("t4", "580.159.04", CudaVersion::new(13, 0));
+        g.driver.proc_version = Reading::Value(
+            "NVRM version: NVIDIA UNIX Open Kernel Module (gcc 12.3.0) for x86_64  580.159.04  Release Build".into(),
+        );
+        let r = driver(&g, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Pass], "{r:#?}");
+    }
+
+    #[test]
+    fn gpus_of_two_architectures_are_capped_by_the_earlier_last_branch() {
+        // A Volta GPU listed first on R590: the Kepler GPU's R470 is the branch to name (R470
+        // drives both), not R580.
+        let r = driver(
+            &two_models(
+                "v100-pcie-32gb",
+                "grid-k520",
+                "590.44.01",
+                CudaVersion::new(13, 1),
+            ),
+            &Policy::default(),
+        );
+        assert_eq!(statuses(&r), vec![Status::Fail], "{r:#?}");
+        assert_eq!(
+            r[0].message,
+            "Driver 590.44.01 is of a branch after R470, the last that supports Kepler GPUs: it does not drive them"
+        );
+        let mut f = on_driver("v100-pcie-32gb", "535.104.05", CudaVersion::new(12, 2));
+        let kepler = Machine::healthy("grid-k520", 1).build();
+        let mut k = kepler.gpu_list()[0].clone();
+        k.index = 1;
+        if let Reading::Value(gpus) = &mut f.gpus {
+            gpus.push(k);
+        }
+        let r = driver(&f, &Policy::default());
+        assert_eq!(statuses(&r), vec![Status::Fail], "{r:#?}");
+        assert!(r[0].message.contains("after R470"), "{}", r[0].message);
+        assert_eq!(
+            r[0].evidence
+                .get("last_driver_branch_for_architecture")
+                .unwrap(),
+            "R470"
+        );
+        // And in the other order.
+        let mut g = on_driver("grid-k520", "535.104.05", CudaVersion::new(12, 2));
+        let mut v = Machine::healthy("v100-pcie-32gb", 1).build().gpu_list()[0].clone();
+        v.index = 1;
+        if let Reading::Value(gpus) = &mut g.gpus {
+            gpus.push(v);
+        }
+        let r = driver(&g, &Policy::default());
+        assert_eq!(
+            r[0].evidence
+                .get("last_driver_branch_for_architecture")
+                .unwrap(),
+            "R470"
+        );
     }
 }
