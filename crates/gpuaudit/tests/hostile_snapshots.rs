@@ -374,7 +374,7 @@ fn xml_entity_bomb_and_a_flood_of_gpus_stay_small() {
     );
     let run = s.audit("json");
     complete(&run, "entity bomb");
-    assert!(run.stdout.contains("declares its own DTD"));
+    assert!(run.stdout.contains("declares an entity"));
     assert!(
         run.stdout.len() < 1 << 20,
         "a report of {} bytes",
