@@ -781,9 +781,10 @@ fn retired_pages(g: &Gpu) -> Reading<RetiredPages> {
         .or(g.yes(&["retired_pages", "pending_blacklist"]));
     let is_na = |r: &Reading<_>| r.reason().is_some_and(|s: &str| s.contains(" N/A"));
     if is_na(&single) && is_na(&double) {
-        return Reading::unavailable(format!(
-            "{SOURCE}: N/A: page retirement is not supported on this GPU (Ampere and later remap rows instead)"
-        ));
+        // The driver's N/A, whatever the architecture: Ampere and later remap rows instead, and
+        // older GPUs in a VM or under some drivers report no pages either (memory.errors,
+        // which knows the architecture, says which).
+        return Reading::unavailable(format!("{SOURCE}: <retired_pages> N/A"));
     }
     match (single, double, pending) {
         (Reading::Value(single_bit), Reading::Value(double_bit), Reading::Value(pending)) => {
@@ -803,8 +804,10 @@ fn remapped_rows(g: &Gpu) -> Reading<RemappedRows> {
     };
     if !block.children().any(|c| c.is_element()) {
         let t = block.text().unwrap_or("").trim();
+        // Not "before Ampere": an A100 under MIG or in a VM writes N/A too (memory.errors,
+        // which knows the architecture, says what it means).
         return Reading::unavailable(format!(
-            "{SOURCE}: <remapped_rows> {} (row remapping is Ampere and later)",
+            "{SOURCE}: <remapped_rows> {}",
             not_available(t).unwrap_or("empty")
         ));
     }
