@@ -726,6 +726,14 @@ fn a_huge_or_unterminated_internal_subset_is_refused() {
     // Just under the cap is still read.
     let at_cap = with_subset(&decl.repeat(MAX_INTERNAL_SUBSET / decl.len() - 1));
     assert!(parse(&at_cap).is_ok());
+    // The cap itself: a subset of exactly MAX_INTERNAL_SUBSET bytes is read, one byte more
+    // is not.
+    let exact = |extra: usize| {
+        let filler = "x".repeat(MAX_INTERNAL_SUBSET - "<!---->".len() + extra);
+        format!("<!DOCTYPE nvidia_smi_log [<!--{filler}-->]><nvidia_smi_log/>")
+    };
+    assert!(parse(&exact(0)).is_ok());
+    assert!(refused(&exact(1)).contains("larger than 1024 KiB"));
     // One comment larger than the cap.
     let comment = with_subset(&format!("<!--{}-->", "x".repeat(MAX_INTERNAL_SUBSET)));
     assert!(refused(&comment).contains("larger than"));
