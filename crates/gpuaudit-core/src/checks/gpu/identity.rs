@@ -621,6 +621,16 @@ mod tests {
             out[0].message,
             "2 GPUs on the PCI bus (the driver's report could not be read), 2 ordered (h200:2); the model could not be confirmed on 2 of them"
         );
+        // The PCI bus counts fewer than ordered: that fails, report read or not.
+        let out = run(&f, Some("h200:4"));
+        assert_eq!(out[0].status, Status::Fail);
+        assert!(
+            out[0].message.starts_with(
+                "2 GPUs on the PCI bus (the driver's report could not be read), 4 ordered (h200:4)"
+            ),
+            "{}",
+            out[0].message
+        );
         // Nothing counts them: not known, which contradicts no order.
         let f = Machine::healthy("h200-sxm-141gb", 2)
             .with(unread)

@@ -564,6 +564,12 @@ mod tests {
             assert!(out[0].fix.as_deref().unwrap().contains("nvidia-smi -q -x"));
             assert!(!out[0].message.contains("No NVIDIA GPU found"));
         }
+        // An empty list beside the unread report names no GPU from the module's files.
+        let empty = run(&Machine::healthy("h200-sxm-141gb", 2)
+            .with(unread)
+            .with(|f| f.gpus = Reading::Value(vec![]))
+            .build());
+        assert_eq!(empty[0].message, messages[0]);
         // GPUs the driver itself listed are judged as usual: the flag alone changes nothing.
         let f = Machine::healthy("h200-sxm-141gb", 2)
             .with(|f| f.driver.report_unreadable = Some(why.into()))
