@@ -25,7 +25,7 @@ fn facts_from_nvml() -> Facts {
             f.driver.cuda_version = cuda_version;
             f.gpus = gpus;
         }
-        Ok(nvml::NvmlAnswer::Failed { reason }) | Err(reason) => {
+        Ok(nvml::NvmlAnswer::Failed { reason }) | Err(nvml::NvmlError { reason, .. }) => {
             eprintln!("NVML: {reason}");
         }
     }

@@ -207,9 +207,9 @@ pub fn collect_base(c: &mut Collector, description: &str, timeout: Duration) {
 
     match command::run("nvidia-smi", &["-q", "-x"], timeout) {
         Ok(xml) => c.write("cmd/nvidia-smi-q.xml", xml),
-        Err(smi_err) => match crate::gather::nvml_failure(crate::nvml::read_facts(
-            crate::nvml::TIMEOUT,
-        )) {
+        Err(smi_err) => match crate::gather::nvml_failure(
+            crate::nvml::read_facts(crate::nvml::TIMEOUT).map_err(String::from),
+        ) {
             Some(nvml_err) => {
                 let why = crate::gather::driver_failure(&nvml_err, &smi_err);
                 c.summary.notes.push(why.clone());

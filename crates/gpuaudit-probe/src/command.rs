@@ -13,19 +13,44 @@ pub fn run(program: &str, args: &[&str], timeout: Duration) -> Result<String, St
 
 /// [`run`] for a prepared command (environment, working directory).
 pub fn run_cmd(cmd: &Cmd, timeout: Duration) -> Result<String, String> {
+    run_output(cmd, timeout).map_err(|f| f.reason)
+}
+
+/// Why a command gave no output to read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failed {
+    /// In words, naming the program.
+    pub reason: String,
+    /// It answered, but with more than [`process::STDOUT_CAP`]: an answer too large to read,
+    /// not one that was never given.
+    pub too_large: bool,
+}
+
+/// [`run_cmd`], saying whether the command answered with more than can be read.
+pub fn run_output(cmd: &Cmd, timeout: Duration) -> Result<String, Failed> {
     let program = cmd.program();
-    let o = process::run(cmd, timeout, Caps::default())?;
+    let failed = |reason: String| Failed {
+        reason,
+        too_large: false,
+    };
+    let o = process::run(cmd, timeout, Caps::default()).map_err(failed)?;
     let status = match o.ended {
         Ended::Exited(st) => st,
         Ended::TimedOut(t) => {
-            return Err(format!("{program}: timed out after {} s", t.as_secs()));
+            return Err(failed(format!(
+                "{program}: timed out after {} s",
+                t.as_secs()
+            )));
         }
     };
     if o.stdout_dropped > 0 {
-        return Err(format!(
-            "{program}: printed more than {} MiB, not read",
-            process::STDOUT_CAP >> 20
-        ));
+        return Err(Failed {
+            reason: format!(
+                "{program}: printed more than {} MiB, not read",
+                process::STDOUT_CAP >> 20
+            ),
+            too_large: true,
+        });
     }
     let out = o.stdout_text();
     if status.success() {
@@ -41,9 +66,11 @@ pub fn run_cmd(cmd: &Cmd, timeout: Duration) -> Result<String, String> {
         .chars()
         .take(500)
         .collect::<String>();
-    Err(format!("{program}: {status}: {first}")
-        .trim_end_matches(": ")
-        .to_string())
+    Err(failed(
+        format!("{program}: {status}: {first}")
+            .trim_end_matches(": ")
+            .to_string(),
+    ))
 }
 
 #[cfg(test)]
@@ -77,5 +104,17 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(e, "sh: printed more than 16 MiB, not read");
+        // An answer too large to read, which run_output tells from a failure.
+        let big = Cmd::new("sh").args(["-c", "head -c 20000000 /dev/zero"]);
+        let f = run_output(&big, Duration::from_secs(30)).unwrap_err();
+        assert!(f.too_large, "{f:?}");
+        let broken = Cmd::new("sh").args(["-c", "echo broken; exit 3"]);
+        let f = run_output(&broken, Duration::from_secs(5)).unwrap_err();
+        assert!(!f.too_large, "{f:?}");
+        let f = run_output(
+            &Cmd::new("gpuaudit-no-such-program"),
+            Duration::from_secs(1),
+        );
+        assert!(!f.unwrap_err().too_large);
     }
 }

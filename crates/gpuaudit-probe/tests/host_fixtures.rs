@@ -261,7 +261,7 @@ fn bad_container_is_found() {
         &r,
         "container.runtime",
         Status::Fail,
-        "1 of the 2 GPUs have a /dev/nvidiaN"
+        "1 of the 2 GPUs has a /dev/nvidiaN"
     ));
     assert!(has(
         &r,

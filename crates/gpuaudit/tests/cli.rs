@@ -84,6 +84,68 @@ fn exit_1_when_a_check_fails() {
         .code(1);
 }
 
+/// A snapshot whose nvidia-smi XML is there but cannot be read (cut short, as a copy that ran
+/// out of space leaves it), without the kernel module's files to fall back on: every view
+/// says the driver's report could not be read and why, none says no GPU was found.
+#[test]
+fn a_driver_report_that_cannot_be_read_is_never_no_gpu_found() {
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("snap");
+    copy_dir(&fixture("h200-x2-vm"), &root);
+    let xml = root.join("cmd/nvidia-smi-q.xml");
+    let text = std::fs::read_to_string(&xml).unwrap();
+    std::fs::write(&xml, &text[..text.len() / 3]).unwrap();
+    std::fs::remove_dir_all(root.join("proc/driver/nvidia/gpus")).unwrap();
+    let run = |format: &str| {
+        let out = gpuaudit()
+            .args(["--format", format, "--root"])
+            .arg(&root)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{format}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let table = run("table");
+    let verdict = table.lines().next().unwrap_or("");
+    assert!(
+        verdict.starts_with(
+            "2× NVIDIA GPU on the PCI bus (the driver's report could not be read), driver 580.159.04:"
+        ),
+        "{verdict}"
+    );
+    let json = run("json");
+    let r: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let present = &findings(&r, "gpu.present")[0];
+    assert_eq!(present["status"], "fail");
+    assert!(
+        present["message"].as_str().unwrap_or("").starts_with(
+            "2 NVIDIA GPUs on the PCI bus, but the driver's report could not be read: \
+             nvidia-smi -q -x: malformed: nvidia-smi XML: "
+        ),
+        "{present}"
+    );
+    // The other GPU checks skip with that reason.
+    for check in [
+        "power.limit",
+        "clocks.throttle",
+        "memory.errors",
+        "gpu.uniform",
+    ] {
+        let f = &findings(&r, check)[0];
+        assert_eq!(f["status"], "skip", "{check}");
+        assert_eq!(
+            f["message"],
+            "the GPUs are not known: the driver's report could not be read (see gpu.present)",
+            "{check}"
+        );
+    }
+    for (what, out) in [("table", &table), ("json", &json), ("md", &run("md"))] {
+        assert!(!out.contains("No NVIDIA GPU found"), "{what}");
+        assert!(!out.contains("no GPU found"), "{what}");
+        assert!(!out.contains("no NVIDIA GPU found"), "{what}");
+    }
+}
+
 #[test]
 fn table_output_reads_at_a_glance() {
     let out = gpuaudit()

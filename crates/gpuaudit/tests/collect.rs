@@ -76,10 +76,10 @@ fn a_full_disk_lists_every_file_not_written_and_exits_2() {
     let cpuinfo = std::fs::metadata(out.join("proc/cpuinfo")).map(|m| m.len());
     assert!(cpuinfo.map_or(true, |n| n <= 512));
     assert!(
-        e.lines()
-            .last()
-            .unwrap()
-            .contains(&format!("{} files could not be written", failed.len())),
+        e.lines().last().unwrap().contains(&match failed.len() {
+            1 => "1 file could not be written".to_string(),
+            n => format!("{n} files could not be written"),
+        }),
         "{e}"
     );
     assert!(out.join("meta.json").exists());

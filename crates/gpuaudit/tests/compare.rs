@@ -175,8 +175,12 @@ fn wrong_arguments_and_files_are_exit_2_in_one_line() {
     assert!(out.is_empty());
     assert_eq!(
         err.trim(),
-        "gpuaudit: --name given 1 time(s) for 2 reports: name every report, in order, or none"
+        "gpuaudit: --name given once for 2 reports: name every report, in order, or none"
     );
+    let three = ["--name", "x", "--name", "y", "--name", "z"].map(std::ffi::OsStr::new);
+    let (code, _, err) = run(&[&[os(&a), os(&b)], &three[..]].concat());
+    assert_eq!(code, 2);
+    assert!(err.contains("--name given 3 times for 2 reports"), "{err}");
     let (code, _, _) = run(&[os(&a)]);
     assert_eq!(code, 2, "one report is not a comparison");
     let bad = dir.path().join("bench.json");

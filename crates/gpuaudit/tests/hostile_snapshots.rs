@@ -385,8 +385,16 @@ fn xml_entity_bomb_and_a_flood_of_gpus_stay_small() {
         ),
     );
     let run = s.audit("json");
-    complete(&run, "entity bomb");
-    assert!(run.stdout.contains("declares its own DTD"));
+    let r = complete(&run, "entity bomb");
+    // Refused before any expansion, and said to be a report that could not be read.
+    let present = &common::findings(&r, "gpu.present")[0];
+    let msg = present["message"].as_str().unwrap_or("");
+    assert!(
+        msg.contains("the driver's report could not be read"),
+        "{msg}"
+    );
+    assert!(msg.contains("declares an entity"), "{msg}");
+    assert!(!run.stdout.contains("No NVIDIA GPU found"));
     assert!(
         run.stdout.len() < 1 << 20,
         "a report of {} bytes",
@@ -406,6 +414,33 @@ fn xml_entity_bomb_and_a_flood_of_gpus_stay_small() {
 }
 
 #[test]
+fn a_huge_internal_dtd_subset_is_refused_in_time() {
+    // 15 MiB of declarations that change nothing, under the 16 MiB file cap: nvidia-smi's own
+    // DTD is 28 KB; this one is refused at 1 MiB, without reading on.
+    let s = Snap::new();
+    let decl = "<!ELEMENT a_name_of_some_length (#PCDATA)>\n";
+    s.write(
+        "cmd/nvidia-smi-q.xml",
+        format!(
+            "<?xml version=\"1.0\" ?>\n<!DOCTYPE nvidia_smi_log [\n{}]>\n<nvidia_smi_log>\
+             <driver_version>580.1</driver_version></nvidia_smi_log>\n",
+            decl.repeat((15 << 20) / decl.len())
+        ),
+    );
+    let run = s.audit("json");
+    let r = complete(&run, "huge internal subset");
+    let msg = common::findings(&r, "gpu.present")[0]["message"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    assert!(
+        msg.contains("the driver's report could not be read"),
+        "{msg}"
+    );
+    assert!(msg.contains("larger than 1024 KiB"), "{msg}");
+}
+
+#[test]
 fn huge_files_are_reported_not_truncated() {
     let s = Snap::new();
     for rel in ["proc/cpuinfo", "cmd/nvidia-smi-q.xml", "meta.json"] {
@@ -421,6 +456,9 @@ fn huge_files_are_reported_not_truncated() {
         .stdout
         .contains("cmd/nvidia-smi-q.xml: larger than 16 MiB, not read"));
     assert!(!run.stdout.contains("unexpected end"), "{}", run.stdout);
+    // A report there but too large to read is not "no GPU".
+    assert!(run.stdout.contains("the driver's report could not be read"));
+    assert!(!run.stdout.contains("No NVIDIA GPU found"));
 }
 
 #[test]

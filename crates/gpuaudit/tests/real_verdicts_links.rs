@@ -248,3 +248,20 @@ fn v100s_power_cap_flags_at_a_low_draw_are_information() {
     assert!(!m.contains("draws at its power limit"), "{m}");
     assert!(message(&r, "clocks.throttle", 3).contains("198 W of its 250 W limit"));
 }
+
+#[test]
+fn a_card_built_for_x4_at_x4_passes_and_a_laptops_x8_stays_a_warning() {
+    // The GT 1030 supports x4 and trained at x4: its full width, not "x4 or narrower of x16".
+    let (_, r) = audit("real/gt1030-x4-r470", &[]);
+    assert_eq!(worst(&r, "pcie.link", Some(0)), "pass");
+    let m = message(&r, "pcie.link", 0);
+    assert!(!m.contains("narrower"), "{m}");
+    // The laptop's GTX 1050 at x8 of x16: the slot is not known, a warning as before.
+    let (_, r) = audit("real/gtx1050-mobile-x8-r515", &[]);
+    assert_eq!(worst(&r, "pcie.link", Some(0)), "warn");
+    let m = message(&r, "pcie.link", 0);
+    assert!(
+        m.contains("trained at x8 of the x16 it supports: half the host bandwidth"),
+        "{m}"
+    );
+}

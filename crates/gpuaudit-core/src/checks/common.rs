@@ -10,12 +10,19 @@ use crate::spec::{GpuSpec, SpecDb};
 /// Why there is no GPU to look at, short (gpu.present carries the details).
 pub fn no_gpu_reason(facts: &Facts) -> String {
     let on_bus = facts.pci_gpus.value().map(|p| p.len());
+    if facts.gpus.value().is_none() && facts.driver.report_unreadable.is_some() {
+        return "the GPUs are not known: the driver's report could not be read (see gpu.present)"
+            .to_string();
+    }
     match (&facts.gpus, on_bus) {
         (Reading::Unavailable(_), Some(0)) => "no NVIDIA GPU found (see gpu.present)".to_string(),
         (Reading::Unavailable(_), Some(_)) => {
             "the NVIDIA driver does not answer (see gpu.present)".to_string()
         }
         (Reading::Unavailable(r), None) => format!("no GPU to look at: {r}"),
+        (Reading::Value(v), Some(n)) if v.is_empty() && n > 0 => {
+            "the driver lists none of the GPUs on the PCI bus (see gpu.present)".to_string()
+        }
         (Reading::Value(v), _) if v.is_empty() => {
             "no NVIDIA GPU found (see gpu.present)".to_string()
         }
@@ -208,12 +215,36 @@ mod tests {
             "no GPU to look at: NVML: driver not loaded"
         );
         let none = Machine::healthy("h200-sxm-141gb", 1)
-            .with(|f| f.gpus = Reading::Value(vec![]))
+            .with(|f| {
+                f.gpus = Reading::Value(vec![]);
+                f.pci_gpus = Reading::Value(vec![]);
+            })
             .build();
         assert_eq!(
             no_gpu_reason(&none),
             "no NVIDIA GPU found (see gpu.present)"
         );
+        // The PCI bus has GPUs that the driver does not list: not "none found".
+        let unlisted = Machine::healthy("h200-sxm-141gb", 1)
+            .with(|f| f.gpus = Reading::Value(vec![]))
+            .build();
+        assert_eq!(
+            no_gpu_reason(&unlisted),
+            "the driver lists none of the GPUs on the PCI bus (see gpu.present)"
+        );
+        // The driver's report was there but could not be read: whatever the PCI bus says.
+        for pci in [
+            Reading::Value(vec![]),
+            Machine::healthy("h200-sxm-141gb", 1).build().pci_gpus,
+            Reading::unavailable("no sysfs"),
+        ] {
+            let mut f = no_driver(pci);
+            f.driver.report_unreadable = Some("nvidia-smi -q -x: malformed".into());
+            assert_eq!(
+                no_gpu_reason(&f),
+                "the GPUs are not known: the driver's report could not be read (see gpu.present)"
+            );
+        }
         let two = Machine::healthy("h200-sxm-141gb", 2).build();
         assert_eq!(
             no_gpu_reason(&two),

@@ -133,6 +133,12 @@ pub struct DriverFacts {
     /// what was left out, in words ("nvidia-smi lists 700000 GPUs; the first 256 were read").
     #[serde(default)]
     pub gpus_left_out: Option<String>,
+    /// Where the driver's report was there but could not be read: nvidia-smi's XML malformed,
+    /// refused (an entity declared), empty, too large or not a regular file, NVML's answer
+    /// garbled, a snapshot's `cmd/driver-error.txt` unreadable. Why, in words. The GPUs are
+    /// then not known, which is not "no GPU found" (gpu.present says so).
+    #[serde(default)]
+    pub report_unreadable: Option<String>,
 }
 
 impl DriverFacts {
@@ -145,6 +151,7 @@ impl DriverFacts {
             proc_version: Reading::unavailable(reason),
             attached_gpus: Reading::unavailable(reason),
             gpus_left_out: None,
+            report_unreadable: None,
         }
     }
 }

@@ -53,9 +53,10 @@ pub fn parse(xml: &str) -> Result<NvsmiLog, ParseError> {
     // nvidia-smi may print a warning (a corrupt infoROM, a deprecated option) before the XML
     // on the same stream; start at the first line that opens the document.
     let start = xml_start(text).ok_or_else(|| ParseError::NotXml(first_line(text)))?;
-    let body = without_external_doctype(&text[start..])?;
-    // No DTD, so no entity but the five predefined ones: an entity bomb or an external entity
-    // (a file of the auditing machine) is an error, not a 3 GB string or a leak.
+    let body = without_doctype(&text[start..])?;
+    // The DTD is blanked out, so no entity but the five predefined ones: an entity bomb or an
+    // external entity (a file of the auditing machine) is an error, not a 3 GB string or a
+    // leak.
     let opts = ParsingOptions {
         allow_dtd: false,
         nodes_limit: NODES_LIMIT,
@@ -101,11 +102,22 @@ fn attached_gpus(root: Node) -> Reading<u32> {
     }
 }
 
-/// The document with its document type declaration blanked out where it only names an
-/// external DTD, as nvidia-smi writes it (`<!DOCTYPE nvidia_smi_log SYSTEM
-/// "nvsmi_device_v12.dtd">`, never fetched); a declaration with an internal subset (`[...]`,
-/// where entities are declared) is refused.
-fn without_external_doctype(doc: &str) -> Result<std::borrow::Cow<'_, str>, ParseError> {
+/// The largest internal DTD subset read: nvidia-smi's own (`nvidia-smi -q -x --dtd`, the
+/// nvsmi_device_v13.dtd of R580) is 28 KB, so 1 MiB is 36 times it; a larger one is
+/// no nvidia-smi output, and its declarations would only be thrown away.
+pub const MAX_INTERNAL_SUBSET: usize = 1 << 20;
+
+/// The document with its document type declaration blanked out, in either form nvidia-smi
+/// writes: `<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">` (the external DTD is never
+/// fetched), or with `--dtd` the DTD itself as an internal subset (`<!DOCTYPE nvidia_smi_log [
+/// <!ELEMENT ...> <!ATTLIST ...> ]>`). The subset is read declaration by declaration and may
+/// hold only what the document does not need to be read: element, attribute-list and
+/// notation declarations, comments and processing instructions (attribute defaults are not
+/// applied). An entity declaration (general or parameter, internal or `SYSTEM`/`PUBLIC`), a
+/// parameter-entity reference, anything else, and a subset larger than
+/// [`MAX_INTERNAL_SUBSET`] are refused with the reason: entities are how a document grows to
+/// gigabytes or reads a file of the auditing machine, and nvidia-smi declares none.
+fn without_doctype(doc: &str) -> Result<std::borrow::Cow<'_, str>, ParseError> {
     let mut i = 0;
     loop {
         let rest = &doc[i..];
@@ -127,29 +139,125 @@ fn without_external_doctype(doc: &str) -> Result<std::borrow::Cow<'_, str>, Pars
             // No declaration (the XML parser refuses one further on).
             return Ok(std::borrow::Cow::Borrowed(doc));
         }
-        let Some(end) = t.find('>') else {
-            return Err(ParseError::Malformed(
-                "nvidia-smi XML: unterminated <!DOCTYPE".into(),
-            ));
-        };
-        if t[..end].contains('[') {
-            return Err(ParseError::Malformed(
-                "nvidia-smi XML: the document declares its own DTD (<!DOCTYPE ... [ ]>, where \
-                 entities are declared), which nvidia-smi never writes: not read"
-                    .into(),
-            ));
-        }
+        let len = doctype_len(t)?;
         // Blanks keep the positions (and line numbers) of what follows for error messages.
         let mut out = String::with_capacity(doc.len());
         out.push_str(&doc[..i]);
-        out.extend(
-            t[..=end]
-                .chars()
-                .map(|c| if c == '\n' { '\n' } else { ' ' }),
-        );
-        out.push_str(&doc[i + end + 1..]);
+        out.extend(t[..len].chars().map(|c| if c == '\n' { '\n' } else { ' ' }));
+        out.push_str(&doc[i + len..]);
         return Ok(std::borrow::Cow::Owned(out));
     }
+}
+
+fn dtd_error(what: impl std::fmt::Display) -> ParseError {
+    ParseError::Malformed(format!("nvidia-smi XML: {what}"))
+}
+
+/// The length in bytes of the `<!DOCTYPE ...>` declaration at the start of `t`, its internal
+/// subset checked as [`without_doctype`] says.
+fn doctype_len(t: &str) -> Result<usize, ParseError> {
+    let unterminated = || dtd_error("unterminated <!DOCTYPE");
+    let b = t.as_bytes();
+    // The name and the external id: up to '[' or '>' outside a quoted literal.
+    let mut i = "<!DOCTYPE".len();
+    loop {
+        match b.get(i) {
+            None => return Err(unterminated()),
+            Some(b'>') => return Ok(i + 1),
+            Some(b'[') => break,
+            Some(&q @ (b'"' | b'\'')) => i = quoted_end(b, i, q).ok_or_else(unterminated)?,
+            Some(_) => i += 1,
+        }
+    }
+    let subset = i + 1;
+    i = subset;
+    loop {
+        if i - subset > MAX_INTERNAL_SUBSET {
+            return Err(dtd_error(format_args!(
+                "the internal DTD subset (<!DOCTYPE ... [ ]>) is larger than {} KiB, which no \
+                 nvidia-smi writes: not read",
+                MAX_INTERNAL_SUBSET >> 10
+            )));
+        }
+        let rest = &t[i..];
+        let r = rest.trim_start();
+        i += rest.len() - r.len();
+        if let Some(after) = r.strip_prefix(']') {
+            // `]`, blanks, `>`.
+            let a = after.trim_start();
+            return match a.strip_prefix('>') {
+                Some(_) => Ok(t.len() - a.len() + 1),
+                None if a.is_empty() => Err(unterminated()),
+                None => Err(dtd_error("unexpected text after the internal DTD subset")),
+            };
+        }
+        let len = if r.starts_with("<!--") {
+            r.find("-->").map(|e| e + 3)
+        } else if r.starts_with("<?") {
+            r.find("?>").map(|e| e + 2)
+        } else if r.starts_with("<!ENTITY") {
+            return Err(dtd_error(format_args!(
+                "the document declares an entity ({}): an entity can expand to gigabytes or \
+                 read a file of the auditing machine, and nvidia-smi declares none: not read",
+                head(r)
+            )));
+        } else if r.starts_with('%') {
+            return Err(parameter_entity(r));
+        } else if ["<!ELEMENT", "<!ATTLIST", "<!NOTATION"]
+            .iter()
+            .any(|k| r.starts_with(k))
+        {
+            declaration_len(r)?
+        } else if r.is_empty() {
+            None
+        } else {
+            return Err(dtd_error(format_args!(
+                "unexpected {} in the internal DTD subset, where nvidia-smi writes only \
+                 <!ELEMENT>, <!ATTLIST> and comments: not read",
+                head(r)
+            )));
+        };
+        i += len.ok_or_else(unterminated)?;
+    }
+}
+
+/// The index just past the closing quote of the literal opened at `b[open]`.
+fn quoted_end(b: &[u8], open: usize, quote: u8) -> Option<usize> {
+    let len = b.get(open + 1..)?.iter().position(|&c| c == quote)?;
+    Some(open + len + 2)
+}
+
+/// The length of the markup declaration (`<!ELEMENT`, `<!ATTLIST`, `<!NOTATION`) at the start
+/// of `r`, to its `>` outside quoted literals (an attribute's default value may hold one);
+/// `None` where it does not end. A parameter-entity reference in it is refused.
+fn declaration_len(r: &str) -> Result<Option<usize>, ParseError> {
+    let b = r.as_bytes();
+    let mut i = 2;
+    while let Some(&c) = b.get(i) {
+        match c {
+            b'>' => return Ok(Some(i + 1)),
+            b'"' | b'\'' => match quoted_end(b, i, c) {
+                Some(e) => i = e,
+                None => return Ok(None),
+            },
+            b'%' => return Err(parameter_entity(r)),
+            _ => i += 1,
+        }
+    }
+    Ok(None)
+}
+
+fn parameter_entity(r: &str) -> ParseError {
+    dtd_error(format_args!(
+        "the internal DTD subset refers to a parameter entity ({}), which only an entity \
+         declaration defines and nvidia-smi never writes: not read",
+        head(r)
+    ))
+}
+
+/// The start of a declaration, for a message: its first line, cut short.
+fn head(r: &str) -> String {
+    shorten(r.lines().next().unwrap_or(r).trim_end(), 60)
 }
 
 /// Byte offset of the first line that opens with '<' (the XML declaration, normally). Whatever
@@ -673,9 +781,10 @@ fn retired_pages(g: &Gpu) -> Reading<RetiredPages> {
         .or(g.yes(&["retired_pages", "pending_blacklist"]));
     let is_na = |r: &Reading<_>| r.reason().is_some_and(|s: &str| s.contains(" N/A"));
     if is_na(&single) && is_na(&double) {
-        return Reading::unavailable(format!(
-            "{SOURCE}: N/A: page retirement is not supported on this GPU (Ampere and later remap rows instead)"
-        ));
+        // The driver's N/A, whatever the architecture: Ampere and later remap rows instead, and
+        // older GPUs in a VM or under some drivers report no pages either (memory.errors,
+        // which knows the architecture, says which).
+        return Reading::unavailable(format!("{SOURCE}: <retired_pages> N/A"));
     }
     match (single, double, pending) {
         (Reading::Value(single_bit), Reading::Value(double_bit), Reading::Value(pending)) => {
@@ -695,8 +804,10 @@ fn remapped_rows(g: &Gpu) -> Reading<RemappedRows> {
     };
     if !block.children().any(|c| c.is_element()) {
         let t = block.text().unwrap_or("").trim();
+        // Not "before Ampere": an A100 under MIG or in a VM writes N/A too (memory.errors,
+        // which knows the architecture, says what it means).
         return Reading::unavailable(format!(
-            "{SOURCE}: <remapped_rows> {} (row remapping is Ampere and later)",
+            "{SOURCE}: <remapped_rows> {}",
             not_available(t).unwrap_or("empty")
         ));
     }

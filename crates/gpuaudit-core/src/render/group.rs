@@ -218,19 +218,50 @@ pub fn group_findings<'a>(report: &Report, findings: &'a [Finding]) -> Vec<Group
 }
 
 /// The first finding's sentence with its subject replaced by the group's: at the head,
-/// "GPUs 0–7: the rest"; inside, the names in its place.
+/// "GPUs 0–7: the rest", or, where a verb followed the one GPU, that verb made to agree with
+/// several ("GPU 0 (00:06.0) is passed through" becomes "GPUs 0, 1 are passed through");
+/// inside, the names in its place, the verb after them agreeing too.
 fn merged_message(message: &str, s: Option<&Subject>, names: &str) -> String {
     let Some(s) = s else {
         return format!("{names}: {message}");
     };
     let before = &message[..s.at];
     let after = &message[s.at + s.label.len()..];
-    if before.is_empty() {
-        let rest = after.trim_start_matches(':').trim_start();
-        format!("{names}: {rest}")
-    } else {
-        format!("{before}{names}{after}")
+    match (before.is_empty(), plural_verb(after)) {
+        (_, Some(agreed)) => format!("{before}{names}{agreed}"),
+        (true, None) => {
+            let rest = after.trim_start_matches(':').trim_start();
+            format!("{names}: {rest}")
+        }
+        (false, None) => format!("{before}{names}{after}"),
     }
+}
+
+/// The rest of a sentence whose subject was one GPU (or device) and is now several, where
+/// the word after the subject is a verb of one: " is passed through" -> " are passed
+/// through". `None` where no such verb follows.
+fn plural_verb(after: &str) -> Option<String> {
+    let rest = after.strip_prefix(' ')?;
+    let end = rest
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(rest.len());
+    let (word, tail) = rest.split_at(end);
+    let many = match word {
+        "is" => "are",
+        "has" => "have",
+        "was" => "were",
+        "does" => "do",
+        _ => return None,
+    };
+    // "is an NVIDIA H200" of one is "are NVIDIA H200" of several.
+    let tail = match word {
+        "is" | "was" => tail
+            .strip_prefix(" an ")
+            .or_else(|| tail.strip_prefix(" a "))
+            .map_or(tail.to_string(), |t| format!(" {t}")),
+        _ => tail.to_string(),
+    };
+    Some(format!(" {many}{tail}"))
 }
 
 /// "GPU 3", "GPUs 0, 1", "GPUs 0–3, 5".
@@ -524,6 +555,58 @@ mod tests {
         );
     }
 
+    /// A verb that followed the one GPU agrees with several once they are merged: "GPUs 0, 1
+    /// are passed through", not "GPUs 0, 1: is passed through".
+    #[test]
+    fn the_verb_after_the_merged_gpus_agrees() {
+        let merged = |text: &str| {
+            let f = |i: u32| {
+                Finding::info(
+                    "gpu.virtualization",
+                    text.replace("LABEL", &format!("GPU {i} (00:{:02x}.0)", 6 + i)),
+                )
+                .gpu(i)
+            };
+            groups(&report(vec![f(0), f(1)]))[0].message.clone()
+        };
+        for (one, many) in [
+            (
+                "LABEL is passed through to this VM",
+                "GPUs 0, 1 are passed through to this VM",
+            ),
+            ("LABEL has 18 links", "GPUs 0, 1 have 18 links"),
+            ("LABEL was reset", "GPUs 0, 1 were reset"),
+            ("LABEL does not answer", "GPUs 0, 1 do not answer"),
+            (
+                "LABEL is, as it should be, fine",
+                "GPUs 0, 1 are, as it should be, fine",
+            ),
+            // The article of one goes with it.
+            ("LABEL is an NVIDIA H200", "GPUs 0, 1 are NVIDIA H200"),
+            ("LABEL was a Tesla T4", "GPUs 0, 1 were Tesla T4"),
+            ("LABEL has a power cap", "GPUs 0, 1 have a power cap"),
+            ("LABEL is anomalous", "GPUs 0, 1 are anomalous"),
+            // Inside the sentence too.
+            (
+                "since LABEL is busy, nothing ran",
+                "since GPUs 0, 1 are busy, nothing ran",
+            ),
+            // No verb of one after the label: as before.
+            ("LABEL: is passed through", "GPUs 0, 1: is passed through"),
+            ("LABEL at gen5 x16", "GPUs 0, 1: at gen5 x16"),
+            ("LABEL isolated", "GPUs 0, 1: isolated"),
+            ("LABEL trained at x8", "GPUs 0, 1: trained at x8"),
+            ("on LABEL is", "on GPUs 0, 1 are"),
+            ("on LABEL", "on GPUs 0, 1"),
+        ] {
+            assert_eq!(merged(one), many, "{one}");
+        }
+        assert_eq!(plural_verb(" is"), Some(" are".to_string()));
+        assert_eq!(plural_verb("is"), None);
+        assert_eq!(plural_verb(" this"), None);
+        assert_eq!(plural_verb(""), None);
+    }
+
     #[test]
     fn devices_named_by_pci_address_group_too() {
         let f = |bus: &str| {
@@ -532,7 +615,7 @@ mod tests {
         let r = report(vec![f("00:06.0"), f("00:07.0")]);
         let g = groups(&r);
         assert_eq!(g.len(), 1);
-        assert_eq!(g[0].message, "00:06.0, 00:07.0: has no driver bound");
+        assert_eq!(g[0].message, "00:06.0, 00:07.0 have no driver bound");
         assert_eq!(g[0].devices, vec!["00:06.0", "00:07.0"]);
         assert!(g[0].gpus.is_empty());
         // With a GPU index too: named by the devices, counted as GPUs.
@@ -542,7 +625,7 @@ mod tests {
         ]);
         let g = groups(&r);
         assert_eq!(g.len(), 1);
-        assert_eq!(g[0].message, "00:06.0, 00:07.0: is bound to nvidia");
+        assert_eq!(g[0].message, "00:06.0, 00:07.0 are bound to nvidia");
         assert_eq!(g[0].gpus, vec![0, 1]);
         assert!(is_pci_address("0000:c1:00.0"));
         assert!(!is_pci_address("00:06"));

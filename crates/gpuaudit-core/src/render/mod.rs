@@ -92,7 +92,10 @@ pub(crate) fn status_label(s: Status) -> &'static str {
     }
 }
 
-/// "2× NVIDIA H200", "1× NVIDIA A100 + 1× NVIDIA A30", "no GPU found".
+/// "2× NVIDIA H200", "1× NVIDIA A100 + 1× NVIDIA A30"; where the driver described none,
+/// "2× NVIDIA GPU on the PCI bus (not described by the driver)", "... (the driver's report
+/// could not be read)", "GPUs not known (the driver's report could not be read)" or "no GPU
+/// found".
 fn gpu_names(report: &Report) -> String {
     let mut names: Vec<(String, usize)> = Vec::new();
     for g in &report.gpus {
@@ -102,14 +105,33 @@ fn gpu_names(report: &Report) -> String {
             None => names.push((n, 1)),
         }
     }
-    if names.is_empty() {
-        "no GPU found".to_string()
-    } else {
-        names
+    if !names.is_empty() {
+        return names
             .iter()
             .map(|(n, c)| format!("{c}× {n}"))
             .collect::<Vec<_>>()
-            .join(" + ")
+            .join(" + ");
+    }
+    // No GPU described: gpu.present's evidence says whether that is none, or GPUs the driver
+    // did not describe.
+    let present = report
+        .findings
+        .iter()
+        .find(|f| f.check == crate::checks::gpu::present::CHECK.id);
+    let evidence = |key: &str| present.and_then(|f| f.evidence.get(key));
+    let on_bus = evidence("pci_functions")
+        .and_then(|v| v.as_array())
+        .map_or(0, Vec::len);
+    let unreadable = evidence(crate::checks::gpu::present::REPORT_UNREADABLE).is_some();
+    // The driver's report was there but could not be read: not known, not none.
+    if unreadable && on_bus > 0 {
+        format!("{on_bus}× NVIDIA GPU on the PCI bus (the driver's report could not be read)")
+    } else if unreadable {
+        "GPUs not known (the driver's report could not be read)".to_string()
+    } else if on_bus > 0 {
+        format!("{on_bus}× NVIDIA GPU on the PCI bus (not described by the driver)")
+    } else {
+        "no GPU found".to_string()
     }
 }
 

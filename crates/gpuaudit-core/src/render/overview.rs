@@ -837,6 +837,54 @@ mod tests {
         assert!(!Overview::of(&r).what_you_got(&r).contains("ordered"));
     }
 
+    /// What the verdict says where the driver describes no GPU: none only where none is seen.
+    #[test]
+    fn no_gpu_described_is_said_for_what_it_is() {
+        let got = |f: &dyn Fn(&mut Facts)| {
+            let facts = Machine::healthy("h200-sxm-141gb", 2).with(f).build();
+            let r = Report::build(&facts, &Policy::default());
+            Overview::of(&r).what_you_got(&r)
+        };
+        let why = "nvidia-smi -q -x: malformed: nvidia-smi XML: unexpected end of stream";
+        let unread = |f: &mut Facts| {
+            f.gpus = crate::Reading::unavailable(why);
+            f.driver.query = crate::Reading::unavailable(why);
+            f.driver.report_unreadable = Some(why.into());
+        };
+        assert_eq!(
+            got(&unread),
+            "2× NVIDIA GPU on the PCI bus (the driver's report could not be read), driver 580.159.04"
+        );
+        // Never "no GPU found", whatever the PCI bus says.
+        for pci in [
+            crate::Reading::Value(vec![]),
+            crate::Reading::unavailable("no sysfs"),
+        ] {
+            let unread_no_bus = |f: &mut Facts| {
+                unread(f);
+                f.pci_gpus = pci.clone();
+            };
+            assert_eq!(
+                got(&unread_no_bus),
+                "GPUs not known (the driver's report could not be read), driver 580.159.04"
+            );
+        }
+        let silent = |f: &mut Facts| {
+            f.gpus = crate::Reading::unavailable("NVML: not loaded");
+            f.driver.query = crate::Reading::unavailable("NVML: not loaded");
+        };
+        assert_eq!(
+            got(&silent),
+            "2× NVIDIA GPU on the PCI bus (not described by the driver), driver 580.159.04"
+        );
+        let none = |f: &mut Facts| {
+            silent(f);
+            f.pci_gpus = crate::Reading::Value(vec![]);
+        };
+        assert_eq!(got(&none), "no GPU found, driver 580.159.04");
+        assert_eq!(got(&|_| {}), "2× NVIDIA H200, driver 580.159.04");
+    }
+
     #[test]
     fn area_tallies_count_each_check_by_its_worst_finding() {
         let f = vec![

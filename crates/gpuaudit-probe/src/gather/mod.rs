@@ -12,7 +12,7 @@ use gpuaudit_core::facts::{
     normalize_bus_id, plausible, Facts, GpuFacts, MeasuredFacts, NetFacts, Origin, Topology,
     ValueSource, XidEvent,
 };
-use gpuaudit_core::parse::{gpu_information, nvlink, nvsmi_xml, procfs, topo};
+use gpuaudit_core::parse::{gpu_information, nvlink, nvsmi_xml, procfs, topo, ParseError};
 use gpuaudit_core::spec::SpecDb;
 use gpuaudit_core::Reading;
 use std::path::{Path, PathBuf};
@@ -172,19 +172,11 @@ pub fn snapshot(dir: &Path, opts: &GatherOptions) -> Result<Facts, SnapshotError
     );
 
     // nvidia-smi -q -x stands in for NVML; the kernel module's files for both.
-    let smi = match cmd("nvidia-smi-q.xml") {
-        Ok(xml) => apply_nvsmi(&mut facts, &xml, &[]),
-        Err(e) => {
-            // `collect` on a machine where the driver did not answer keeps the reason.
-            Err(cmd("driver-error.txt")
-                .ok()
-                .map(|t| gpuaudit_core::parse::host::truncate(t.trim(), 1000))
-                .filter(|t| !t.is_empty())
-                .unwrap_or_else(|| format!("snapshot has no nvidia-smi output ({e})")))
+    if let Err(no) = snapshot_driver(&root, &mut facts) {
+        if let NoFacts::Unreadable(why) = &no {
+            facts.driver.report_unreadable = Some(why.clone());
         }
-    };
-    if let Err(why) = smi {
-        apply_files_fallback(&root, &mut facts, vec![why]);
+        apply_files_fallback(&root, &mut facts, vec![no.into_reason()]);
     }
     facts.topology = topology_from(cmd("nvidia-smi-topo-m.txt"));
     if let Ok(text) = cmd("nvidia-smi-nvlink-s.txt") {
@@ -204,6 +196,63 @@ pub fn snapshot(dir: &Path, opts: &GatherOptions) -> Result<Facts, SnapshotError
     facts.measured = MeasuredFacts::not_run(host::SNAPSHOT_NOT_MEASURED);
     finish(&mut facts);
     Ok(facts)
+}
+
+/// Why a source of the driver's facts (NVML, nvidia-smi, a snapshot's file) gave none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum NoFacts {
+    /// It is not there, did not answer, or answered with an error of its own: the words.
+    NoAnswer(String),
+    /// It answered, or its file is there, but what it gave could not be read (malformed,
+    /// refused, empty, too large, not a regular file): the GPUs are not known, which is not
+    /// "no GPU" (`DriverFacts::report_unreadable`).
+    Unreadable(String),
+}
+
+impl NoFacts {
+    fn into_reason(self) -> String {
+        match self {
+            NoFacts::NoAnswer(r) | NoFacts::Unreadable(r) => r,
+        }
+    }
+}
+
+/// The snapshot's driver report: `cmd/nvidia-smi-q.xml`, else `cmd/driver-error.txt` (where
+/// `collect` found a driver that did not answer, its reason).
+fn snapshot_driver(root: &RootFs, facts: &mut Facts) -> Result<(), NoFacts> {
+    const XML: &str = "cmd/nvidia-smi-q.xml";
+    const DRIVER_ERROR: &str = "cmd/driver-error.txt";
+    match root.read_text(XML) {
+        Ok(Some(xml)) => return apply_nvsmi(facts, &xml, &[]),
+        // There, but not read: larger than the cap, not a regular file, the unreadable marker.
+        Err(e) => return Err(NoFacts::Unreadable(naming(&root.display(XML), e))),
+        Ok(None) => {}
+    }
+    let path = root.display(DRIVER_ERROR);
+    match root.read_text(DRIVER_ERROR) {
+        Ok(Some(t)) if t.trim().is_empty() => Err(NoFacts::Unreadable(format!(
+            "{path}: empty file (the reason the driver did not answer is not in it)"
+        ))),
+        Ok(Some(t)) => Err(NoFacts::NoAnswer(gpuaudit_core::parse::host::truncate(
+            t.trim(),
+            1000,
+        ))),
+        Ok(None) => Err(NoFacts::NoAnswer(format!(
+            "snapshot has no nvidia-smi output ({}: no such file)",
+            root.display(XML)
+        ))),
+        Err(e) => Err(NoFacts::Unreadable(naming(&path, e))),
+    }
+}
+
+/// `why` with the file's path in front, where it does not start with it already (the
+/// unreadable marker's reason is written as the collecting run gave it).
+fn naming(path: &str, why: String) -> String {
+    if why.starts_with(path) {
+        why
+    } else {
+        format!("{path}: {why}")
+    }
 }
 
 /// The host sources still being read (Python interpreters take seconds).
@@ -260,6 +309,8 @@ pub fn live_deferred(opts: &GatherOptions) -> (Facts, PendingHost) {
 
     // NVML in a child with a hard timeout; then nvidia-smi; then the kernel module's files.
     let mut failed: Vec<String> = Vec::new();
+    // Those of `failed` that answered with what could not be read.
+    let mut unreadable: Vec<String> = Vec::new();
     match nvml::read_facts(opts.nvml_timeout) {
         Ok(NvmlAnswer::Loaded {
             driver_version,
@@ -279,22 +330,44 @@ pub fn live_deferred(opts: &GatherOptions) -> (Facts, PendingHost) {
             }
         }
         Ok(NvmlAnswer::Failed { reason }) => failed.push(reason),
-        Err(e) => failed.push(e),
+        Err(e) => {
+            if e.unreadable {
+                unreadable.push(e.reason.clone());
+            }
+            failed.push(e.reason);
+        }
     }
     if !failed.is_empty() {
         // nvidia-smi may still work (a static build), or say why the driver does not answer.
-        let smi = command::run("nvidia-smi", &["-q", "-x"], t)
-            .and_then(|xml| apply_nvsmi(&mut facts, &xml, &failed));
-        if let Err(smi_err) = smi {
-            failed.push(smi_err);
-        } else {
-            failed.clear();
+        let smi = command::run_output(
+            &crate::process::Cmd::new("nvidia-smi").args(["-q", "-x"]),
+            t,
+        )
+        .map_err(|f| match f.too_large {
+            true => NoFacts::Unreadable(f.reason),
+            false => NoFacts::NoAnswer(f.reason),
+        })
+        .and_then(|xml| apply_nvsmi(&mut facts, &xml, &failed));
+        match smi {
+            Err(no) => {
+                if let NoFacts::Unreadable(r) = &no {
+                    unreadable.push(r.clone());
+                }
+                failed.push(no.into_reason());
+            }
+            Ok(()) => {
+                failed.clear();
+                unreadable.clear();
+            }
         }
     }
 
     let nvcc_out = nvcc_job.join().ok().flatten();
     read_files(&root, &mut facts, libc, nvcc_out.as_deref());
     if !failed.is_empty() {
+        if !unreadable.is_empty() {
+            facts.driver.report_unreadable = Some(unreadable.join("; "));
+        }
         apply_files_fallback(&root, &mut facts, failed);
     }
     facts.xid_events = live_xids();
@@ -368,9 +441,16 @@ fn read_files(
 
 /// The facts `nvidia-smi -q -x` gives, held against the plausibility limits; `failed` are the
 /// reasons the sources before it (NVML) did not answer, kept in `driver.query`. `Err`: why
-/// the XML gave nothing.
-fn apply_nvsmi(facts: &mut Facts, xml: &str, failed: &[String]) -> Result<(), String> {
-    let log = nvsmi_xml::parse(xml).map_err(|e| format!("nvidia-smi -q -x: {e}"))?;
+/// the XML gave nothing: nvidia-smi's own error (it printed that instead of XML), or XML
+/// that could not be read.
+fn apply_nvsmi(facts: &mut Facts, xml: &str, failed: &[String]) -> Result<(), NoFacts> {
+    let log = nvsmi_xml::parse(xml).map_err(|e| {
+        let why = format!("nvidia-smi -q -x: {e}");
+        match e {
+            ParseError::NotXml(_) => NoFacts::NoAnswer(why),
+            ParseError::Empty | ParseError::Malformed(_) => NoFacts::Unreadable(why),
+        }
+    })?;
     facts.driver.query = Reading::Value(answered_by("nvidia-smi", failed));
     if let Some(v) = log.driver_version {
         facts.driver.version = Reading::Value(v);
@@ -448,10 +528,18 @@ fn gpus_from_files(root: &RootFs, facts: &Facts, why: &str) -> Option<Vec<GpuFac
             continue;
         };
         let bus_id = normalize_bus_id(info.bus_location.as_deref().unwrap_or(&bus));
-        let reason = format!(
-            "NVML and nvidia-smi did not answer ({why}); {} has only the model, UUID and VBIOS",
-            root.display("proc/driver/nvidia/gpus")
-        );
+        let reason = match &facts.driver.report_unreadable {
+            Some(_) => format!(
+                "the driver's report could not be read ({why}); {} has only the model, UUID and \
+                 VBIOS",
+                root.display("proc/driver/nvidia/gpus")
+            ),
+            None => format!(
+                "NVML and nvidia-smi did not answer ({why}); {} has only the model, UUID and \
+                 VBIOS",
+                root.display("proc/driver/nvidia/gpus")
+            ),
+        };
         let mut g = GpuFacts::unread(
             out.len() as u32,
             &bus_id,
@@ -785,9 +873,108 @@ mod tests {
         assert_eq!(gpus[1].vbios, Reading::Value("96.00.a5.00.1a".into()));
         let why = gpus[1].power.limit_w.reason().unwrap();
         assert!(
-            why.starts_with("NVML and nvidia-smi did not answer (nvidia-smi -q -x"),
+            why.starts_with("the driver's report could not be read (nvidia-smi -q -x"),
             "{why}"
         );
+        assert!(f.driver.report_unreadable.is_some());
+    }
+
+    /// Every way the driver's report can be there and not read: `report_unreadable` says why
+    /// (and the GPUs the kernel module's files name say so too); every way it is absent or is
+    /// the driver's own error leaves it unset.
+    #[test]
+    fn a_driver_report_there_but_not_read_is_said_so() {
+        let unreadable = |d: &tempfile::TempDir| {
+            let f = snapshot(d.path(), &opts()).unwrap();
+            let why = f.driver.report_unreadable.clone();
+            if let Some(w) = &why {
+                assert_eq!(f.gpus.value().map(Vec::len), Some(2), "{w}");
+                let r = f.gpus.value().unwrap()[0].power.limit_w.reason().unwrap();
+                assert!(
+                    r.starts_with("the driver's report could not be read ("),
+                    "{r}"
+                );
+            }
+            why
+        };
+        let entity = "<?xml version=\"1.0\"?><!DOCTYPE nvidia_smi_log [<!ENTITY e \"x\">]>\
+                      <nvidia_smi_log><driver_version>&e;</driver_version></nvidia_smi_log>";
+        for (xml, said) in [
+            (
+                "<?xml version=\"1.0\" ?><nvidia_smi_log><gpu",
+                "nvidia-smi -q -x: malformed: ",
+            ),
+            (entity, "declares an entity"),
+            ("", "nvidia-smi -q -x: empty"),
+            ("<other/>", "root element is <other>"),
+        ] {
+            let d = snapshot_with_xml(Some(xml));
+            let why = unreadable(&d).unwrap_or_else(|| panic!("{xml:?} read as no report"));
+            assert!(why.contains(said), "{xml:?}: {why}");
+        }
+        // Larger than the cap, a FIFO, the unreadable marker of the collecting run.
+        let d = snapshot_with_xml(None);
+        let xml = d.path().join("cmd/nvidia-smi-q.xml");
+        fs::write(&xml, vec![b' '; (16 << 20) + 1]).unwrap();
+        assert_eq!(
+            unreadable(&d).as_deref(),
+            Some("cmd/nvidia-smi-q.xml: larger than 16 MiB, not read")
+        );
+        fs::remove_file(&xml).unwrap();
+        fifo(&xml);
+        assert_eq!(
+            unreadable(&d).as_deref(),
+            Some("cmd/nvidia-smi-q.xml: a FIFO, not a regular file: not read")
+        );
+        fs::remove_file(&xml).unwrap();
+        fs::write(
+            &xml,
+            "# gpuaudit-unreadable: nvidia-smi: timed out after 15 s\n",
+        )
+        .unwrap();
+        assert_eq!(
+            unreadable(&d).as_deref(),
+            Some("cmd/nvidia-smi-q.xml: nvidia-smi: timed out after 15 s")
+        );
+        // No XML: cmd/driver-error.txt, there but not read, or empty.
+        fs::remove_file(&xml).unwrap();
+        let err = d.path().join("cmd/driver-error.txt");
+        fifo(&err);
+        assert_eq!(
+            unreadable(&d).as_deref(),
+            Some("cmd/driver-error.txt: a FIFO, not a regular file: not read")
+        );
+        fs::remove_file(&err).unwrap();
+        fs::write(&err, "\n").unwrap();
+        assert!(unreadable(&d)
+            .unwrap()
+            .contains("driver-error.txt: empty file"));
+        // The driver's own words, or nothing at all: no unread report.
+        fs::write(
+            &err,
+            "NVML: the NVIDIA driver is not loaded; nvidia-smi: not found\n",
+        )
+        .unwrap();
+        assert_eq!(unreadable(&d), None);
+        fs::remove_file(&err).unwrap();
+        assert_eq!(unreadable(&d), None);
+        let f = snapshot(d.path(), &opts()).unwrap();
+        let q = f.driver.query.value().unwrap();
+        assert!(
+            q.contains("snapshot has no nvidia-smi output (cmd/nvidia-smi-q.xml: no such file)"),
+            "{q}"
+        );
+        let said = "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.";
+        fs::write(&xml, format!("{said}\n")).unwrap();
+        assert_eq!(unreadable(&d), None);
+        let r = snapshot(d.path(), &opts()).unwrap().gpus.value().unwrap()[0]
+            .power
+            .limit_w
+            .reason()
+            .unwrap()
+            .to_string();
+        assert!(r.starts_with("NVML and nvidia-smi did not answer ("), "{r}");
+        assert!(r.contains(said), "{r}");
     }
 
     #[test]

@@ -334,9 +334,9 @@ fn remapped_rows(d: &Device) -> Reading<RemappedRows> {
             pending: pending != 0,
             failure: failure != 0,
         }),
-        3 => Reading::unavailable(
-            "NVML: not supported on this GPU (row remapping is Ampere and later)",
-        ),
+        // NVML_ERROR_NOT_SUPPORTED: before Ampere, and on later GPUs in some VMs and modes
+        // (memory.errors, which knows the architecture, says which).
+        3 => Reading::unavailable(gpuaudit_core::facts::NVML_NOT_SUPPORTED),
         rc => Reading::unavailable(format!("NVML: error {rc}")),
     }
 }

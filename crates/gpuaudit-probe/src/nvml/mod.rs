@@ -129,9 +129,40 @@ fn child_failure(out: &process::Output, limit: Duration) -> String {
     }
 }
 
+/// Why NVML's facts are not there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NvmlError {
+    /// In words: "NVML did not answer within 15 s (...)", "NVML's answer could not be read: ...".
+    pub reason: String,
+    /// The NVML child answered, but its answer could not be read (not the form of one, or
+    /// larger than can be read): the driver's report is unreadable, not missing.
+    pub unreadable: bool,
+}
+
+impl std::fmt::Display for NvmlError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.reason)
+    }
+}
+
+impl From<NvmlError> for String {
+    fn from(e: NvmlError) -> String {
+        e.reason
+    }
+}
+
 /// Runs `program __nvml facts` and reads its answer; `Err` says why there is none (timed out,
-/// crashed, garbage). The GPU facts are held against the plausibility limits.
-pub fn read_facts_with(program: &Path, limit: Duration) -> Result<NvmlAnswer, String> {
+/// crashed, no answer, an answer that could not be read). The GPU facts are held against the
+/// plausibility limits.
+pub fn read_facts_with(program: &Path, limit: Duration) -> Result<NvmlAnswer, NvmlError> {
+    let no_answer = |reason: String| NvmlError {
+        reason,
+        unreadable: false,
+    };
+    let unreadable = |reason: String| NvmlError {
+        reason,
+        unreadable: true,
+    };
     let cmd = Cmd::new(program).args([SUBCOMMAND, "facts"]);
     let out = process::run(
         &cmd,
@@ -139,16 +170,16 @@ pub fn read_facts_with(program: &Path, limit: Duration) -> Result<NvmlAnswer, St
         // The answer is the last line, after whatever the library printed.
         Caps::last(FACTS_STDOUT_CAP, 16 << 10),
     )
-    .map_err(|e| format!("NVML could not be read: {e}"))?;
+    .map_err(|e| no_answer(format!("NVML could not be read: {e}")))?;
     let text = out.stdout_text();
     // The answer is the last JSON line (a library may print before it).
     let answer = text
         .lines()
         .rev()
         .find(|l| l.trim_start().starts_with('{'))
-        .and_then(|l| serde_json::from_str::<NvmlAnswer>(l).ok());
+        .map(serde_json::from_str::<NvmlAnswer>);
     match (answer, out.ended) {
-        (Some(a), Ended::Exited(_)) => Ok(match a {
+        (Some(Ok(a)), Ended::Exited(_)) => Ok(match a {
             NvmlAnswer::Loaded {
                 driver_version,
                 cuda_version,
@@ -160,14 +191,27 @@ pub fn read_facts_with(program: &Path, limit: Duration) -> Result<NvmlAnswer, St
             },
             failed => failed,
         }),
-        _ => Err(child_failure(&out, limit)),
+        // It ended as it should, with a line that is not an answer's form.
+        (Some(Err(e)), Ended::Exited(st)) if st.success() => {
+            Err(unreadable(format!("NVML's answer could not be read: {e}")))
+        }
+        // The answer's start was cut at the cap.
+        (None, Ended::Exited(st)) if st.success() && out.stdout_dropped > 0 => {
+            Err(unreadable(format!(
+                "NVML's answer is larger than {} MiB, not read",
+                FACTS_STDOUT_CAP >> 20
+            )))
+        }
+        _ => Err(no_answer(child_failure(&out, limit))),
     }
 }
 
 /// [`read_facts_with`] this binary.
-pub fn read_facts(limit: Duration) -> Result<NvmlAnswer, String> {
-    let exe = std::env::current_exe()
-        .map_err(|e| format!("NVML not read: cannot find gpuaudit's own executable: {e}"))?;
+pub fn read_facts(limit: Duration) -> Result<NvmlAnswer, NvmlError> {
+    let exe = std::env::current_exe().map_err(|e| NvmlError {
+        reason: format!("NVML not read: cannot find gpuaudit's own executable: {e}"),
+        unreadable: false,
+    })?;
     read_facts_with(&exe, limit)
 }
 
@@ -490,14 +534,50 @@ mod tests {
         let t0 = Instant::now();
         let hung = fake(d.path(), "sleep 60");
         let e = read_facts_with(&hung, Duration::from_millis(500)).unwrap_err();
-        assert!(e.contains("did not answer within 0 s"), "{e}");
+        assert!(e.reason.contains("did not answer within 0 s"), "{e}");
+        assert!(!e.unreadable);
         assert!(t0.elapsed() < Duration::from_secs(5));
         let crash = fake(d.path(), "echo 'nvmlInit: boom' >&2; kill -SEGV $$");
         let e = read_facts_with(&crash, Duration::from_secs(10)).unwrap_err();
-        assert!(e.contains("SIGSEGV") && e.contains("nvmlInit: boom"), "{e}");
+        assert!(
+            e.reason.contains("SIGSEGV") && e.reason.contains("nvmlInit: boom"),
+            "{e}"
+        );
+        assert!(!e.unreadable);
         let mute = fake(d.path(), "echo not json");
         let e = read_facts_with(&mute, Duration::from_secs(10)).unwrap_err();
-        assert_eq!(e, "NVML gave no answer");
+        assert_eq!(e.reason, "NVML gave no answer");
+        assert!(!e.unreadable);
+        // A crash in the middle of writing the answer is a crash, not an unreadable answer.
+        let cut = fake(d.path(), "printf '{\"nvml\": \"loa'; exit 3");
+        assert!(
+            !read_facts_with(&cut, Duration::from_secs(10))
+                .unwrap_err()
+                .unreadable
+        );
+    }
+
+    #[test]
+    fn an_answer_that_cannot_be_read_is_said_so() {
+        let d = tempfile::tempdir().unwrap();
+        // A line of the answer's form that is not one: garbled, or of another version.
+        for line in [r#"{"nvml": "loaded", "gpus": 7}"#, r#"{"nvml": "loa"#, "{}"] {
+            let p = fake(d.path(), &format!("echo '{line}'"));
+            let e = read_facts_with(&p, Duration::from_secs(10)).unwrap_err();
+            assert!(e.unreadable, "{line}: {e}");
+            assert!(
+                e.reason.starts_with("NVML's answer could not be read: "),
+                "{line}: {e}"
+            );
+        }
+        // An answer larger than the cap: its start (and its '{') is gone.
+        let p = fake(
+            d.path(),
+            &format!("printf '{{\"nvml\": \"loaded\", \"x\": \"'; head -c {} /dev/zero | tr '\\0' a; echo '\"}}'", FACTS_STDOUT_CAP + 10),
+        );
+        let e = read_facts_with(&p, Duration::from_secs(30)).unwrap_err();
+        assert!(e.unreadable, "{e}");
+        assert_eq!(e.reason, "NVML's answer is larger than 32 MiB, not read");
     }
 
     #[test]

@@ -36,14 +36,33 @@ pub fn run(args: &CollectArgs) -> Result<u8> {
             sink::note(&format!("gpuaudit collect: {}", escape_line(f)));
         }
         sink::note(&format!(
-            "gpuaudit collect: {} files could not be written: the snapshot in {out} is incomplete",
-            c.summary.failed.len()
+            "gpuaudit collect: {} could not be written: the snapshot in {out} is incomplete",
+            files(c.summary.failed.len())
         ));
         return Ok(2);
     }
     sink::note(&format!(
-        "gpuaudit collect: wrote {} files to {out}; audit it with `gpuaudit --root {out}`",
-        c.summary.files
+        "gpuaudit collect: wrote {} to {out}; audit it with `gpuaudit --root {out}`",
+        files(c.summary.files)
     ));
     Ok(0)
+}
+
+/// "1 file", "2 files" (also the rehearsal's dataset).
+pub(crate) fn files(n: usize) -> String {
+    if n == 1 {
+        "1 file".to_string()
+    } else {
+        format!("{n} files")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn file_counts_are_words() {
+        assert_eq!(super::files(1), "1 file");
+        assert_eq!(super::files(0), "0 files");
+        assert_eq!(super::files(7), "7 files");
+    }
 }

@@ -81,9 +81,13 @@ fn redact_path(r: &mut Redactor, file: &str, redacted_stem: &str) -> String {
 pub fn run(args: &CompareArgs) -> Result<u8> {
     if !args.names.is_empty() && args.names.len() != args.reports.len() {
         // Said before any file is read: the count is wrong whatever the files hold.
+        let times = match args.names.len() {
+            1 => "once".to_string(),
+            2 => "twice".to_string(),
+            n => format!("{n} times"),
+        };
         return Err(anyhow!(
-            "--name given {} time(s) for {} reports: name every report, in order, or none",
-            args.names.len(),
+            "--name given {times} for {} reports: name every report, in order, or none",
             args.reports.len()
         ));
     }

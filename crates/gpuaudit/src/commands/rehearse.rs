@@ -181,9 +181,9 @@ fn table(r: Option<&Rehearsal>, findings: &[gpuaudit_core::Finding], notes: &[St
         );
         let _ = writeln!(
             out,
-            "data: {} ({} files, {}{})\n",
+            "data: {} ({}, {}{})\n",
             esc(&r.data.path),
-            r.data.files,
+            super::collect::files(r.data.files as usize),
             gpuaudit_core::units::bytes(r.data.bytes),
             if r.data.generated && r.data.page_cache {
                 ", generated, read from the page cache"

@@ -101,8 +101,9 @@ fn run_container(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
             if let Some(n) = gpus.filter(|n| *n > 0) {
                 if gpu_nodes.len() < n {
                     let msg = format!(
-                        "{} of the {n} GPUs have a /dev/nvidiaN device node: {}",
+                        "{} of the {n} GPUs {} a /dev/nvidiaN device node: {}",
                         gpu_nodes.len(),
+                        if gpu_nodes.len() == 1 { "has" } else { "have" },
                         if inside.is_some() {
                             "the container was not given the others, and CUDA cannot use them"
                         } else {
@@ -464,6 +465,30 @@ mod tests {
         assert_eq!(
             r.iter().filter(|x| x.status == Status::Fail).count(),
             2,
+            "{r:#?}"
+        );
+        // The verb agrees with the count of GPUs that have one.
+        let has = |r: &[Finding], text: &str| r.iter().any(|x| x.message.starts_with(text));
+        assert!(
+            has(&r, "1 of the 2 GPUs has a /dev/nvidiaN device node"),
+            "{r:#?}"
+        );
+        f.host.container.devices = Reading::Value(vec![node("/dev/nvidiactl", 0o666)]);
+        let r = run_container(&f, &Policy::default());
+        assert!(
+            has(&r, "0 of the 2 GPUs have a /dev/nvidiaN device node"),
+            "{r:#?}"
+        );
+        let mut f = base(Some("docker"));
+        f.gpus = Reading::Value(
+            Machine::healthy("h200-sxm-141gb", 3)
+                .build()
+                .gpu_list()
+                .to_vec(),
+        );
+        let r = run_container(&f, &Policy::default());
+        assert!(
+            has(&r, "2 of the 3 GPUs have a /dev/nvidiaN device node"),
             "{r:#?}"
         );
     }

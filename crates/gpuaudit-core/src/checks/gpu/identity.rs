@@ -93,6 +93,10 @@ fn count_finding(facts: &Facts, e: &Expectation, count: u32, fits: &[OrderFit]) 
     let listed = fits.len() as u32;
     let attached = facts.driver.attached_gpus.value().copied();
     let on_bus = facts.pci_gpus.value().map(|p| p.len() as u32);
+    let unreadable = facts.driver.report_unreadable.is_some();
+    // Neither the driver's report nor the PCI bus could be read: the GPUs are unknown, and
+    // unknown GPUs contradict no order (they are unconfirmed).
+    let not_counted = unreadable && facts.gpus.value().is_none() && on_bus.is_none();
     // How many GPUs there are: the driver's list; the driver's own count where it says more
     // are attached than it describes; the PCI functions where the driver does not answer.
     let (found, found_text, undescribed) = match (facts.gpus.value(), attached, on_bus) {
@@ -108,10 +112,20 @@ fn count_finding(facts: &Facts, e: &Expectation, count: u32, fits: &[OrderFit]) 
         (None, _, Some(n)) => (
             n,
             format!(
-                "{} on the PCI bus (the driver does not answer)",
-                count_of(n, "GPU")
+                "{} on the PCI bus ({})",
+                count_of(n, "GPU"),
+                match unreadable {
+                    true => "the driver's report could not be read",
+                    false => "the driver does not answer",
+                }
             ),
             n,
+        ),
+        // Nothing to count: unknown, not none.
+        (None, _, None) if not_counted => (
+            0,
+            "GPUs not known (the driver's report could not be read)".to_string(),
+            count,
         ),
         (None, _, None) => (0, "no GPU found".to_string(), 0),
     };
@@ -130,7 +144,9 @@ fn count_finding(facts: &Facts, e: &Expectation, count: u32, fits: &[OrderFit]) 
             "the model could not be confirmed on {unconfirmed} of them"
         ));
     }
-    let status = if found != count || contradicted > 0 {
+    let status = if not_counted {
+        Status::Warn
+    } else if found != count || contradicted > 0 {
         Status::Fail
     } else if unconfirmed > 0 {
         Status::Warn
@@ -589,6 +605,50 @@ mod tests {
         let out = run(&f, Some("h200:2"));
         assert_eq!(out[0].status, Status::Fail);
         assert!(out[0].message.starts_with("no GPU found, 2 ordered"));
+    }
+
+    #[test]
+    fn a_driver_report_that_could_not_be_read_is_not_no_gpu_found() {
+        let unread = |f: &mut Facts| {
+            f.gpus = Reading::unavailable("nvidia-smi -q -x: malformed");
+            f.driver.report_unreadable = Some("nvidia-smi -q -x: malformed".into());
+        };
+        // The PCI bus still counts them.
+        let f = Machine::healthy("h200-sxm-141gb", 2).with(unread).build();
+        let out = run(&f, Some("h200:2"));
+        assert_eq!(out[0].status, Status::Warn);
+        assert_eq!(
+            out[0].message,
+            "2 GPUs on the PCI bus (the driver's report could not be read), 2 ordered (h200:2); the model could not be confirmed on 2 of them"
+        );
+        // The PCI bus counts fewer than ordered: that fails, report read or not.
+        let out = run(&f, Some("h200:4"));
+        assert_eq!(out[0].status, Status::Fail);
+        assert!(
+            out[0].message.starts_with(
+                "2 GPUs on the PCI bus (the driver's report could not be read), 4 ordered (h200:4)"
+            ),
+            "{}",
+            out[0].message
+        );
+        // Nothing counts them: not known, which contradicts no order.
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .with(unread)
+            .with(|f| f.pci_gpus = Reading::unavailable("no sysfs"))
+            .build();
+        let out = run(&f, Some("h200:2"));
+        assert_eq!(out[0].status, Status::Warn);
+        assert_eq!(
+            out[0].message,
+            "GPUs not known (the driver's report could not be read), 2 ordered (h200:2); the model could not be confirmed on 2 of them"
+        );
+        assert_eq!(out[0].evidence.get("found").unwrap(), 0);
+        // Without --expect there is nothing to judge: the skip says why.
+        let out = run(&f, None);
+        assert_eq!(out[0].status, Status::Skip);
+        assert!(out[0]
+            .message
+            .contains("the driver's report could not be read"));
     }
 
     #[test]

@@ -14,6 +14,10 @@ const ID: &str = "gpu.present";
 /// `GpuFacts::source` of a GPU read from `/proc/driver/nvidia/gpus/*/information` because
 /// neither NVML nor nvidia-smi answered (gather's last fallback).
 pub const FILES_SOURCE: &str = "procfs";
+/// The evidence key of the driver's report that was there but could not be read
+/// (`DriverFacts::report_unreadable`); the views read it to say the GPUs are not known rather
+/// than "no GPU found".
+pub const REPORT_UNREADABLE: &str = "driver_report_unreadable";
 
 pub const CHECK: Check = Check {
     id: ID,
@@ -27,7 +31,10 @@ pub const CHECK: Check = Check {
                driver's own count of attached GPUs (`<attached_gpus>`) against the GPUs it \
                describes: fewer described fails on the live machine and warns in a snapshot, \
                whose log may have been made for one GPU (`nvidia-smi -q -x -i N`) or cut down \
-               before it was published. A log of more GPUs than gpuaudit reads (256) says so.",
+               before it was published. A log of more GPUs than gpuaudit reads (256) says so. \
+               A driver report that is there but cannot be read (nvidia-smi's XML cut short, \
+               declaring an entity, too large to read; NVML's answer garbled) fails as that, \
+               with the reason: the GPUs are then not known, which is not \"no GPU found\".",
         why: "A GPU on the bus that the driver does not list cannot run anything: it fell off \
               the bus (XID 79), the driver failed to initialise it, or it is excluded. When \
               the driver does not answer at all, no CUDA program runs on the machine.",
@@ -61,8 +68,25 @@ fn present(facts: &Facts, _: &Policy) -> Vec<Finding> {
     if let Some(a) = attached {
         ev.insert("attached_gpus", a);
     }
+    let unreadable = facts.driver.report_unreadable.as_deref();
+    if let Some(why) = unreadable {
+        ev.insert(REPORT_UNREADABLE, why);
+    }
 
     let mut out = match (pci, drv) {
+        // The driver's report was there but could not be read: the GPUs are not known, which
+        // is not "none" (only the kernel module's files may still name them).
+        (pci, g)
+            if unreadable.is_some()
+                && g.is_none_or(|g| g.iter().all(|x| x.source == FILES_SOURCE)) =>
+        {
+            vec![not_read(
+                pci,
+                g.map(Vec::as_slice),
+                unreadable.unwrap_or_default(),
+                ev,
+            )]
+        }
         (Some(p), None) if p.is_empty() => {
             vec![Finding::fail(ID, "No NVIDIA GPU found: no NVIDIA GPU on the PCI bus and no driver answers")
                 .evidence(ev)
@@ -112,7 +136,12 @@ fn present(facts: &Facts, _: &Policy) -> Vec<Finding> {
                 .fix(fix)
                 .caused_by_opt(cause)]
         }
-        (_, Some(g)) if g.is_empty() && attached.is_none_or(|a| a == 0) => {
+        // GPUs on the PCI bus that the driver does not list are `listed`'s to name.
+        (pci, Some(g))
+            if g.is_empty()
+                && attached.is_none_or(|a| a == 0)
+                && pci.is_none_or(|p| p.is_empty()) =>
+        {
             vec![Finding::fail(
                 ID,
                 "No NVIDIA GPU found: the driver answers but lists no GPU",
@@ -220,12 +249,16 @@ fn not_listed(facts: &Facts, missing: &[&str], ev: Evidence) -> Finding {
             "A GPU that fell off the bus needs a GPU reset or a power cycle of the machine; on \
              a cloud instance, ask for another host (with this report: it names the GPU).",
         )
-    } else if n == 1 && bindings[0].is_none() && causes::xids_at(facts, missing[0]).is_empty() {
-        // Nothing known: the three ways, as before.
+    } else if missing
+        .iter()
+        .zip(&bindings)
+        .all(|(b, held)| held.is_none() && causes::xids_at(facts, b).is_empty())
+    {
+        // Nothing known of any: the three ways, said once.
         (
             format!(
                 "{head} ({}): fallen off the bus, failed to initialise, or excluded",
-                short_bus_id(missing[0])
+                missing.iter().map(|m| short_bus_id(m)).collect::<Vec<_>>().join(", ")
             ),
             "Look for XID 79 / 119 errors in `sudo dmesg`; reset the GPU or power-cycle the machine; on a cloud instance, ask for another host.",
         )
@@ -243,6 +276,38 @@ fn not_listed(facts: &Facts, missing: &[&str], ev: Evidence) -> Finding {
         f = f.caused_by_opt(bindings.first().cloned().flatten().map(|b| b.cause()));
     }
     f
+}
+
+/// The driver's report could not be read (`why`): what is known of the GPUs without it.
+fn not_read(
+    pci: Option<&Vec<PciFunction>>,
+    files: Option<&[GpuFacts]>,
+    why: &str,
+    ev: Evidence,
+) -> Finding {
+    let message = match (files, pci.map(Vec::len)) {
+        (Some(g), _) if !g.is_empty() => format!(
+            "{} listed only by the kernel module's files (/proc/driver/nvidia/gpus): the \
+             driver's report could not be read: {why}",
+            count_of(g.len() as u64, "NVIDIA GPU")
+        ),
+        (_, Some(n)) if n > 0 => format!(
+            "{} on the PCI bus, but the driver's report could not be read: {why}",
+            count_of(n as u64, "NVIDIA GPU")
+        ),
+        (_, Some(_)) => format!(
+            "The driver's report could not be read, so its GPUs are not known (the PCI bus \
+             lists no NVIDIA GPU): {why}"
+        ),
+        (_, None) => {
+            format!("The driver's report could not be read, so its GPUs are not known: {why}")
+        }
+    };
+    Finding::fail(ID, message).evidence(ev).fix(
+        "Run `nvidia-smi -q -x` on the machine and read what it prints; for a snapshot, collect \
+         it again (`gpuaudit collect --out DIR`): gpuaudit reads the log as nvidia-smi writes \
+         it, not one that declares entities, was cut short or edited by hand.",
+    )
 }
 
 /// The driver lists GPUs: each GPU on the PCI bus must be among them, and the driver's own
@@ -683,5 +748,87 @@ mod tests {
             })
             .build();
         assert_eq!(statuses(&run(&f)), vec![Status::Fail]);
+    }
+
+    /// The driver's report was there but could not be read: the GPUs are not known, and the
+    /// finding says why, never "No NVIDIA GPU found", whatever the PCI bus says.
+    #[test]
+    fn a_report_that_could_not_be_read_is_never_no_gpu_found() {
+        let why = "nvidia-smi -q -x: malformed: nvidia-smi XML: the document declares an entity";
+        let unread = |f: &mut Facts| {
+            f.gpus = Reading::unavailable(why);
+            f.driver.query = Reading::unavailable(why);
+            f.driver.report_unreadable = Some(why.into());
+        };
+        let on_bus = run(&Machine::healthy("h200-sxm-141gb", 2).with(unread).build());
+        let no_bus = run(&Machine::healthy("h200-sxm-141gb", 2)
+            .with(unread)
+            .with(|f| f.pci_gpus = Reading::Value(vec![]))
+            .build());
+        let unread_bus = run(&Machine::healthy("h200-sxm-141gb", 2)
+            .with(unread)
+            .with(|f| f.pci_gpus = Reading::unavailable("no sysfs"))
+            .build());
+        let files = run(&Machine::healthy("h200-sxm-141gb", 2)
+            .gpus(|g| g.source = FILES_SOURCE.into())
+            .with(|f| {
+                f.driver.query = Reading::Value(format!("files: /proc/driver/nvidia/gpus ({why})"));
+                f.driver.report_unreadable = Some(why.into());
+            })
+            .build());
+        let messages: Vec<&str> = [&on_bus, &no_bus, &unread_bus, &files]
+            .iter()
+            .map(|o| o[0].message.as_str())
+            .collect();
+        assert_eq!(
+            messages,
+            [
+                format!("2 NVIDIA GPUs on the PCI bus, but the driver's report could not be read: {why}"),
+                format!("The driver's report could not be read, so its GPUs are not known (the PCI bus lists no NVIDIA GPU): {why}"),
+                format!("The driver's report could not be read, so its GPUs are not known: {why}"),
+                format!("2 NVIDIA GPUs listed only by the kernel module's files (/proc/driver/nvidia/gpus): the driver's report could not be read: {why}"),
+            ]
+        );
+        for out in [&on_bus, &no_bus, &unread_bus, &files] {
+            assert_eq!(statuses(out), vec![Status::Fail]);
+            assert_eq!(out[0].evidence.get(REPORT_UNREADABLE).unwrap(), why);
+            assert!(out[0].fix.as_deref().unwrap().contains("nvidia-smi -q -x"));
+            assert!(!out[0].message.contains("No NVIDIA GPU found"));
+        }
+        // An empty list beside the unread report names no GPU from the module's files.
+        let empty = run(&Machine::healthy("h200-sxm-141gb", 2)
+            .with(unread)
+            .with(|f| f.gpus = Reading::Value(vec![]))
+            .build());
+        assert_eq!(empty[0].message, messages[0]);
+        // GPUs the driver itself listed are judged as usual: the flag alone changes nothing.
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .with(|f| f.driver.report_unreadable = Some(why.into()))
+            .build();
+        assert_eq!(statuses(&run(&f)), vec![Status::Pass]);
+        // Without the flag, a driver that does not answer is still that.
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .with(|f| {
+                f.gpus = Reading::unavailable("NVML: not loaded");
+                f.driver.query = Reading::unavailable("NVML: not loaded");
+            })
+            .build();
+        assert!(run(&f)[0].message.contains("the driver does not answer"));
+    }
+
+    #[test]
+    fn gpus_on_the_bus_and_none_listed_are_not_no_gpu_found() {
+        let f = Machine::healthy("h200-sxm-141gb", 2)
+            .with(|f| f.gpus = Reading::Value(vec![]))
+            .build();
+        let out = run(&f);
+        assert_eq!(statuses(&out), vec![Status::Fail]);
+        assert!(
+            out[0].message.starts_with(
+                "2 GPUs on the PCI bus are not listed by the driver (00:06.0, 00:07.0)"
+            ),
+            "{}",
+            out[0].message
+        );
     }
 }

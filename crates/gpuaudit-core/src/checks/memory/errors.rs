@@ -267,11 +267,30 @@ fn ecc_counters(g: &GpuFacts, ev: &mut Evidence, t: &mut Tally) {
     }
 }
 
+/// What a bare "N/A" (or NVML's "not supported on this GPU") means for the repair counters
+/// of a GPU whose architecture keeps them (`remaps`: row remapping, Ampere and later; else page
+/// retirement): not that the architecture has none, but that the driver did not report them
+/// here. `None` for any other reason (missing, implausible, one that explains itself), which
+/// stands as it is.
+fn not_reported(g: &GpuFacts, remaps: bool, why: &str) -> Option<String> {
+    if !(why.ends_with("N/A") || why.ends_with(crate::facts::NVML_NOT_SUPPORTED)) {
+        return None;
+    }
+    Some(match g.mig.current.value() {
+        Some(true) if remaps => format!("{why}: not reported with MIG on"),
+        _ => format!("{why}: not reported by this driver or VM, or not kept on this board"),
+    })
+}
+
 fn retired_pages(g: &GpuFacts, applies: bool, ev: &mut Evidence, t: &mut Tally) {
     let rp = match &g.retired_pages {
         Reading::Value(rp) => rp,
         Reading::Unavailable(why) => {
             if applies {
+                let why = match remaps_rows(g) {
+                    Some(false) => not_reported(g, false, why).unwrap_or_else(|| why.clone()),
+                    _ => why.clone(),
+                };
                 t.unread.push(format!("retired pages ({why})"));
             }
             return;
@@ -311,6 +330,10 @@ fn remapped_rows(g: &GpuFacts, applies: bool, ev: &mut Evidence, t: &mut Tally) 
         Reading::Value(rr) => rr,
         Reading::Unavailable(why) => {
             if applies {
+                let why = match remaps_rows(g) {
+                    Some(true) => not_reported(g, true, why).unwrap_or_else(|| why.clone()),
+                    _ => why.clone(),
+                };
                 t.unread.push(format!("remapped rows ({why})"));
             }
             return;
@@ -614,7 +637,8 @@ mod tests {
     fn unread_counters_are_not_zero_the_a100_mig_case() {
         // Counters read, remapped rows N/A under MIG: information, said which and why.
         let x = one("a100-sxm4-80gb", |g| {
-            g.remapped_rows = Reading::unavailable("nvidia-smi: <remapped_rows> N/A")
+            g.remapped_rows = Reading::unavailable("nvidia-smi: <remapped_rows> N/A");
+            g.mig.current = Reading::Value(true);
         });
         assert_eq!(x.status, Status::Info, "{}", x.message);
         assert!(
@@ -623,28 +647,79 @@ mod tests {
             x.message
         );
         assert!(!x.message.contains("nothing pending"), "{}", x.message);
+        // An A100 remaps rows: N/A is the driver's, not "row remapping is Ampere and later".
         assert!(
             x.message
-                .contains("not read: remapped rows (nvidia-smi: <remapped_rows> N/A), so what it would show is not known"),
+                .contains("not read: remapped rows (nvidia-smi: <remapped_rows> N/A: not reported with MIG on), so what it would show is not known"),
             "{}",
             x.message
         );
+        assert!(!x.message.contains("Ampere"), "{}", x.message);
         assert!(x.fix.as_deref().unwrap_or("").contains("ROW_REMAPPER"));
         assert_eq!(
             x.evidence.get("not_read").unwrap(),
-            &serde_json::json!(["remapped rows (nvidia-smi: <remapped_rows> N/A)"])
+            &serde_json::json!([
+                "remapped rows (nvidia-smi: <remapped_rows> N/A: not reported with MIG on)"
+            ])
         );
+        // MIG off (or not read), or NVML's "not supported": the driver or the VM.
+        for (why, mig) in [
+            ("nvidia-smi: <remapped_rows> N/A", Reading::Value(false)),
+            (
+                "nvidia-smi: <remapped_rows> N/A",
+                Reading::unavailable("N/A"),
+            ),
+            (crate::facts::NVML_NOT_SUPPORTED, Reading::Value(false)),
+        ] {
+            let x = one("a100-sxm4-80gb", |g| {
+                g.remapped_rows = Reading::unavailable(why);
+                g.mig.current = mig;
+            });
+            assert!(
+                x.message.contains(&format!(
+                    "remapped rows ({why}: not reported by this driver or VM, or not kept on this board)"
+                )),
+                "{}",
+                x.message
+            );
+        }
+        // A reason other than a bare N/A stands as it is.
+        for why in [
+            "nvidia-smi: <remapped_rows> missing",
+            "N/A: no ECC on this board",
+        ] {
+            let x = one("a100-sxm4-80gb", |g| {
+                g.remapped_rows = Reading::unavailable(why);
+                g.mig.current = Reading::Value(true);
+            });
+            assert!(
+                x.message.contains(&format!("remapped rows ({why})")),
+                "{}",
+                x.message
+            );
+        }
         // Before Ampere the same goes for retired pages; remapped rows do not apply there.
         let x = one("v100-sxm2-32gb", |g| {
-            g.retired_pages = Reading::unavailable("N/A")
+            g.retired_pages = Reading::unavailable("N/A");
+            g.mig.current = Reading::Value(true);
         });
         assert_eq!(x.status, Status::Info);
         assert!(
-            x.message.contains("not read: retired pages (N/A)"),
+            x.message.contains(
+                "not read: retired pages (N/A: not reported by this driver or VM, or not kept on this board)"
+            ),
             "{}",
             x.message
         );
         assert!(!x.message.contains("remapped rows"), "{}", x.message);
+        // A GPU whose architecture is not known: the reason as the driver gave it.
+        let x = one("v100-sxm2-32gb", |g| {
+            g.retired_pages = Reading::unavailable("N/A");
+            g.compute_capability = Reading::unavailable("not read");
+            g.name = Reading::Value("Some GPU".into());
+            g.pci_device_id = Reading::unavailable("not read");
+        });
+        assert!(x.message.contains("retired pages (N/A)"), "{}", x.message);
         // One of the two uncorrectable counters unread.
         let x = one("h200-sxm-141gb", |g| {
             g.ecc.aggregate_uncorrected = Reading::unavailable("N/A")
@@ -672,8 +747,9 @@ mod tests {
         });
         assert_eq!(x.status, Status::Info);
         assert!(
-            x.message
-                .contains("remapped rows (N/A), so what they would show"),
+            x.message.contains(
+                "remapped rows (N/A: not reported by this driver or VM, or not kept on this board), so what they would show"
+            ),
             "{}",
             x.message
         );

@@ -1,6 +1,6 @@
 //! nvlink.status: NVLink links per GPU, the topology between GPUs, the NVSwitch fabric.
 
-use crate::checks::common::{no_gpu_reason, selected, spec_of};
+use crate::checks::common::{count_of, no_gpu_reason, selected, spec_of};
 use crate::checks::{Check, CheckDoc, CheckKind, ProfileEffect};
 use crate::facts::{Fabric, Facts, GpuFacts, TopoLink, NVML_NOT_SUPPORTED};
 use crate::finding::{Evidence, Finding, Status};
@@ -462,7 +462,9 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
         return Finding::fail(
             ID,
             format!(
-                "{fabric_pairs} of {pairs} GPU pair(s) are wired with NVLink ({links}) but the NVSwitch fabric is not registered on {} of {n} GPUs: NVLink between them is not usable",
+                "{fabric_pairs} of {} {} wired with NVLink ({links}) but the NVSwitch fabric is not registered on {} of {n} GPUs: NVLink between them is not usable",
+                count_of(pairs as u64, "GPU pair"),
+                if fabric_pairs == 1 { "is" } else { "are" },
                 unregistered.len()
             ),
         )
@@ -475,7 +477,11 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
     if slow_pairs.is_empty() {
         return Finding::pass(
             ID,
-            format!("All {pairs} GPU pair(s) are connected by NVLink ({links})"),
+            if pairs == 1 {
+                format!("Both GPUs are connected by NVLink ({links})")
+            } else {
+                format!("All {pairs} GPU pairs are connected by NVLink ({links})")
+            },
         )
         .evidence(ev);
     }
@@ -521,8 +527,10 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
         ID,
         status,
         format!(
-            "{} of {pairs} GPU pair(s) have no NVLink path ({who}{listed}){}",
+            "{} of {} {} no NVLink path ({who}{listed}){}",
             slow_pairs.len(),
+            count_of(pairs as u64, "GPU pair"),
+            if slow_pairs.len() == 1 { "has" } else { "have" },
             if through_cpu { ": traffic between them crosses the CPU" } else { ": traffic between them goes over a PCIe switch" }
         ),
     )
@@ -602,7 +610,10 @@ mod tests {
         let out = general(&Machine::healthy("h200-sxm-141gb", 2).build());
         assert!(out.iter().all(|f| f.status == Status::Pass), "{out:#?}");
         assert!(of(&out, 0).message.contains("18 of 18 NVLink links active"));
-        assert!(machine_level(&out).message.contains("All 1 GPU pair(s)"));
+        assert_eq!(
+            machine_level(&out).message,
+            "Both GPUs are connected by NVLink (NV18)"
+        );
     }
 
     #[test]
@@ -995,6 +1006,14 @@ mod tests {
         assert_eq!(of(&out, 0).status, Status::Fail);
         assert!(of(&out, 0).message.contains("'In Progress'"));
         assert_eq!(machine_level(&out).status, Status::Fail);
+        // One pair: singular, no "pair(s)".
+        assert!(
+            machine_level(&out)
+                .message
+                .starts_with("1 of 1 GPU pair is wired with NVLink (NV18)"),
+            "{}",
+            machine_level(&out).message
+        );
         let ok = Machine::healthy("h200-sxm-141gb", 2)
             .gpus(|g| {
                 g.fabric = Reading::Value(Fabric {
@@ -1027,6 +1046,28 @@ mod tests {
     }
 
     #[test]
+    fn pair_counts_are_words_not_pair_s() {
+        // Three GPUs, one pair through the CPU: "1 of 3 GPU pairs has".
+        let mut f = Machine::healthy("h200-sxm-141gb", 3).build();
+        if let Reading::Value(t) = &mut f.topology {
+            t.links[0][1] = TopoLink::Phb;
+            t.links[1][0] = TopoLink::Phb;
+        }
+        let x = machine_level(&general(&f)).clone();
+        assert!(
+            x.message
+                .starts_with("1 of 3 GPU pairs has no NVLink path (GPU0-GPU1"),
+            "{}",
+            x.message
+        );
+        let all = machine_level(&general(&Machine::healthy("h200-sxm-141gb", 3).build())).clone();
+        assert_eq!(
+            all.message,
+            "All 3 GPU pairs are connected by NVLink (NV18)"
+        );
+    }
+
+    #[test]
     fn one_gpu_cut_off_and_long_pair_lists_are_named() {
         let mut f = Machine::healthy("h200-sxm-141gb", 8).build();
         if let Reading::Value(t) = &mut f.topology {
@@ -1040,7 +1081,7 @@ mod tests {
         let x = machine_level(&general(&f)).clone();
         assert!(
             x.message.contains(
-                "7 of 28 GPU pair(s) have no NVLink path (GPU5 has no NVLink to any other GPU;"
+                "7 of 28 GPU pairs have no NVLink path (GPU5 has no NVLink to any other GPU;"
             ),
             "{}",
             x.message

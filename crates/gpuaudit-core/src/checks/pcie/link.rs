@@ -19,6 +19,29 @@ macro_rules! idle_utilization_pct {
 /// an idle GPU lowers its link generation to save power (PCIe ASPM / the driver's dynamic
 /// link speed), which is not a fault. gpuaudit's margin: a GPU that runs anything shows more.
 pub const IDLE_UTILIZATION_PCT: u32 = idle_utilization_pct!();
+macro_rules! narrow_fail_width {
+    () => {
+        4
+    };
+}
+macro_rules! full_width {
+    () => {
+        16
+    };
+}
+
+/// At this width or narrower, on a GPU that supports [`FULL_WIDTH`], the link fails whatever
+/// the slot: x4 is a quarter of the host bandwidth (gen4 x4: 7.9 GB/s per direction), at
+/// which every data loader starves, and no instance type, board lane split or x16 slot links
+/// a x16 GPU so on purpose (the narrowest a platform wires one with is x8, which stays a
+/// warning where the slot's width is not known). A laptop GPU (its name says "Laptop",
+/// "Mobile" or "with Max-Q Design") is judged as before, and an external enclosure
+/// (Thunderbolt links at x4 by design) is named in the finding, since the facts have no PCI
+/// path that would tell one.
+pub const NARROW_FAIL_WIDTH: u32 = narrow_fail_width!();
+/// The width a GPU must support for [`NARROW_FAIL_WIDTH`] to fail it: a card built for x16.
+pub const FULL_WIDTH: u32 = full_width!();
+
 /// From this many PCIe replays (link-level retransmissions, counted since the driver loaded)
 /// the finding says so. One counter read has no rate: NVIDIA's DCGM flags more than 8 replays
 /// a minute (`DCGM_LIMIT_MAX_PCIREPLAY_RATE`, "the maximum recommended by RM", NVIDIA/DCGM
@@ -43,10 +66,18 @@ pub const CHECK: Check = Check {
              at idle is not a fault; a lower generation while busy warns. A narrower width fails \
              where the hardware shows the slot gives more: an SXM or superchip module (its board \
              is built for the full width) or an identical GPU of the same machine that trained \
-             wider; otherwise it warns, because the driver does not report the slot's width and \
-             an x8 slot or a board's x8/x8 lane split gives the same reading. The bandwidth lost \
-             is given at the generation the link reaches (the lower of the GPU's and the slot's \
-             maximum), not at the idle generation."
+             wider; x",
+            narrow_fail_width!(),
+            " or narrower on a GPU that supports x",
+            full_width!(),
+            " fails too, because no instance type, board or slot links such a GPU that narrow \
+             on purpose, and every data loader starves at it (not a laptop GPU, whose name \
+             says \"Laptop\", \"Mobile\" or \"with Max-Q Design\": it is judged as below; an \
+             external Thunderbolt enclosure, x4 by design, cannot be told from these facts, and \
+             the finding says so); otherwise a narrower width warns, because the driver does not \
+             report the slot's width and an x8 slot or a board's x8/x8 lane split gives the same \
+             reading. The bandwidth lost is given at the generation the link reaches (the lower \
+             of the GPU's and the slot's maximum), not at the idle generation."
         ),
         why: "A link trained at x8 instead of x16, or a gen4 slot under a gen5 GPU, halves every \
               host↔device copy: data loading, checkpointing, CPU offload and multi-node traffic \
@@ -59,8 +90,9 @@ pub const CHECK: Check = Check {
                  # an idle link trains down to save power: look again while a copy runs (gpuaudit bench pcie)",
         fix: "Width below the maximum: reseat the card or move it to a full x16 slot, check the \
               riser; on a board that splits its lanes x8/x8 with two cards, that is the board; \
-              on a cloud instance, ask for another host. Slot generation below the GPU's: a BIOS \
-              setting (PCIe speed forced to a lower gen) or an older platform.",
+              on a cloud instance, ask for another host; in an external (Thunderbolt) enclosure, \
+              x4 is the enclosure's link. Slot generation below the GPU's: a BIOS setting (PCIe \
+              speed forced to a lower gen) or an older platform.",
     },
     profiles: &[],
     run: link,
@@ -92,15 +124,29 @@ pub fn rate(gbps: f64) -> String {
     }
 }
 
-/// "half", "a quarter", or "x4 of x16".
+/// How much of the host bandwidth a link of `now` lanes of `full` gives: "half the", "a
+/// quarter of the", "an eighth of the", "a sixteenth of the", or "12/16 of the".
 fn share(now: u32, full: u32) -> String {
-    if now * 2 == full {
-        "half".into()
-    } else if now * 4 == full {
-        "a quarter".into()
-    } else {
-        format!("x{now} of x{full}")
+    match [2, 4, 8, 16].iter().position(|d| now * d == full) {
+        Some(0) => "half the".into(),
+        Some(1) => "a quarter of the".into(),
+        Some(2) => "an eighth of the".into(),
+        Some(_) => "a sixteenth of the".into(),
+        None => format!("{now}/{full} of the"),
     }
+}
+
+/// A laptop GPU, as its name says: "NVIDIA GeForce RTX 3080 Laptop GPU", "GeForce GTX 1060
+/// Mobile", "Quadro P1000 with Max-Q Design" (not the desktop "Max-Q Workstation Edition").
+/// One whose name does not say (the GTX 1050 of an HP laptop reports "NVIDIA GeForce GTX
+/// 1050") is not told apart.
+fn is_laptop_gpu(g: &GpuFacts) -> bool {
+    g.name.value().is_some_and(|n| {
+        let n = n.to_ascii_lowercase();
+        ["laptop", "mobile", "with max-q design"]
+            .iter()
+            .any(|w| n.contains(w))
+    })
 }
 
 /// The link as the sources tell it: NVML first, sysfs where NVML has nothing.
@@ -250,16 +296,31 @@ fn one(facts: &Facts, g: &GpuFacts) -> Finding {
             .unwrap_or_default();
         let sibling = wider_sibling(facts, g, wc);
         let board = on_a_board(g);
-        let (status, why) = match (sibling, board) {
+        let too_narrow = wc <= NARROW_FAIL_WIDTH && wm >= FULL_WIDTH && !is_laptop_gpu(g);
+        const SEATING: &str = "Reseat the card or move it to a full x16 slot, check the riser; on a cloud instance, ask for a host where it trains at full width.";
+        // The verdict, why, what it is judged as (evidence), and the fix.
+        let (status, why, judged, fix) = match (sibling, board) {
             (Some((o, w)), _) => (
                 Status::Fail,
                 format!(
                     "GPU {o}, the same model, trained at x{w} here: this slot, its riser or the card's seating gives less"
                 ),
+                "fault",
+                SEATING,
             ),
             (None, true) => (
                 Status::Fail,
                 "the module's board is built for the full width: a fault of the board, its switch or retimer, or the seating".to_string(),
+                "fault",
+                SEATING,
+            ),
+            (None, false) if too_narrow => (
+                Status::Fail,
+                format!(
+                    "at x{NARROW_FAIL_WIDTH} or narrower every data loader starves, and no instance type, board or slot links a x{FULL_WIDTH} GPU so on purpose: a narrow slot, a riser or extender, a failed lane or a badly seated card; only an external enclosure (Thunderbolt, x4 by design) is built so, which these facts cannot tell"
+                ),
+                "too narrow for any platform",
+                "Reseat the card or move it to a full x16 slot, check the riser or extender; on a cloud instance, ask for a host where it trains at full width. In an external (Thunderbolt) enclosure, x4 is the enclosure's link: a slot inside the machine gives the card its width.",
             ),
             // NVML's maximum is the card's own capability (the fixtures' RTX 2080s on an
             // x8/x8 board and the A10G and T4 instances report x16 there at x8): the slot's
@@ -267,28 +328,19 @@ fn one(facts: &Facts, g: &GpuFacts) -> Finding {
             (None, false) => (
                 Status::Warn,
                 "the driver does not report the slot's width: an x8 slot, a board that splits its lanes x8/x8, a cloud instance built that way, or a badly seated card or riser all read like this".to_string(),
+                "slot not known",
+                "See the slot's width with `sudo lspci -vv` on its port (LnkCap); if the slot is x16, reseat the card or check the riser; if it is x8 (or the board splits x8/x8), that is the platform; on a cloud instance, ask which width the instance type has.",
             ),
         };
         problems.push((
             status,
             format!(
-                "trained at x{wc} of the x{wm} it supports: {} the host bandwidth{lost}; {why}",
+                "trained at x{wc} of the x{wm} it supports: {} host bandwidth{lost}; {why}",
                 share(wc, wm)
             ),
         ));
-        ev.insert(
-            "width_judged_as",
-            if status == Status::Fail {
-                "fault"
-            } else {
-                "slot not known"
-            },
-        );
-        fixes.push(if status == Status::Fail {
-            "Reseat the card or move it to a full x16 slot, check the riser; on a cloud instance, ask for a host where it trains at full width."
-        } else {
-            "See the slot's width with `sudo lspci -vv` on its port (LnkCap); if the slot is x16, reseat the card or check the riser; if it is x8 (or the board splits x8/x8), that is the platform; on a cloud instance, ask which width the instance type has."
-        });
+        ev.insert("width_judged_as", judged);
+        fixes.push(fix);
     }
 
     // The slot caps the generation below what the GPU can do.
@@ -412,10 +464,13 @@ mod tests {
         assert_eq!(rate(99.96), "100");
         assert_eq!(rate(100.0), "100");
         assert_eq!(rate(pcie_link_gbps(6, 16).unwrap()), "121");
-        assert_eq!(share(8, 16), "half");
-        assert_eq!(share(4, 16), "a quarter");
-        assert_eq!(share(2, 16), "x2 of x16");
-        assert_eq!(share(8, 8), "x8 of x8");
+        assert_eq!(share(8, 16), "half the");
+        assert_eq!(share(4, 16), "a quarter of the");
+        assert_eq!(share(2, 16), "an eighth of the");
+        assert_eq!(share(1, 16), "a sixteenth of the");
+        assert_eq!(share(4, 8), "half the");
+        assert_eq!(share(12, 16), "12/16 of the");
+        assert_eq!(share(8, 8), "8/8 of the");
     }
 
     #[test]
@@ -524,7 +579,9 @@ mod tests {
         assert_eq!(run(&at)[0].status, Status::Pass);
         let below = l4(1, |g| g.pcie.width_current = Reading::Value(15));
         assert_eq!(run(&below)[0].status, Status::Warn);
-        assert!(run(&below)[0].message.contains("x15 of x16"));
+        assert!(run(&below)[0]
+            .message
+            .contains("trained at x15 of the x16 it supports: 15/16 of the host bandwidth"));
         let above = l4(1, |g| g.pcie.width_max = Reading::Value(8));
         assert_eq!(run(&above)[0].status, Status::Pass);
     }
@@ -541,7 +598,8 @@ mod tests {
             .pci(0, |p| p.current_link_width = Reading::Value(4))
             .build();
         let x = &run(&f)[0];
-        assert_eq!(x.status, Status::Warn, "{}", x.message);
+        // x4 of x16, read from sysfs, is judged as NVML's reading would be.
+        assert_eq!(x.status, Status::Fail, "{}", x.message);
         assert!(x.message.contains("x4 of the x16"), "{}", x.message);
         assert_eq!(x.evidence.get("source").unwrap(), "sysfs");
         assert_eq!(x.evidence.get("sysfs_current").unwrap(), "gen4 x4");
@@ -698,5 +756,163 @@ mod tests {
             .contains("at gen4, the generation this link reaches"));
         assert!(out[0].message.contains("; is in a gen4 slot"));
         assert_eq!(out[0].evidence.get("gbps_per_direction").unwrap(), 15.75);
+    }
+
+    /// An L4 (a PCIe card that supports x16) trained at `width`, with the sysfs reading alike.
+    fn l4_at(width: u32, name: Option<&str>) -> Facts {
+        let name = name.map(str::to_string);
+        Machine::healthy("l4", 1)
+            .gpu(0, move |g| {
+                g.pcie.width_current = Reading::Value(width);
+                if let Some(n) = &name {
+                    g.name = Reading::Value(n.clone());
+                }
+            })
+            .pci(0, move |p| p.current_link_width = Reading::Value(width))
+            .build()
+    }
+
+    #[test]
+    fn x4_or_narrower_on_a_x16_gpu_fails_whatever_the_slot() {
+        for (width, share) in [
+            (1, "a sixteenth of the"),
+            (2, "an eighth of the"),
+            (4, "a quarter of the"),
+        ] {
+            let x = &run(&l4_at(width, None))[0];
+            assert_eq!(x.status, Status::Fail, "x{width}: {}", x.message);
+            assert!(
+                x.message.contains(&format!(
+                    "trained at x{width} of the x16 it supports: {share} host bandwidth"
+                )),
+                "{}",
+                x.message
+            );
+            assert!(
+                x.message.contains(
+                    "at x4 or narrower every data loader starves, and no instance type, board or slot links a x16 GPU so on purpose"
+                ),
+                "{}",
+                x.message
+            );
+            // An enclosure cannot be told from the facts: the finding says so.
+            assert!(
+                x.message.contains(
+                    "(Thunderbolt, x4 by design) is built so, which these facts cannot tell"
+                ),
+                "{}",
+                x.message
+            );
+            assert_eq!(
+                x.evidence.get("width_judged_as").unwrap(),
+                "too narrow for any platform"
+            );
+            assert!(
+                x.fix.as_deref().unwrap().contains("Thunderbolt"),
+                "{:?}",
+                x.fix
+            );
+        }
+        // x8 with the slot's width unknown stays a warning.
+        let x = &run(&l4_at(8, None))[0];
+        assert_eq!(x.status, Status::Warn, "{}", x.message);
+        assert_eq!(x.evidence.get("width_judged_as").unwrap(), "slot not known");
+        assert!(!x.fix.as_deref().unwrap().contains("Thunderbolt"));
+        // The literal the explain text is built from is the constant.
+        assert_eq!(NARROW_FAIL_WIDTH, 4);
+        assert_eq!(FULL_WIDTH, 16);
+        assert!(CHECK
+            .doc
+            .what
+            .contains("x4 or narrower on a GPU that supports x16 fails"));
+    }
+
+    #[test]
+    fn x4_of_a_gpu_that_supports_less_than_x16_is_not_too_narrow() {
+        // x4 of x8: half, and a slot that may be x4: a warning, not the x16 rule.
+        let f = Machine::healthy("l4", 1)
+            .gpu(0, |g| {
+                g.pcie.width_current = Reading::Value(4);
+                g.pcie.width_max = Reading::Value(8);
+            })
+            .pci(0, |p| {
+                p.current_link_width = Reading::Value(4);
+                p.max_link_width = Reading::Value(8);
+            })
+            .build();
+        let x = &run(&f)[0];
+        assert_eq!(x.status, Status::Warn, "{}", x.message);
+        assert_eq!(x.evidence.get("width_judged_as").unwrap(), "slot not known");
+        // A card built for x4 (the GT 1030) at x4 is at its full width.
+        let f = Machine::healthy("l4", 1)
+            .gpu(0, |g| {
+                g.pcie.width_current = Reading::Value(4);
+                g.pcie.width_max = Reading::Value(4);
+            })
+            .pci(0, |p| {
+                p.current_link_width = Reading::Value(4);
+                p.max_link_width = Reading::Value(4);
+            })
+            .build();
+        assert_eq!(run(&f)[0].status, Status::Pass, "{}", run(&f)[0].message);
+    }
+
+    #[test]
+    fn a_laptop_gpu_at_x4_is_judged_as_any_narrow_link() {
+        for name in [
+            "NVIDIA GeForce RTX 3080 Laptop GPU",
+            "GeForce GTX 1060 Mobile",
+            "Quadro P1000 with Max-Q Design",
+        ] {
+            let x = &run(&l4_at(4, Some(name)))[0];
+            assert_eq!(x.status, Status::Warn, "{name}: {}", x.message);
+            assert!(
+                x.message.contains("does not report the slot's width"),
+                "{}",
+                x.message
+            );
+        }
+        // The desktop Max-Q card is no laptop GPU.
+        let x = &run(&l4_at(
+            4,
+            Some("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition"),
+        ))[0];
+        assert_eq!(x.status, Status::Fail, "{}", x.message);
+        // Nor is one whose name is not read.
+        let f = Machine::healthy("l4", 1)
+            .gpu(0, |g| {
+                g.pcie.width_current = Reading::Value(4);
+                g.name = Reading::unavailable("N/A");
+            })
+            .build();
+        assert_eq!(run(&f)[0].status, Status::Fail);
+    }
+
+    #[test]
+    fn a_sibling_or_a_board_still_explain_a_narrow_link_first() {
+        // x4 next to an identical GPU at x16: the sibling is the evidence.
+        let f = Machine::healthy("l4", 2)
+            .gpu(1, |g| g.pcie.width_current = Reading::Value(4))
+            .pci(1, |p| p.current_link_width = Reading::Value(4))
+            .build();
+        let x = of(&run(&f), 1).clone();
+        assert_eq!(x.status, Status::Fail);
+        assert!(
+            x.message.contains("GPU 0, the same model, trained at x16"),
+            "{}",
+            x.message
+        );
+        assert_eq!(x.evidence.get("width_judged_as").unwrap(), "fault");
+        // An SXM module at x4: its board.
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .gpu(0, |g| g.pcie.width_current = Reading::Value(4))
+            .build();
+        let x = &run(&f)[0];
+        assert_eq!(x.status, Status::Fail);
+        assert!(
+            x.message.contains("built for the full width"),
+            "{}",
+            x.message
+        );
     }
 }

@@ -71,7 +71,12 @@ pub fn parse_ld_so_cache(bytes: &[u8]) -> Result<Vec<CacheEntry>, ParseError> {
         .checked_mul(ENTRY_NEW)
         .and_then(|n| n.checked_add(HEADER_NEW))
         .filter(|end| *end <= b.len())
-        .ok_or_else(|| ParseError::Malformed(format!("{nlibs} entries do not fit in the file")))?;
+        .ok_or_else(|| {
+            ParseError::Malformed(match nlibs {
+                1 => "1 entry does not fit in the file".to_string(),
+                n => format!("{n} entries do not fit in the file"),
+            })
+        })?;
     let mut out = Vec::with_capacity(nlibs);
     let mut at = HEADER_NEW;
     while at < table_end {
@@ -216,7 +221,16 @@ mod tests {
         let mut b = encode_ld_so_cache(&[("libx.so.1", "/lib/libx.so.1", 0x0303)]);
         // Claim a million entries.
         b[20..24].copy_from_slice(&1_000_000u32.to_le_bytes());
-        assert!(parse_ld_so_cache(&b).is_err());
+        assert_eq!(
+            parse_ld_so_cache(&b).unwrap_err(),
+            ParseError::Malformed("1000000 entries do not fit in the file".into())
+        );
+        // One entry, its table cut short.
+        let b = encode_ld_so_cache(&[("libx.so.1", "/lib/libx.so.1", 0x0303)]);
+        assert_eq!(
+            parse_ld_so_cache(&b[..HEADER_NEW + 4]).unwrap_err(),
+            ParseError::Malformed("1 entry does not fit in the file".into())
+        );
         // Offsets past the end are skipped.
         let mut b = encode_ld_so_cache(&[("libx.so.1", "/lib/libx.so.1", 0x0303)]);
         b[HEADER_NEW + 4..HEADER_NEW + 8].copy_from_slice(&u32::MAX.to_le_bytes());
