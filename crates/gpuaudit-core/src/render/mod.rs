@@ -247,6 +247,28 @@ mod tests {
             2,
             "{verbose}"
         );
+        // -v: a problem's fix is given once, above; a note's fix under it; a skip a cause
+        // explains says its own reason, not the cause.
+        let mut findings = r.findings.clone();
+        findings.push(Finding::info("net.fabric", "NOTE-LINE").fix("NOTE-FIX"));
+        findings.push(
+            Finding::skip("compute.gemm", "SKIP-LINE")
+                .caused_by(Cause::check("gpu.driver-binding")),
+        );
+        let r = Report::from_findings(&facts, &Policy::default(), findings);
+        let verbose = render(
+            &r,
+            Format::Table,
+            &TableOptions {
+                verbose: true,
+                ..TableOptions::default()
+            },
+        );
+        assert_eq!(verbose.matches("ROOT-FIX").count(), 1, "{verbose}");
+        assert_eq!(verbose.matches("NOTE-FIX").count(), 1, "{verbose}");
+        let after_skip = &verbose[verbose.find("SKIP-LINE").unwrap()..];
+        let next = after_skip.lines().nth(1).unwrap_or("");
+        assert!(!next.contains("caused by"), "{verbose}");
     }
 
     use super::*;

@@ -775,8 +775,13 @@ mod tests {
             o.problems_count(),
             "2 problems (1 failed, 1 warning) on GPU 0"
         );
-        // The note it explains is not "worth knowing" on its own.
+        // The note it explains is not "worth knowing" on its own; one of its own is.
         assert!(o.infos().is_empty());
+        let mut f = nouveau();
+        f.push(Finding::info("net.fabric", "no RDMA device"));
+        let r = report_of(f, &Policy::default(), None);
+        let infos: Vec<&str> = Overview::of(&r).infos().iter().map(|g| g.check).collect();
+        assert_eq!(infos, ["net.fabric"]);
         assert_eq!(o.not_run, 1);
     }
 
