@@ -297,7 +297,7 @@ fn eight_h200s_on_nvswitch_audit_clean() {
     assert_eq!(t["status"], "pass", "{t}");
     assert_eq!(
         t["message"],
-        "All 28 GPU pair(s) are connected by NVLink (NV18)"
+        "All 28 GPU pairs are connected over NVLink through NVSwitch (NV18: every pair has all of a GPU's links)"
     );
     assert_eq!(t["evidence"]["pairs"], 28);
     assert_eq!(t["evidence"]["links"]["NV18"], 28);
@@ -374,7 +374,7 @@ fn one_gpu_of_eight_without_nvlink() {
     assert_eq!(t["status"], "warn", "{t}");
     let msg = t["message"].as_str().unwrap_or("");
     assert!(
-        msg.starts_with("7 of 28 GPU pair(s) have no NVLink path"),
+        msg.starts_with("7 of 28 GPU pairs have no NVLink path"),
         "{msg}"
     );
     assert!(msg.contains("GPU5 has no NVLink to any other GPU"), "{msg}");
