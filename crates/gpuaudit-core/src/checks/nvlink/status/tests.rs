@@ -248,7 +248,7 @@ fn a_bridge_card_without_a_bridge_is_information_and_warns_for_training() {
     assert_eq!(x.status, Status::Pass);
     assert!(
         x.message
-            .contains("an NVLink bridge is fitted: 4 NVLink links active"),
+            .contains("an NVLink bridge is fitted: 4 of 4 NVLink links active"),
         "{}",
         x.message
     );
