@@ -728,14 +728,7 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
         assert_eq!(kind(none), NvlinkKind::None, "{none}");
     }
     // Where no document read says, the database does not guess.
-    for unknown in [
-        "p4",
-        "a10g",
-        "h20",
-        "gh200-96gb",
-        "rtx-a5000",
-        "rtx-2080",
-    ] {
+    for unknown in ["p4", "a10g", "h20", "gh200-96gb", "rtx-a5000", "rtx-2080"] {
         assert_eq!(kind(unknown), NvlinkKind::Unknown, "{unknown}");
     }
     assert!(NvlinkKind::Switch.is_on_board() && NvlinkKind::Direct.is_on_board());
@@ -763,7 +756,10 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
         assert_eq!(n.bandwidth_gbps, 112.5, "{key}");
     }
     let a40 = db.by_key("a40").unwrap().nvlink.clone().unwrap();
-    assert_eq!((a40.version, a40.links, a40.bandwidth_gbps), (3, None, 112.5));
+    assert_eq!(
+        (a40.version, a40.links, a40.bandwidth_gbps),
+        (3, None, 112.5)
+    );
     let a100 = db.by_key("a100-pcie-40gb").unwrap().nvlink.clone().unwrap();
     assert_eq!((a100.links, a100.bandwidth_gbps), (Some(12), 600.0));
 }

@@ -745,6 +745,17 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
                 .is_some_and(|m| m.all_links_used(&rows[i]))
         })
         .collect();
+    // The hybrid cube-mesh (DGX-1 / HGX-1): 8 GPUs with NVLink on the board, each with its
+    // links to at most 4 of the others. A pair without NVLink where one of the two GPUs has its
+    // 4 NVLink peers is the design's (that GPU has no link left for it); one whose GPUs have
+    // both lost a peer is a link down.
+    let cube_like = n == CUBE_MESH_GPUS
+        && models
+            .iter()
+            .all(|m| m.as_ref().is_some_and(|m| m.kind == NvlinkKind::Direct))
+        && rows.iter().all(|r| r.nv.len() <= CUBE_MESH_PEERS)
+        && rows.iter().any(|r| r.nv.len() == CUBE_MESH_PEERS);
+    let four_peers = |i: usize| rows[i].nv.len() == CUBE_MESH_PEERS;
     let unregistered: Vec<u32> = (0..n as u32)
         .filter(|&i| gpu_of(i as usize).is_some_and(|g| fabric_problem(g).is_some()))
         .collect();
@@ -762,7 +773,7 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
             };
             *counts.entry(l.label()).or_default() += 1;
             if !matches!(l, TopoLink::NvLink(_)) {
-                if full[i] && full[j] {
+                if (full[i] && full[j]) || (cube_like && (four_peers(i) || four_peers(j))) {
                     designed.push((i, j, l));
                 } else {
                     slow.push((i, j, l));
@@ -794,12 +805,7 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
             .as_ref()
             .is_some_and(|m| !rows[i].nv.is_empty() && m.through_switch(&rows[i]))
     });
-    let cube_mesh = n == CUBE_MESH_GPUS
-        && slow.is_empty()
-        && !designed.is_empty()
-        && rows
-            .iter()
-            .all(|r| r.nv.len() == CUBE_MESH_PEERS && r.others == CUBE_MESH_GPUS - 1);
+    let cube_mesh = cube_like && !designed.is_empty();
     // How the NVLinks run, as the evidence says it.
     let wiring = if !counts.keys().any(|k| k.starts_with("NV")) {
         "pcie"
@@ -894,7 +900,7 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
                 .map(|l| format!("{l} NVLinks"))
                 .unwrap_or_else(|| "NVLinks".into());
             format!(
-                "The {n} GPUs are wired as the hybrid cube-mesh of a DGX-1 / HGX-1 ({}): each GPU's {links} go to {CUBE_MESH_PEERS} of the other {} (GPU0: {}), and the other {} of the {pairs} pairs go over PCIe by that design ({}); NCCL routes its rings over the NVLink paths{shortfall}",
+                "The {n} GPUs are wired as the hybrid cube-mesh of a DGX-1 / HGX-1 ({}): each GPU's {links} go to {CUBE_MESH_PEERS} of the other {} (GPU0: {}), and the other {} of the {pairs} pairs go over PCIe by that design: {}; NCCL routes its rings over the NVLink paths{shortfall}",
                 nv_labels(&counts),
                 n - 1,
                 rows[0].peers(),
@@ -903,17 +909,27 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
             )
         } else {
             format!(
-                "{} of the {} have no NVLink path by design: each GPU's links all go to its NVLink peers ({}); {}{shortfall}",
+                "{} of the {} have no NVLink path by design: {} ({}); {}{shortfall}",
                 designed.len(),
                 count_of(pairs as u64, "GPU pair"),
+                if on_board {
+                    "each GPU's links all go to its NVLink peers"
+                } else {
+                    "an NVLink bridge joins two cards, and every card's bridge links are in use"
+                },
                 nv_labels(&counts),
                 paths_sentence(&paths),
             )
         };
-        // On an SXM board the wiring is the board's; between bridged cards it is what 2-way
-        // bridges allow, worth knowing for multi-GPU work.
-        return Finding::new(ID, if on_board { Status::Pass } else { Status::Info }, msg)
-            .evidence(ev);
+        // On an SXM board the wiring is the board's: no fault in any profile. Between bridged
+        // cards it is what 2-way bridges allow: traffic between the pairs crosses PCIe, as
+        // between any PCIe cards (information; a warning for training).
+        let status = match (on_board, policy.profile) {
+            (true, _) => Status::Pass,
+            (false, Profile::Train) => Status::Warn,
+            (false, _) => Status::Info,
+        };
+        return Finding::new(ID, status, msg).evidence(ev);
     }
     // NVLink on the board (SXM) missing between GPUs is a fault; between PCIe cards it is how
     // the machine is built, which matters for multi-GPU training.
@@ -953,6 +969,8 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
     let paths: Vec<&TopoLink> = slow.iter().map(|(_, _, l)| *l).collect();
     let subject = if slow.len() == pairs && pairs == 1 {
         "The GPU pair has no NVLink path".to_string()
+    } else if slow.len() == pairs {
+        format!("None of the {pairs} GPU pairs has an NVLink path")
     } else {
         format!(
             "{} of {} {} no NVLink path",

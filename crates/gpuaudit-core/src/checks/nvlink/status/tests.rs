@@ -543,3 +543,434 @@ fn one_gpu_cut_off_and_long_pair_lists_are_named() {
         .build();
     assert_eq!(machine_level(&general(&f)).status, Status::Skip);
 }
+
+// ------------------------------------------------------------------ published machines
+// The topology matrices and link listings below are real (src/parse/testdata, each with its
+// PROVENANCE.md and the judgment it calls for); the GPUs around them are the healthy test
+// machine of the model the owner names.
+
+const DGX1_MSCCL: &str = include_str!("../../../parse/testdata/topo-dgx1-v100-msccl.txt");
+const V100X8_TOPO: &str = include_str!("../../../parse/testdata/topo-v100x8-cube-mesh-vast.txt");
+const V100X8_NVLINK: &str =
+    include_str!("../../../parse/testdata/nvlink-s-v100x8-cube-mesh-vast.txt");
+const NDV2: &str = include_str!("../../../parse/testdata/topo-v100x8-ndv2-rapids.txt");
+const RTX4090X8: &str = include_str!("../../../parse/testdata/topo-rtx4090x8-pcie-vast.txt");
+const A100X4: &str = include_str!("../../../parse/testdata/topo-a100x4-hgx-polaris.txt");
+const H100X4: &str = include_str!("../../../parse/testdata/topo-h100x4-hgx-nccl1617.txt");
+const A6000X3_TOPO: &str =
+    include_str!("../../../parse/testdata/topo-a6000x3-one-bridge-siboehm.txt");
+const A6000X3_NVLINK: &str =
+    include_str!("../../../parse/testdata/nvlink-s-a6000x3-one-bridge-siboehm.txt");
+const V100_TWO_DOWN: &str =
+    include_str!("../../../parse/testdata/nvlink-s-v100-two-down-azhpc73.txt");
+const A100X8_NVLINK: &str = include_str!("../../../parse/testdata/nvlink-s-a100x8-gpud.txt");
+
+/// `n` GPUs of `key` with this matrix (none where `topo` is `None`) and these link states
+/// (a GPU the listing does not name: not read).
+fn published(key: &str, n: u32, topo: Option<&str>, nvlink: Option<&str>) -> Facts {
+    let topology = match topo {
+        Some(t) => Reading::Value(crate::parse::topo::parse(t).unwrap()),
+        None => Reading::unavailable("no file"),
+    };
+    let blocks = nvlink
+        .map(|s| crate::parse::nvlink::parse_status(s).unwrap())
+        .unwrap_or_default();
+    Machine::healthy(key, n)
+        .gpus(|g| g.nvlinks = unread())
+        .with(move |f| {
+            f.topology = topology;
+            if let Reading::Value(gpus) = &mut f.gpus {
+                for b in blocks {
+                    if let Some(g) = gpus.iter_mut().find(|g| g.index == b.gpu) {
+                        g.nvlinks = Reading::Value(b.links);
+                    }
+                }
+            }
+        })
+        .build()
+}
+
+/// The matrix with the cell of GPUs `i` and `j` (both ways) replaced.
+fn with_cell(topo: &str, i: usize, j: usize, cell: TopoLink) -> Topology {
+    let mut t = crate::parse::topo::parse(topo).unwrap();
+    t.links[i][j] = cell.clone();
+    t.links[j][i] = cell;
+    t
+}
+fn with_topology(mut f: Facts, t: Topology) -> Facts {
+    f.topology = Reading::Value(t);
+    f
+}
+
+fn statuses(out: &[Finding]) -> Vec<Status> {
+    out.iter().map(|f| f.status).collect()
+}
+
+#[test]
+fn the_dgx1_hybrid_cube_mesh_passes_with_its_pcie_pairs_in_every_profile() {
+    for (topo, nvlink) in [
+        (DGX1_MSCCL, None),
+        (V100X8_TOPO, None),
+        (V100X8_TOPO, Some(V100X8_NVLINK)),
+        (NDV2, None),
+    ] {
+        let f = published("v100-sxm2-32gb", 8, Some(topo), nvlink);
+        for p in Profile::ALL {
+            let out = run(&f, p);
+            assert_eq!(statuses(&out), vec![Status::Pass; 9], "{p}: {out:#?}");
+        }
+        let out = general(&f);
+        let x = of(&out, 0);
+        if nvlink.is_some() {
+            assert_eq!(x.message, "GPU 0 (00:06.0): 6 of 6 NVLink links active");
+            assert_eq!(x.evidence.get("links_listed").unwrap(), 6);
+        } else {
+            assert!(
+                x.message.starts_with(
+                    "GPU 0 (00:06.0): 6 of 6 NVLink links active (from the topology matrix: NV2 to "
+                ),
+                "{}",
+                x.message
+            );
+            assert_eq!(x.evidence.get("links_from_topology").unwrap(), 6);
+        }
+        let t = machine_level(&out);
+        assert!(
+            t.message.starts_with(
+                "The 8 GPUs are wired as the hybrid cube-mesh of a DGX-1 / HGX-1 (NV1, NV2): each GPU's 6 NVLinks go to 4 of the other 7"
+            ),
+            "{}",
+            t.message
+        );
+        assert!(
+            t.message.contains(
+                "and the other 12 of the 28 pairs go over PCIe by that design: traffic between them"
+            ),
+            "{}",
+            t.message
+        );
+        assert!(t
+            .message
+            .ends_with("; NCCL routes its rings over the NVLink paths"));
+        assert_eq!(t.evidence.get("wiring").unwrap(), "hybrid-cube-mesh");
+        assert_eq!(
+            t.evidence
+                .get("pairs_without_nvlink_by_design")
+                .and_then(|v| v.as_array())
+                .map(Vec::len),
+            Some(12)
+        );
+    }
+    // The DGX-1's pairs left to PCIe cross the sockets; the NDv2 VM sees one NUMA node.
+    let dgx1 = general(&published("v100-sxm2-32gb", 8, Some(DGX1_MSCCL), None));
+    assert!(machine_level(&dgx1)
+        .message
+        .contains("traffic between them crosses the interconnect between the CPU sockets (SYS)"));
+    assert!(machine_level(&dgx1)
+        .message
+        .contains("(GPU0: NV2 to GPU3 and GPU4, NV1 to GPU1 and GPU2)"));
+    let ndv2 = general(&published("v100-sxm2-32gb", 8, Some(NDV2), None));
+    assert!(machine_level(&ndv2)
+        .message
+        .contains("traffic between them crosses PCIe host bridges within a NUMA node (NODE)"));
+}
+
+#[test]
+fn the_p100_cube_mesh_has_four_links_of_one_each() {
+    let mut t = crate::parse::topo::parse(DGX1_MSCCL).unwrap();
+    for row in t.links.iter_mut() {
+        for l in row.iter_mut() {
+            if matches!(l, TopoLink::NvLink(_)) {
+                *l = TopoLink::NvLink(1);
+            }
+        }
+    }
+    let f = with_topology(published("p100-sxm2-16gb", 8, None, None), t);
+    let out = run(&f, Profile::Train);
+    assert_eq!(statuses(&out), vec![Status::Pass; 9], "{out:#?}");
+    assert!(of(&out, 3).message.contains(
+        "4 of 4 NVLink links active (from the topology matrix: NV1 to GPU0, GPU1, GPU2 and GPU7)"
+    ));
+    assert!(machine_level(&out)
+        .message
+        .contains("each GPU's 4 NVLinks go to 4 of the other 7"));
+}
+
+#[test]
+fn a_cube_mesh_pair_at_nv1_instead_of_nv2_is_a_link_down_on_both_gpus() {
+    let t = with_cell(DGX1_MSCCL, 0, 3, TopoLink::NvLink(1));
+    let f = with_topology(published("v100-sxm2-32gb", 8, None, None), t);
+    let out = general(&f);
+    for g in [0, 3] {
+        let x = of(&out, g);
+        assert_eq!(x.status, Status::Fail, "{}", x.message);
+        assert!(
+            x.message
+                .contains("1 of 6 NVLink links down, 5 active (from the topology matrix: "),
+            "{}",
+            x.message
+        );
+        assert!(
+            x.message
+                .ends_with("GPU-to-GPU bandwidth is cut to 83% (250 of 300 GB/s)"),
+            "{}",
+            x.message
+        );
+    }
+    assert_eq!(of(&out, 1).status, Status::Pass);
+    // The pairs the design leaves to PCIe are still the design's; the topology says who is short.
+    let t = machine_level(&out);
+    assert_eq!(t.status, Status::Pass, "{}", t.message);
+    assert!(
+        t.message.ends_with(
+            "; GPU0 and GPU3 show fewer NVLinks than the model has (see their own findings)"
+        ),
+        "{}",
+        t.message
+    );
+    // A pair that lost its NVLink altogether: both GPUs have 3 peers left, the pair is a fault.
+    let t = with_cell(DGX1_MSCCL, 0, 3, TopoLink::Sys);
+    let f = with_topology(published("v100-sxm2-32gb", 8, None, None), t);
+    for (p, want) in [
+        (Profile::General, Status::Warn),
+        (Profile::Train, Status::Fail),
+    ] {
+        let out = run(&f, p);
+        let t = machine_level(&out);
+        assert_eq!(t.status, want, "{p}: {}", t.message);
+        assert!(
+            t.message.starts_with(
+                "1 of 28 GPU pairs has no NVLink path (12 more the wiring leaves to PCIe by design) (GPU0-GPU3 SYS)"
+            ),
+            "{}",
+            t.message
+        );
+        assert_eq!(of(&out, 0).status, Status::Fail);
+    }
+}
+
+#[test]
+fn four_gpu_hgx_boards_split_their_links_over_three_peers() {
+    for (key, topo, nv, links) in [
+        ("a100-sxm4-40gb", A100X4, 4, 12),
+        ("h100-sxm5-80gb", H100X4, 6, 18),
+    ] {
+        let f = published(key, 4, Some(topo), None);
+        for p in Profile::ALL {
+            assert_eq!(statuses(&run(&f, p)), vec![Status::Pass; 5], "{key} {p}");
+        }
+        let out = general(&f);
+        assert_eq!(
+            of(&out, 1).message,
+            format!(
+                "GPU 1 (00:07.0): {links} of {links} NVLink links active (from the topology matrix: NV{nv} to GPU0, GPU2 and GPU3)"
+            )
+        );
+        assert_eq!(
+            machine_level(&out).message,
+            format!(
+                "All 6 GPU pairs are connected directly by NVLink, without NVSwitch (NV{nv}: each GPU's {links} links are split over its 3 peers)"
+            )
+        );
+        assert_eq!(
+            machine_level(&out).evidence.get("wiring").unwrap(),
+            "direct-mesh"
+        );
+    }
+    // 4x V100 SXM2 boards: NV2 to each of three peers, 6 links.
+    let mut t = crate::parse::topo::parse(A100X4).unwrap();
+    for row in t.links.iter_mut() {
+        for l in row.iter_mut() {
+            if matches!(l, TopoLink::NvLink(_)) {
+                *l = TopoLink::NvLink(2);
+            }
+        }
+    }
+    let f = with_topology(published("v100-sxm2-16gb", 4, None, None), t);
+    assert_eq!(statuses(&general(&f)), vec![Status::Pass; 5]);
+    // One pair at NV3: both of its GPUs are a link short.
+    let t = with_cell(A100X4, 0, 1, TopoLink::NvLink(3));
+    let f = with_topology(published("a100-sxm4-40gb", 4, None, None), t);
+    let out = general(&f);
+    assert_eq!(
+        of(&out, 0).message,
+        "GPU 0 (00:06.0): 1 of 12 NVLink links down, 11 active (from the topology matrix: NV4 to GPU2 and GPU3, NV3 to GPU1): GPU-to-GPU bandwidth is cut to 92% (550 of 600 GB/s)"
+    );
+    assert_eq!(
+        statuses(&out),
+        vec![
+            Status::Fail,
+            Status::Fail,
+            Status::Pass,
+            Status::Pass,
+            Status::Pass
+        ]
+    );
+}
+
+#[test]
+fn eight_pcie_cards_name_each_path_in_its_own_words() {
+    let f = published("rtx-4090", 8, Some(RTX4090X8), None);
+    let out = general(&f);
+    assert!(out[..8].iter().all(|x| x.status == Status::Info));
+    let t = machine_level(&out);
+    assert_eq!(t.status, Status::Info);
+    assert!(
+        t.message.starts_with("None of the 28 GPU pairs has an NVLink path (GPU0-GPU1 PHB, GPU0-GPU2 NODE, GPU0-GPU3 NODE, GPU0-GPU4 NODE, +24 more): traffic goes through the CPU's PCIe host bridge (PHB) for 4 pairs, crosses PCIe host bridges within a NUMA node (NODE) for 12 pairs and crosses the interconnect between the CPU sockets (SYS) for 12 pairs"),
+        "{}",
+        t.message
+    );
+    assert_eq!(t.evidence.get("wiring").unwrap(), "pcie");
+    assert_eq!(machine_level(&run(&f, Profile::Train)).status, Status::Warn);
+}
+
+#[test]
+fn three_a6000s_with_one_bridge() {
+    let f = published("rtx-a6000", 3, Some(A6000X3_TOPO), Some(A6000X3_NVLINK));
+    let out = general(&f);
+    for g in [0, 1] {
+        assert_eq!(of(&out, g).status, Status::Pass);
+        assert!(of(&out, g)
+            .message
+            .ends_with("an NVLink bridge is fitted: 4 of 4 NVLink links active"));
+    }
+    assert_eq!(of(&out, 2).status, Status::Info);
+    assert!(of(&out, 2).message.contains("no NVLink bridge fitted"));
+    let t = machine_level(&out);
+    assert_eq!(t.status, Status::Info);
+    assert_eq!(
+        t.message,
+        "2 of 3 GPU pairs have no NVLink path (GPU2 has no NVLink to any other GPU; GPU0-GPU2 NODE, GPU1-GPU2 NODE): traffic between them crosses PCIe host bridges within a NUMA node (NODE)"
+    );
+    let train = run(&f, Profile::Train);
+    assert_eq!(
+        statuses(&train),
+        vec![Status::Pass, Status::Pass, Status::Warn, Status::Warn]
+    );
+}
+
+#[test]
+fn a_bridged_pair_with_a_link_down_warns_with_what_it_costs() {
+    // Two RTX 3090s behind one bridge: NV4 with the bridge's four links up passes; NV3 (or one
+    // link listed inactive) is a link down.
+    let listing = "GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-a)\n\t Link 0: 14.062 GB/s\n\t Link 1: 14.062 GB/s\n\t Link 2: <inactive>\n\t Link 3: 14.062 GB/s\nGPU 1: NVIDIA GeForce RTX 3090 (UUID: GPU-b)\n\t Link 0: 14.062 GB/s\n\t Link 1: 14.062 GB/s\n\t Link 2: 14.062 GB/s\n\t Link 3: 14.062 GB/s\n";
+    let f = published("rtx-3090", 2, None, Some(listing));
+    let out = general(&f);
+    let x = of(&out, 0);
+    assert_eq!(x.status, Status::Warn, "{}", x.message);
+    assert_eq!(
+        x.message,
+        "GPU 0 (00:06.0): 1 of the bridge's 4 NVLink links down, 3 active (4 listed): a bridge is missing or loose, or one of its links is down; it costs 25% of the bridge's 112.5 GB/s (28.1 GB/s)"
+    );
+    assert_eq!(of(&out, 1).status, Status::Pass);
+    // Only the matrix: NV3 between the cards.
+    let mut t = crate::parse::topo::parse(A6000X3_TOPO).unwrap();
+    t.links.truncate(2);
+    for row in t.links.iter_mut() {
+        row.truncate(2);
+    }
+    t.gpus.truncate(2);
+    let nv3 = {
+        let mut t = t.clone();
+        t.links[0][1] = TopoLink::NvLink(3);
+        t.links[1][0] = TopoLink::NvLink(3);
+        t
+    };
+    let f = with_topology(published("rtx-3090", 2, None, None), nv3);
+    let out = general(&f);
+    assert_eq!(
+        statuses(&out),
+        vec![Status::Warn, Status::Warn, Status::Pass]
+    );
+    assert!(of(&out, 1)
+        .message
+        .starts_with("GPU 1 (00:07.0): 1 of the bridge's 4 NVLink links down, 3 active (from the topology matrix: NV3 to GPU0)"));
+    let f = with_topology(published("rtx-3090", 2, None, None), t);
+    assert_eq!(statuses(&general(&f)), vec![Status::Pass; 3]);
+    // A bridge whose link count the database does not give: what is up passes.
+    let f = published("a40", 2, None, Some(listing));
+    let x = of(&general(&f), 0).clone();
+    assert_eq!(x.status, Status::Pass);
+    assert!(x
+        .message
+        .ends_with("an NVLink bridge is fitted: 3 NVLink links active"));
+}
+
+#[test]
+fn a_listing_cut_short_is_not_a_link_down() {
+    // The A100 listing of eight GPUs with GPU 0's links elided but link 0.
+    let mut cut: Vec<&str> = A100X8_NVLINK.lines().collect();
+    let first = cut.iter().position(|l| l.contains("Link 1:")).unwrap();
+    cut.drain(first..first + 11);
+    let cut = cut.join("\n");
+    let f = published("a100-sxm4-80gb", 8, None, Some(&cut));
+    let out = general(&f);
+    let x = of(&out, 0);
+    assert_eq!(x.status, Status::Info, "{}", x.message);
+    assert_eq!(
+        x.message,
+        "GPU 0 (00:06.0): the NVLink listing is incomplete: it lists 1 link (all active) of the 12 this model has; the other 11 are not listed, so whether they are up is not known (`nvidia-smi nvlink -s` prints a link that is down as <inactive>)"
+    );
+    assert_eq!(x.evidence.get("links_not_listed").unwrap(), 11);
+    assert_eq!(of(&out, 1).status, Status::Pass);
+    // The matrix of the NVSwitch board shows all twelve: pass.
+    let f = published("a100-sxm4-80gb", 8, None, Some(&cut));
+    let f = Machine::healthy("a100-sxm4-80gb", 8)
+        .with(move |g| g.gpus = f.gpus.clone())
+        .build();
+    let x = of(&general(&f), 0).clone();
+    assert_eq!(x.status, Status::Pass, "{}", x.message);
+    assert!(x.message.starts_with(
+        "GPU 0 (00:06.0): 12 of 12 NVLink links active by the topology matrix (NV12 to GPU1"
+    ));
+    assert!(x.message.ends_with(
+        "`nvidia-smi nvlink -s` lists 1 of them (all active), the other 11 are not in the listing"
+    ));
+    // An elided listing with two links inactive: those are down, the rest unknown.
+    let f = published("v100-sxm2-32gb", 8, None, Some(V100_TWO_DOWN));
+    let out = general(&f);
+    let x = of(&out, 3);
+    assert_eq!(x.status, Status::Fail);
+    assert_eq!(
+        x.message,
+        "GPU 3 (00:09.0): 2 of 6 NVLink links down, 4 active (6 listed): GPU-to-GPU bandwidth is cut to 67% (200 of 300 GB/s)"
+    );
+    // The GPUs the listing leaves out are not read (and there is no matrix): not judged.
+    assert_eq!(of(&out, 0).status, Status::Skip);
+    // Listed with one link inactive and the rest cut: at least one down.
+    let partial = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-x)\n         Link 0: 25 GB/s\n         Link 1: <inactive>\n";
+    let f = published("a100-sxm4-80gb", 2, None, Some(partial));
+    let x = of(&general(&f), 0).clone();
+    assert_eq!(x.status, Status::Fail);
+    assert_eq!(
+        x.message,
+        "GPU 0 (00:06.0): at least 1 of 12 NVLink links down, 1 active (2 listed, of which 1 inactive; 10 not listed): GPU-to-GPU bandwidth is cut to 92% (550 of 600 GB/s)"
+    );
+}
+
+#[test]
+fn two_bridged_pairs_reach_each_other_over_pcie_by_design() {
+    // Four A6000s in two bridged pairs: GPU0-GPU1 and GPU2-GPU3 NV4, the others SYS.
+    let mut t = crate::parse::topo::parse(A100X4).unwrap();
+    for (i, row) in t.links.iter_mut().enumerate() {
+        for (j, l) in row.iter_mut().enumerate() {
+            if i != j {
+                *l = if i / 2 == j / 2 {
+                    TopoLink::NvLink(4)
+                } else {
+                    TopoLink::Sys
+                };
+            }
+        }
+    }
+    let f = with_topology(published("rtx-a6000", 4, None, None), t);
+    let out = general(&f);
+    let x = machine_level(&out);
+    assert_eq!(x.status, Status::Info, "{}", x.message);
+    assert_eq!(
+        x.message,
+        "4 of the 6 GPU pairs have no NVLink path by design: an NVLink bridge joins two cards, and every card's bridge links are in use (NV4); traffic between them crosses the interconnect between the CPU sockets (SYS)"
+    );
+    assert_eq!(machine_level(&run(&f, Profile::Train)).status, Status::Warn);
+    assert!(out[..4].iter().all(|x| x.status == Status::Pass));
+}
