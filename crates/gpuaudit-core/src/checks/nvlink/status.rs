@@ -291,6 +291,24 @@ fn links_up(facts: &Facts, g: &GpuFacts) -> Option<u32> {
     }
 }
 
+/// Some of the GPU's links are up and some of the model's are known to be down: listed as
+/// inactive, or missing from the topology matrix's count where the states were not read.
+fn some_links_down(facts: &Facts, g: &GpuFacts) -> bool {
+    let model = ModelNvlink::of(g);
+    let Some(want) = model.links else {
+        return false;
+    };
+    match &g.nvlinks {
+        Reading::Value(links) => {
+            let up = links.iter().filter(|l| l.active).count() as u32;
+            up > 0 && up < want && links.iter().any(|l| !l.active)
+        }
+        Reading::Unavailable(_) => topo_row(facts, g)
+            .map(|row| model.links_in(&row))
+            .is_some_and(|up| up > 0 && up < want),
+    }
+}
+
 /// The fabric registration, where it is not what a working NVSwitch system shows.
 fn fabric_problem(g: &GpuFacts) -> Option<&Fabric> {
     let f = g.fabric.value()?;
@@ -790,14 +808,11 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
     let designed_pairs: Vec<String> = designed.iter().map(pair_name).collect();
     let pairs = n * n.saturating_sub(1) / 2;
     let links = counts.keys().cloned().collect::<Vec<_>>().join(", ");
-    // GPUs with some links up but fewer than the model has (their own findings judge it):
-    // from the link states where read, else from the matrix.
+    // GPUs with some links up and some known down (their own findings judge it): from the
+    // link states where read (a link a cut listing leaves out is not known down), else from
+    // the matrix.
     let short: Vec<String> = (0..n)
-        .filter(|&i| {
-            let Some(g) = gpu_of(i) else { return false };
-            let want = models[i].as_ref().and_then(|m| m.links);
-            links_up(facts, g).is_some_and(|up| up > 0 && want.is_some_and(|w| up < w))
-        })
+        .filter(|&i| gpu_of(i).is_some_and(|g| some_links_down(facts, g)))
         .map(|i| format!("GPU{i}"))
         .collect();
     let switch = (0..n).any(|i| {
@@ -900,10 +915,14 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
                 .map(|l| format!("{l} NVLinks"))
                 .unwrap_or_else(|| "NVLinks".into());
             format!(
-                "The {n} GPUs are wired as the hybrid cube-mesh of a DGX-1 / HGX-1 ({}): each GPU's {links} go to {CUBE_MESH_PEERS} of the other {} (GPU0: {}), and the other {} of the {pairs} pairs go over PCIe by that design: {}; NCCL routes its rings over the NVLink paths{shortfall}",
+                "The {n} GPUs are wired as the hybrid cube-mesh of a DGX-1 / HGX-1 ({}): each GPU's {links} go to {CUBE_MESH_PEERS} of the other {} ({}), and the other {} of the {pairs} pairs go over PCIe by that design: {}; NCCL routes its rings over the NVLink paths{shortfall}",
                 nv_labels(&counts),
                 n - 1,
-                rows[0].peers(),
+                // A GPU with all its links, where there is one, shows the design.
+                (0..n)
+                    .find(|&i| full[i])
+                    .map(|i| format!("GPU{i}: {}", rows[i].peers()))
+                    .unwrap_or_else(|| format!("GPU0: {}", rows[0].peers())),
                 designed.len(),
                 paths_sentence(&paths),
             )
