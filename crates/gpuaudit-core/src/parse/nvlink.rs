@@ -281,6 +281,12 @@ mod tests {
                     [snip]\n";
         let got = parse_status(text).unwrap();
         assert_eq!(got, vec![gpu(0, vec![active(0, 25.0), active(11, 25.0)])]);
+        // Lines that only look like a GPU's header say nothing ("GPU : ...", "GPU x: ...").
+        let odd = "GPU 0: X\n Link 0: 25 GB/s\nGPU : not a header\nGPU 1a: nor this\n";
+        assert_eq!(
+            parse_status(odd).unwrap(),
+            vec![gpu(0, vec![active(0, 25.0)])]
+        );
         // A line repeated by the paste counts once, as first listed.
         let twice = "GPU 0: X\n Link 0: 25 GB/s\n Link 1: <inactive>\n Link 1: 25 GB/s\n";
         assert_eq!(

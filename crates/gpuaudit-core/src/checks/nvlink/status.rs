@@ -257,6 +257,15 @@ impl TopoRow {
     }
 }
 
+/// "the other one is" / "the other 11 are".
+fn the_other(n: u32) -> String {
+    if n == 1 {
+        "the other one is".into()
+    } else {
+        format!("the other {n} are")
+    }
+}
+
 /// "a", "a and b", "a, b and c".
 fn and_list(items: &[String]) -> String {
     match items {
@@ -457,8 +466,9 @@ fn links_up_finding(
             return Finding::pass(
                 ID,
                 format!(
-                    "{who}: {want} of {want} NVLink links active by the topology matrix ({}); `nvidia-smi nvlink -s` lists {listed} of them (all active), the other {unlisted} are not in the listing",
-                    row.peers()
+                    "{who}: {want} of {want} NVLink links active by the topology matrix ({}); `nvidia-smi nvlink -s` lists {listed} of them (all active), {} not in the listing",
+                    row.peers(),
+                    the_other(unlisted),
                 ),
             )
             .evidence(ev);
@@ -466,8 +476,10 @@ fn links_up_finding(
         return Finding::info(
             ID,
             format!(
-                "{who}: the NVLink listing is incomplete: it lists {} (all active) of the {want} this model has; the other {unlisted} are not listed, so whether they are up is not known (`nvidia-smi nvlink -s` prints a link that is down as <inactive>)",
-                plural(listed as usize, "link", "links")
+                "{who}: the NVLink listing is incomplete: it lists {} (all active) of the {want} this model has; {} not listed, so whether {} up is not known (`nvidia-smi nvlink -s` prints a link that is down as <inactive>)",
+                plural(listed as usize, "link", "links"),
+                the_other(unlisted),
+                if unlisted == 1 { "it is" } else { "they are" },
             ),
         )
         .evidence(ev)
@@ -928,7 +940,7 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
             )
         } else {
             format!(
-                "{} of the {} have no NVLink path by design: {} ({}); {}{shortfall}",
+                "No NVLink path by design for {} of the {}: {} ({}); {}{shortfall}",
                 designed.len(),
                 count_of(pairs as u64, "GPU pair"),
                 if on_board {

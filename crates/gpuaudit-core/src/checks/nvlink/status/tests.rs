@@ -969,8 +969,35 @@ fn two_bridged_pairs_reach_each_other_over_pcie_by_design() {
     assert_eq!(x.status, Status::Info, "{}", x.message);
     assert_eq!(
         x.message,
-        "4 of the 6 GPU pairs have no NVLink path by design: an NVLink bridge joins two cards, and every card's bridge links are in use (NV4); traffic between them crosses the interconnect between the CPU sockets (SYS)"
+        "No NVLink path by design for 4 of the 6 GPU pairs: an NVLink bridge joins two cards, and every card's bridge links are in use (NV4); traffic between them crosses the interconnect between the CPU sockets (SYS)"
     );
     assert_eq!(machine_level(&run(&f, Profile::Train)).status, Status::Warn);
     assert!(out[..4].iter().all(|x| x.status == Status::Pass));
+}
+
+#[test]
+fn one_link_left_out_of_a_listing_is_said_in_the_singular() {
+    let mut listing = String::from("GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-x)\n");
+    for l in 0..11 {
+        listing.push_str(&format!("         Link {l}: 25 GB/s\n"));
+    }
+    let f = published("a100-sxm4-80gb", 2, None, Some(&listing));
+    let x = of(&general(&f), 0).clone();
+    assert_eq!(x.status, Status::Info);
+    assert!(
+        x.message.contains(
+            "it lists 11 links (all active) of the 12 this model has; the other one is not listed, so whether it is up is not known"
+        ),
+        "{}",
+        x.message
+    );
+    // The same listing beside the NVSwitch matrix that shows all twelve.
+    let f = Machine::healthy("a100-sxm4-80gb", 2)
+        .with(move |g| g.gpus = f.gpus.clone())
+        .build();
+    let x = of(&general(&f), 0).clone();
+    assert_eq!(x.status, Status::Pass);
+    assert!(x
+        .message
+        .ends_with("lists 11 of them (all active), the other one is not in the listing"));
 }
