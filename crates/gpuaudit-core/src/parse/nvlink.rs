@@ -281,8 +281,9 @@ mod tests {
                     [snip]\n";
         let got = parse_status(text).unwrap();
         assert_eq!(got, vec![gpu(0, vec![active(0, 25.0), active(11, 25.0)])]);
-        // Lines that only look like a GPU's header say nothing ("GPU : ...", "GPU x: ...").
-        let odd = "GPU 0: X\n Link 0: 25 GB/s\nGPU : not a header\nGPU 1a: nor this\n";
+        // Lines that only look like a GPU's header or a link say nothing ("GPU : ...",
+        // "Link : ...").
+        let odd = "GPU 0: X\n Link 0: 25 GB/s\nGPU : not a header\nGPU 1a: nor this\n Link : 9 GB/s\n Link 2x: 9 GB/s\n";
         assert_eq!(
             parse_status(odd).unwrap(),
             vec![gpu(0, vec![active(0, 25.0)])]

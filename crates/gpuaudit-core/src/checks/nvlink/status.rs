@@ -198,7 +198,7 @@ impl ModelNvlink {
     /// Every link the model has is in use towards the GPU's NVLink peers, so a pair without
     /// NVLink is what the board's wiring leaves to PCIe.
     fn all_links_used(&self, row: &TopoRow) -> bool {
-        self.links.is_some_and(|l| l > 0 && row.sum() >= l)
+        self.links.is_some_and(|l| row.sum() >= l)
     }
 }
 
@@ -525,12 +525,8 @@ fn links_up_finding(
                     crate::units::figure(b * down as f64 / want as f64)
                 )
             })
-            .unwrap_or_else(|| {
-                format!(
-                    "; it costs {} of the bridge bandwidth",
-                    pct(down as f64, want as f64)
-                )
-            });
+            // The database gives a bridge's links only with its bandwidth.
+            .unwrap_or_default();
         let head = if unlisted > 0 { "at least " } else { "" };
         return Finding::warn(
             ID,
@@ -783,8 +779,7 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
         && models
             .iter()
             .all(|m| m.as_ref().is_some_and(|m| m.kind == NvlinkKind::Direct))
-        && rows.iter().all(|r| r.nv.len() <= CUBE_MESH_PEERS)
-        && rows.iter().any(|r| r.nv.len() == CUBE_MESH_PEERS);
+        && rows.iter().all(|r| r.nv.len() <= CUBE_MESH_PEERS);
     let four_peers = |i: usize| rows[i].nv.len() == CUBE_MESH_PEERS;
     let unregistered: Vec<u32> = (0..n as u32)
         .filter(|&i| gpu_of(i as usize).is_some_and(|g| fabric_problem(g).is_some()))

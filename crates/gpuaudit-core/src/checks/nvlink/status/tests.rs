@@ -1001,3 +1001,151 @@ fn one_link_left_out_of_a_listing_is_said_in_the_singular() {
         .message
         .ends_with("lists 11 of them (all active), the other one is not in the listing"));
 }
+
+#[test]
+fn through_nvswitch_a_gpu_has_the_largest_nv_of_its_row() {
+    // Eight H200s on NVSwitch without a link listing: NV18 to every peer is 18 links, not 126.
+    let f = Machine::healthy("h200-sxm-141gb", 8)
+        .gpus(|g| g.nvlinks = unread())
+        .build();
+    let out = general(&f);
+    assert_eq!(statuses(&out), vec![Status::Pass; 9], "{out:#?}");
+    assert!(of(&out, 3).message.starts_with(
+        "GPU 3 (00:09.0): 18 of 18 NVLink links active (from the topology matrix: NV18 to GPU0, GPU1, GPU2, GPU4"
+    ));
+    assert_eq!(of(&out, 3).evidence.get("links_active").unwrap(), 18);
+    assert_eq!(
+        machine_level(&out).evidence.get("wiring").unwrap(),
+        "nvswitch"
+    );
+    // GPU 5 with a link down: NV17 to every peer; the others keep 18.
+    let mut t = f.topology.value().cloned().unwrap();
+    for j in 0..8 {
+        if j != 5 {
+            t.links[5][j] = TopoLink::NvLink(17);
+            t.links[j][5] = TopoLink::NvLink(17);
+        }
+    }
+    let out = general(&with_topology(f, t));
+    let five = of(&out, 5);
+    assert_eq!(five.status, Status::Fail, "{}", five.message);
+    assert!(five
+        .message
+        .starts_with("GPU 5 (00:0b.0): 1 of 18 NVLink links down, 17 active"));
+    assert_eq!(of(&out, 4).status, Status::Pass);
+    assert!(machine_level(&out)
+        .message
+        .ends_with("; GPU5 shows fewer NVLinks than the model has (see its own finding)"));
+    // A model whose NVLink reaches the others only through NVSwitch: two of its GPUs are
+    // said to be connected through it.
+    let f = Machine::healthy("b200", 2)
+        .gpus(|g| g.nvlinks = unread())
+        .build();
+    let out = general(&f);
+    assert_eq!(statuses(&out), vec![Status::Pass; 3], "{out:#?}");
+    assert_eq!(
+        machine_level(&out).evidence.get("wiring").unwrap(),
+        "nvswitch"
+    );
+    let f = Machine::healthy("h200-sxm-141gb", 2).build();
+    assert_eq!(
+        machine_level(&general(&f)).evidence.get("wiring").unwrap(),
+        "nvlink"
+    );
+}
+
+#[test]
+fn without_the_model_s_link_count_the_matrix_gives_the_largest_nv() {
+    // The A800 SXM4's entry states no NVLink figures: NV4 to three peers is shown as read, and
+    // nothing is judged against a count the database does not have.
+    let t = crate::parse::topo::parse(A100X4).unwrap();
+    let f = with_topology(published("a800-sxm4-80gb", 4, None, None), t);
+    let out = general(&f);
+    let x = of(&out, 0);
+    assert_eq!(x.status, Status::Pass, "{}", x.message);
+    assert_eq!(
+        x.message,
+        "GPU 0 (00:06.0): 4 NVLink links active (from the topology matrix: NV4 to GPU1, GPU2 and GPU3)"
+    );
+    assert_eq!(x.evidence.get("links_active").unwrap(), 4);
+    assert!(x.evidence.get("spec_links").is_none());
+}
+
+#[test]
+fn what_the_topology_finding_adds_about_links_and_the_fabric() {
+    // A GPU with every link down is its own finding's fail; the pair still shows NVLink in the
+    // matrix and the topology names no GPU short of links.
+    let f = Machine::healthy("h200-sxm-141gb", 2)
+        .gpu(1, |g| g.nvlinks = links(18, 0))
+        .build();
+    assert_eq!(
+        machine_level(&general(&f)).message,
+        "The 2 GPUs are connected by NVLink (NV18)"
+    );
+    // NVML may answer for more link slots than the model has: only the model's links can be
+    // missing.
+    let f = Machine::healthy("a100-sxm4-80gb", 2)
+        .gpus(|g| g.nvlinks = links(18, 12))
+        .build();
+    let out = general(&f);
+    assert_eq!(of(&out, 0).status, Status::Pass, "{}", of(&out, 0).message);
+    assert!(of(&out, 0)
+        .message
+        .ends_with(": 12 of 12 NVLink links active"));
+    assert!(!machine_level(&out).message.contains("fewer NVLinks"));
+    // A cut listing is not a GPU short of links.
+    let f = published(
+        "a100-sxm4-80gb",
+        2,
+        None,
+        Some("GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-x)\n         Link 0: 25 GB/s\n"),
+    );
+    let f = Machine::healthy("a100-sxm4-80gb", 2)
+        .with(move |g| g.gpus = f.gpus.clone())
+        .build();
+    assert_eq!(
+        machine_level(&general(&f)).message,
+        "The 2 GPUs are connected by NVLink (NV12)"
+    );
+    // One pair whose GPU's fabric did not register: in the singular.
+    let f = Machine::healthy("h200-sxm-141gb", 2)
+        .gpu(0, |g| {
+            g.fabric = Reading::Value(Fabric {
+                state: "In Progress".into(),
+                status: Some("N/A".into()),
+            })
+        })
+        .build();
+    assert_eq!(
+        machine_level(&general(&f)).message,
+        "1 of 1 GPU pair is wired with NVLink (NV18) but the NVSwitch fabric is not registered on 1 of the 2 GPUs: NVLink between them is not usable"
+    );
+}
+
+#[test]
+fn a_bridge_listing_cut_with_a_link_down_says_at_least() {
+    let listing = "GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-a)\n\t Link 0: 14.062 GB/s\n\t Link 1: 14.062 GB/s\n\t Link 2: <inactive>\n";
+    let f = published("rtx-3090", 2, None, Some(listing));
+    let x = of(&general(&f), 0).clone();
+    assert_eq!(x.status, Status::Warn);
+    assert_eq!(
+        x.message,
+        "GPU 0 (00:06.0): at least 1 of the bridge's 4 NVLink links down, 2 active (3 listed, of which 1 inactive; 1 not listed): a bridge is missing or loose, or one of its links is down; it costs 25% of the bridge's 112.5 GB/s (28.1 GB/s)"
+    );
+}
+
+#[test]
+fn the_cube_mesh_is_told_only_of_models_with_nvlink_on_the_board() {
+    // The DGX-1's matrix under GPUs whose entry does not say they have NVLink: the pairs without
+    // it are not explained away as the cube-mesh's design.
+    let f = published("a800-sxm4-80gb", 8, Some(DGX1_MSCCL), None);
+    let t = machine_level(&general(&f)).clone();
+    assert_eq!(t.status, Status::Info, "{}", t.message);
+    assert!(
+        t.message
+            .starts_with("12 of 28 GPU pairs have no NVLink path"),
+        "{}",
+        t.message
+    );
+    assert_eq!(t.evidence.get("wiring").unwrap(), "nvlink");
+}
