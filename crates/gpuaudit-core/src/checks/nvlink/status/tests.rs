@@ -863,6 +863,9 @@ fn a_bridged_pair_with_a_link_down_warns_with_what_it_costs() {
         "GPU 0 (00:06.0): 1 of the bridge's 4 NVLink links down, 3 active (4 listed): a bridge is missing or loose, or one of its links is down; it costs 25% of the bridge's 112.5 GB/s (28.1 GB/s)"
     );
     assert_eq!(of(&out, 1).status, Status::Pass);
+    assert_eq!(x.evidence.get("links_inactive").unwrap(), 1);
+    assert_eq!(x.evidence.get("links_listed").unwrap(), 4);
+    assert_eq!(x.evidence.get("links_active").unwrap(), 3);
     // Only the matrix: NV3 between the cards.
     let mut t = crate::parse::topo::parse(A6000X3_TOPO).unwrap();
     t.links.truncate(2);
