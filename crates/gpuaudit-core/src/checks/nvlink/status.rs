@@ -720,7 +720,6 @@ fn paths_sentence(paths: &[&TopoLink]) -> String {
         }
     }
     match kinds.as_slice() {
-        [] => String::new(),
         [_] => format!("traffic between them {}", path_words(paths[0])),
         _ => {
             let parts: Vec<String> = kinds

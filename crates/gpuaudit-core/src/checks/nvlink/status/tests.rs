@@ -653,6 +653,8 @@ fn the_dgx1_hybrid_cube_mesh_passes_with_its_pcie_pairs_in_every_profile() {
             .message
             .ends_with("; NCCL routes its rings over the NVLink paths"));
         assert_eq!(t.evidence.get("wiring").unwrap(), "hybrid-cube-mesh");
+        let paths = t.evidence.get("links").unwrap();
+        assert_eq!((&paths["NV1"], &paths["NV2"]), (&8.into(), &8.into()));
         assert_eq!(
             t.evidence
                 .get("pairs_without_nvlink_by_design")
@@ -1021,6 +1023,18 @@ fn through_nvswitch_a_gpu_has_the_largest_nv_of_its_row() {
         machine_level(&out).evidence.get("wiring").unwrap(),
         "nvswitch"
     );
+    assert_eq!(
+        machine_level(&out).evidence.get("links").unwrap(),
+        &serde_json::json!({"NV18": 28})
+    );
+    assert!(machine_level(&out)
+        .evidence
+        .get("gpus_below_model_links")
+        .is_none());
+    assert_eq!(
+        machine_level(&out).message,
+        "All 28 GPU pairs are connected over NVLink through NVSwitch (NV18: every pair has all of a GPU's links)"
+    );
     // GPU 5 with a link down: NV17 to every peer; the others keep 18.
     let mut t = f.topology.value().cloned().unwrap();
     for j in 0..8 {
@@ -1039,6 +1053,13 @@ fn through_nvswitch_a_gpu_has_the_largest_nv_of_its_row() {
     assert!(machine_level(&out)
         .message
         .ends_with("; GPU5 shows fewer NVLinks than the model has (see its own finding)"));
+    assert_eq!(
+        machine_level(&out)
+            .evidence
+            .get("gpus_below_model_links")
+            .unwrap(),
+        &serde_json::json!(["GPU5"])
+    );
     // A model whose NVLink reaches the others only through NVSwitch: two of its GPUs are
     // said to be connected through it.
     let f = Machine::healthy("b200", 2)
@@ -1084,6 +1105,24 @@ fn what_the_topology_finding_adds_about_links_and_the_fabric() {
     assert_eq!(
         machine_level(&general(&f)).message,
         "The 2 GPUs are connected by NVLink (NV18)"
+    );
+    // No link in the matrix (and none listed): the GPUs' own findings fail, the pair is told
+    // by its path, and no GPU is "short".
+    let f = Machine::healthy("h200-sxm-141gb", 2)
+        .gpus(|g| g.nvlinks = unread())
+        .with(phb(2))
+        .build();
+    assert_eq!(
+        machine_level(&general(&f)).message,
+        "The GPU pair has no NVLink path (GPU0-GPU1 PHB): traffic between them goes through the CPU's PCIe host bridge (PHB)"
+    );
+    // Some links listed inactive: the topology names the GPU.
+    let f = Machine::healthy("h200-sxm-141gb", 2)
+        .gpu(0, |g| g.nvlinks = links(18, 12))
+        .build();
+    assert_eq!(
+        machine_level(&general(&f)).message,
+        "The 2 GPUs are connected by NVLink (NV18); GPU0 shows fewer NVLinks than the model has (see its own finding)"
     );
     // NVML may answer for more link slots than the model has: only the model's links can be
     // missing.
@@ -1151,4 +1190,20 @@ fn the_cube_mesh_is_told_only_of_models_with_nvlink_on_the_board() {
         t.message
     );
     assert_eq!(t.evidence.get("wiring").unwrap(), "nvlink");
+}
+
+#[test]
+fn as_many_pairs_as_are_listed_need_no_more() {
+    // Five GPUs, GPU4 cut off: its 4 pairs are all named, with no "+0 more".
+    let mut f = Machine::healthy("h200-sxm-141gb", 5).build();
+    if let Reading::Value(t) = &mut f.topology {
+        for j in 0..4 {
+            t.links[4][j] = TopoLink::Phb;
+            t.links[j][4] = TopoLink::Phb;
+        }
+    }
+    assert_eq!(
+        machine_level(&general(&f)).message,
+        "4 of 10 GPU pairs have no NVLink path (GPU4 has no NVLink to any other GPU; GPU0-GPU4 PHB, GPU1-GPU4 PHB, GPU2-GPU4 PHB, GPU3-GPU4 PHB): traffic between them goes through the CPU's PCIe host bridge (PHB)"
+    );
 }
