@@ -141,9 +141,10 @@ pub fn run(args: &ServeArgs) -> Result<u8> {
         .enable_time()
         .build()
         .context("cannot start the HTTP server's runtime")?;
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind(args.listen))
-        .with_context(|| format!("cannot listen on {}", args.listen))?;
+    let listener = {
+        let _inside = runtime.enter();
+        listen(args.listen).with_context(|| format!("cannot listen on {}", args.listen))?
+    };
     let bound = listener
         .local_addr()
         .map(|a| a.to_string())
@@ -186,6 +187,22 @@ pub fn run(args: &ServeArgs) -> Result<u8> {
     log.say("gpuaudit serve: stopped".into());
     log.flush(Duration::from_secs(1));
     Ok(0)
+}
+
+/// Connections accepted by the kernel that wait for the server (past the connection limit):
+/// the listen backlog, as nginx and Go have it (the kernel caps it at net.core.somaxconn).
+const LISTEN_BACKLOG: u32 = 1024;
+
+/// A listening socket on `addr` (SO_REUSEADDR, as tokio and std set it), in the runtime.
+fn listen(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 fn policy_from(args: &ServeArgs) -> Result<Policy> {
