@@ -93,7 +93,9 @@ fn every_cause_names_a_problem_of_its_report() {
             "h200-x2-old-driver" => one("cuda.driver"),
             "h200-x2-gpu-lost" => one("gpu.present"),
             "h200-x2-power-capped" => one("power.limit"),
-            "h200-x8-nvswitch-fabric-down" => one("nvlink.status"),
+            "h200-x8-nvswitch-fabric-down"
+            | "h200-x2-nvlink-down"
+            | "h200-x8-nvswitch-one-pcie" => one("nvlink.status"),
             _ => {}
         }
     }

@@ -99,7 +99,14 @@ fn status(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         .map(|g| per_gpu(facts, policy, g, multi).gpu(g.index))
         .collect();
     if multi {
-        out.push(topology(facts, policy));
+        // The GPUs whose own links are a problem (down, the fabric): pairs without NVLink
+        // that each have one of them are what it causes.
+        let troubled: Vec<u32> = out
+            .iter()
+            .filter(|f| matches!(f.status, Status::Fail | Status::Warn))
+            .filter_map(|f| f.gpu)
+            .collect();
+        out.push(topology(facts, policy, &troubled));
     }
     out
 }
@@ -749,7 +756,7 @@ fn nv_labels(counts: &std::collections::BTreeMap<String, u32>) -> String {
 }
 
 /// One machine-level finding about the GPU-to-GPU matrix.
-fn topology(facts: &Facts, policy: &Policy) -> Finding {
+fn topology(facts: &Facts, policy: &Policy, troubled: &[u32]) -> Finding {
     let t = match &facts.topology {
         Reading::Value(t) => t,
         Reading::Unavailable(r) => {
@@ -1016,6 +1023,20 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
         )
     };
     let sentence = paths_sentence(&paths);
+    // Where every pair without NVLink has a GPU whose own links are a problem (all down, the
+    // fabric), that GPU's finding is the cause: a GPU cut off first, else the first of them.
+    let is_troubled = |i: usize| troubled.contains(&(i as u32));
+    let cause = slow
+        .iter()
+        .all(|(i, j, _)| is_troubled(*i) || is_troubled(*j))
+        .then(|| {
+            (0..n)
+                .filter(|&i| is_troubled(i))
+                .find(|&i| n > 2 && slow_of[i] == n - 1)
+                .or_else(|| (0..n).find(|&i| is_troubled(i) && slow_of[i] > 0))
+        })
+        .flatten()
+        .map(|i| Cause::gpu(ID, i as u32));
     let mut ev = ev
         .with("pairs_without_nvlink", &slow_pairs)
         .with("gpus_without_nvlink", &cut_off);
@@ -1028,6 +1049,7 @@ fn topology(facts: &Facts, policy: &Policy) -> Finding {
         format!("{subject}{by_design} ({who}{listed}): {sentence}{shortfall}"),
     )
     .evidence(ev)
+    .caused_by_opt(cause)
     .fix("For multi-GPU training choose an NVLink/NVSwitch (SXM) instance, or fit NVLink bridges where the cards take them; otherwise keep communicating GPUs under the same PCIe switch (`CUDA_VISIBLE_DEVICES`).")
 }
 

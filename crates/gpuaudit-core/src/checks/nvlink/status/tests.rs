@@ -1190,6 +1190,64 @@ fn pairs_without_a_registered_fabric_are_caused_by_the_first_gpu_without_it() {
     assert!(machine_level(&general(&f)).caused_by.is_none());
 }
 
+/// `f` with the matrix cells of GPU `i` and each of `others` set to PHB.
+fn cut_pairs(mut f: Facts, i: usize, others: &[usize]) -> Facts {
+    if let Reading::Value(t) = &mut f.topology {
+        for &j in others {
+            t.links[i][j] = TopoLink::Phb;
+            t.links[j][i] = TopoLink::Phb;
+        }
+    }
+    f
+}
+
+#[test]
+fn pairs_without_nvlink_are_caused_by_the_gpu_whose_links_are_down() {
+    // GPU 2 of 4 has all its links down: its pairs are what that causes.
+    let f = Machine::healthy("h200-sxm-141gb", 4)
+        .gpu(2, |g| g.nvlinks = links(18, 0))
+        .build();
+    let f = cut_pairs(f, 2, &[0, 1, 3]);
+    let out = general(&f);
+    assert_eq!(of(&out, 2).status, Status::Fail);
+    let pairs = machine_level(&out);
+    assert_eq!(pairs.status, Status::Warn, "{}", pairs.message);
+    assert_eq!(pairs.caused_by, Some(crate::finding::Cause::gpu(ID, 2)));
+    // Two GPUs down, the second one cut off from all: the cut-off one is named first.
+    let f = Machine::healthy("h200-sxm-141gb", 4)
+        .gpu(0, |g| g.nvlinks = links(18, 0))
+        .gpu(3, |g| g.nvlinks = links(18, 0))
+        .build();
+    let f = cut_pairs(f, 3, &[0, 1, 2]);
+    let out = general(&f);
+    assert_eq!(
+        machine_level(&out).caused_by,
+        Some(crate::finding::Cause::gpu(ID, 3))
+    );
+    // Of two GPUs nothing is "cut off from the others": the first whose links are down.
+    let f = Machine::healthy("h200-sxm-141gb", 2)
+        .gpu(1, |g| g.nvlinks = links(18, 0))
+        .build();
+    let f = cut_pairs(f, 1, &[0]);
+    let out = general(&f);
+    assert_eq!(
+        machine_level(&out).caused_by,
+        Some(crate::finding::Cause::gpu(ID, 1))
+    );
+    // A pair without NVLink between two GPUs whose links are fine has no known cause, even
+    // where another pair's has one.
+    let f = Machine::healthy("h200-sxm-141gb", 4)
+        .gpu(3, |g| g.nvlinks = links(18, 0))
+        .build();
+    let f = cut_pairs(cut_pairs(f, 3, &[0, 1, 2]), 0, &[1, 2]);
+    let out = general(&f);
+    let pairs = machine_level(&out);
+    assert_eq!(pairs.status, Status::Warn);
+    assert!(pairs.caused_by.is_none(), "{pairs:#?}");
+    let f = cut_pairs(Machine::healthy("h200-sxm-141gb", 2).build(), 0, &[1]);
+    assert!(machine_level(&general(&f)).caused_by.is_none());
+}
+
 #[test]
 fn a_bridge_listing_cut_with_a_link_down_says_at_least() {
     let listing = "GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-a)\n\t Link 0: 14.062 GB/s\n\t Link 1: 14.062 GB/s\n\t Link 2: <inactive>\n";
