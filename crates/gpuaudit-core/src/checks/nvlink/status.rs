@@ -1032,7 +1032,7 @@ fn topology(facts: &Facts, policy: &Policy, troubled: &[u32]) -> Finding {
         .then(|| {
             (0..n)
                 .filter(|&i| is_troubled(i))
-                .find(|&i| n > 2 && slow_of[i] == n - 1)
+                .find(|&i| slow_of[i] == n - 1)
                 .or_else(|| (0..n).find(|&i| is_troubled(i) && slow_of[i] > 0))
         })
         .flatten()

@@ -1234,6 +1234,19 @@ fn pairs_without_nvlink_are_caused_by_the_gpu_whose_links_are_down() {
         machine_level(&out).caused_by,
         Some(crate::finding::Cause::gpu(ID, 1))
     );
+    // On a 4-GPU HGX A100 (direct links), GPU 0 has links down elsewhere and the pair
+    // GPU2-GPU3 lost its NVLink: the cause is a GPU of that pair, not the first with a problem.
+    let f = published("a100-sxm4-40gb", 4, None, None);
+    let mut f = with_topology(f, with_cell(A100X4, 2, 3, TopoLink::Phb));
+    if let Reading::Value(gpus) = &mut f.gpus {
+        gpus[0].nvlinks = links(12, 8);
+    }
+    let out = general(&f);
+    assert_eq!(of(&out, 0).status, Status::Fail);
+    assert_eq!(
+        machine_level(&out).caused_by,
+        Some(crate::finding::Cause::gpu(ID, 2))
+    );
     // A pair without NVLink between two GPUs whose links are fine has no known cause, even
     // where another pair's has one.
     let f = Machine::healthy("h200-sxm-141gb", 4)
