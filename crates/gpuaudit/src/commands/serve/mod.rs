@@ -41,7 +41,7 @@ const POLL: Duration = Duration::from_millis(100);
 const HTTP_WORKERS: usize = 2;
 
 /// What the auditing thread leaves for the handlers.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Latest {
     report: Option<Arc<Report>>,
     /// When the latest audit that produced a report finished.
@@ -245,28 +245,32 @@ fn audit_loop(config: &Config, latest: &Mutex<Latest>, stop: &AtomicBool, log: &
         let started = Instant::now();
         let outcome = guarded(|| audit_once(config, &mut measured));
         let took = started.elapsed();
-        let failed = {
-            let mut l = lock(latest);
-            match outcome {
-                Ok(report) => {
-                    l.report = Some(Arc::new(report));
-                    l.finished_at = Some(SystemTime::now());
-                    l.duration = Some(took);
-                    l.last_error = None;
-                    l.measured_at = measured
-                        .as_ref()
-                        .map(|(_, at)| SystemTime::now() - at.elapsed());
-                    None
-                }
-                Err(e) => {
-                    let why = failure(&e);
-                    l.last_error = Some(why.clone());
-                    l.errors_total += 1;
-                    Some(why)
-                }
+        // The next state is made whole, its metrics encoded, outside the lock, then swapped
+        // in at once: /healthz and /metrics never disagree about an audit (a failure seen on
+        // /healthz with /metrics still counting no error). Only this thread changes `latest`.
+        let mut l = lock(latest).clone();
+        let failed = match outcome {
+            Ok(report) => {
+                l.report = Some(Arc::new(report));
+                l.finished_at = Some(SystemTime::now());
+                l.duration = Some(took);
+                l.last_error = None;
+                l.measured_at = measured
+                    .as_ref()
+                    .map(|(_, at)| SystemTime::now() - at.elapsed());
+                None
+            }
+            Err(e) => {
+                let why = failure(&e);
+                l.last_error = Some(why.clone());
+                l.errors_total += 1;
+                Some(why)
             }
         };
-        publish(latest);
+        l.exposition = Bytes::from(metrics::encode_metrics(l.report.as_deref(), &l.state()));
+        // The previous report is dropped after the lock is let go.
+        let previous = std::mem::replace(&mut *lock(latest), l);
+        drop(previous);
         // Said outside the lock: a stderr that blocks never holds up /healthz.
         if let Some(why) = failed {
             log.say(format!("gpuaudit serve: audit failed: {why}"));
