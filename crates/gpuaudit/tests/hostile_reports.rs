@@ -1,9 +1,11 @@
 //! Reports other people made, read back (`gpuaudit report`, `compare`, `fleet`): whatever
 //! text a report or a file name holds, no control character reaches the terminal raw (the
-//! table, `-q`, `-v`, compare's and the fleet's tables).
+//! table, `-q`, `-v`, compare's and the fleet's tables), and no link or image of Markdown
+//! forms from it (report, compare and fleet Markdown, parsed as GitHub parses them).
 
 mod common;
 use common::gpuaudit;
+use comrak::nodes::{AstNode, NodeValue};
 use gpuaudit_core::finding::Finding;
 use gpuaudit_core::testing::Machine;
 use gpuaudit_core::{Policy, Report};
@@ -118,5 +120,78 @@ fn no_report_text_reaches_the_terminal_raw() {
             .find(|l| l.contains("checks not run: no GPU"))
             .unwrap_or_else(|| panic!("{flag}: no not-run line:\n{out}"));
         assert!(line.contains("x\\x1b]0;pwned"), "{flag}: {line}");
+    }
+}
+
+/// Every link and image of the document as GitHub's Markdown (GFM) parses it, and its raw
+/// HTML.
+fn links_and_html(md: &str) -> (Vec<(String, String)>, Vec<String>, Vec<String>) {
+    let mut o = comrak::Options::default();
+    o.extension.table = true;
+    o.extension.autolink = true;
+    o.extension.strikethrough = true;
+    o.extension.footnotes = true;
+    o.extension.tasklist = true;
+    let arena = comrak::Arena::new();
+    let root = comrak::parse_document(&arena, md, &o);
+    fn text_of<'a>(n: &'a AstNode<'a>) -> String {
+        n.descendants()
+            .filter_map(|d| match &d.data.borrow().value {
+                NodeValue::Text(t) => Some(t.to_string()),
+                _ => None,
+            })
+            .collect()
+    }
+    let (mut links, mut images, mut html) = (Vec::new(), Vec::new(), Vec::new());
+    for n in root.descendants() {
+        match &n.data.borrow().value {
+            NodeValue::Link(l) => links.push((l.url.to_string(), text_of(n))),
+            NodeValue::Image(l) => images.push(l.url.to_string()),
+            NodeValue::HtmlInline(h) => html.push(h.to_string()),
+            NodeValue::HtmlBlock(h) => html.push(h.literal.to_string()),
+            _ => {}
+        }
+    }
+    (links, images, html)
+}
+
+#[test]
+fn no_link_or_image_forms_from_a_reports_text_in_markdown() {
+    let dir = hostile_dir();
+    let a = dir.path().join(NAMES[0]);
+    let b = dir.path().join(NAMES[1]);
+    let md = "--format=md".as_ref();
+    let runs: Vec<(&str, Vec<&std::ffi::OsStr>)> = vec![
+        ("report", vec!["report".as_ref(), md, a.as_os_str()]),
+        ("report (host)", vec!["report".as_ref(), md, b.as_os_str()]),
+        (
+            "compare",
+            vec!["compare".as_ref(), md, a.as_os_str(), b.as_os_str()],
+        ),
+        ("fleet", vec!["fleet".as_ref(), md, dir.path().as_os_str()]),
+    ];
+    for (what, args) in runs {
+        let out = stdout_of(&args);
+        let (links, images, html) = links_and_html(&out);
+        assert_eq!(images, Vec::<String>::new(), "{what}:\n{out}");
+        // GitHub links a bare URL (its text is its target: it hides nothing); nothing else.
+        for (url, text) in &links {
+            assert!(
+                url == text || url.strip_prefix("mailto:") == Some(text.as_str()),
+                "{what}: a link {text:?} to {url:?}:\n{out}"
+            );
+            assert!(
+                !url.to_ascii_lowercase().contains("javascript"),
+                "{what}: {url}"
+            );
+        }
+        // Raw HTML only as gpuaudit writes it (folded sections).
+        for h in &html {
+            for bad in ["img", "script", "onerror", "t.example", "javascript"] {
+                assert!(!h.contains(bad), "{what}: raw HTML {h:?}:\n{out}");
+            }
+        }
+        // The report's text is there, as text.
+        assert!(out.contains("javascript:alert(1)"), "{what}:\n{out}");
     }
 }
