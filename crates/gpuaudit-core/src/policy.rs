@@ -17,7 +17,8 @@ pub enum Profile {
     General,
     /// Multi-GPU training: what warns about the GPUs' links fails. nccl.allreduce and
     /// p2p.bandwidth fail what would warn (slow all-reduce or peer copies, no peer access over
-    /// PCIe); nvlink.status fails links down and pairs without NVLink; gpu.uniform fails
+    /// PCIe); nvlink.status fails links down and pairs without NVLink (not those a board's
+    /// design leaves to PCIe, as the DGX-1's hybrid cube-mesh does); gpu.uniform fails
     /// GPUs that differ; gpu.virtualization fails MIG; cuda.env fails NCCL_P2P_DISABLE and
     /// NCCL_IB_DISABLE; kernel.modules and net.fabric are stricter about RDMA and
     /// nvidia_peermem; storage.mounts and storage.throughput are stricter about where the data

@@ -95,16 +95,17 @@ pub struct ServeArgs {
     /// picks a free one, printed on stderr).
     #[arg(long, value_name = "ADDR:PORT", default_value_t = std::net::SocketAddr::from(([127, 0, 0, 1], SERVE_DEFAULT_PORT)))]
     pub listen: std::net::SocketAddr,
-    /// How often the facts are read again and judged (e.g. 60s, 5m; at least 1 s).
-    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_duration)]
+    /// How often the facts are read again and judged (e.g. 60s, 5m; at least 1 s, at most
+    /// 1 day).
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = parse_interval)]
     pub interval: std::time::Duration,
     /// Serve the audit of a snapshot directory instead of this machine (re-read every
     /// interval).
     #[arg(long, value_name = "DIR")]
     pub root: Option<PathBuf>,
     /// Also run the quick measurements this often (e.g. 6h); never on a GPU other processes
-    /// use. Without it, nothing is measured.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration, conflicts_with = "root")]
+    /// use; at most 30 days. Without it, nothing is measured.
+    #[arg(long, value_name = "DURATION", value_parser = parse_measure_every, conflicts_with = "root")]
     pub measure_every: Option<std::time::Duration>,
     #[command(flatten)]
     pub judge: JudgeArgs,
@@ -138,6 +139,13 @@ pub struct JudgeArgs {
     pub gpus: Option<String>,
 }
 
+/// The longest `--interval`: an exporter that looks once a day is already no monitor (its
+/// /healthz is stale after 3 intervals), and a bound keeps every sum of instants finite.
+pub const SERVE_MAX_INTERVAL: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+/// The longest `--measure-every` (30 days).
+pub const SERVE_MAX_MEASURE_EVERY: std::time::Duration =
+    std::time::Duration::from_secs(30 * 24 * 3600);
+
 /// "60s", "5m", "1h 30m" (humantime); at least a second.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     let d = humantime::parse_duration(s).map_err(|e| format!("'{s}': {e} (e.g. 60s, 5m, 6h)"))?;
@@ -145,6 +153,29 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
         return Err(format!("'{s}': at least 1s"));
     }
     Ok(d)
+}
+
+/// [`parse_duration`], at most `max`.
+fn parse_duration_within(
+    s: &str,
+    max: std::time::Duration,
+    max_text: &str,
+) -> Result<std::time::Duration, String> {
+    let d = parse_duration(s)?;
+    if d > max {
+        return Err(format!("'{s}': at most {max_text}"));
+    }
+    Ok(d)
+}
+
+/// `--interval`: 1s to 1 day.
+pub fn parse_interval(s: &str) -> Result<std::time::Duration, String> {
+    parse_duration_within(s, SERVE_MAX_INTERVAL, "1 day (24h)")
+}
+
+/// `--measure-every`: 1s to 30 days.
+pub fn parse_measure_every(s: &str) -> Result<std::time::Duration, String> {
+    parse_duration_within(s, SERVE_MAX_MEASURE_EVERY, "30 days (720h)")
 }
 
 #[derive(Args, Debug)]
@@ -519,6 +550,18 @@ mod tests {
         assert_eq!(parse_duration("1s"), Ok(std::time::Duration::from_secs(1)));
         assert!(parse_duration("999ms").is_err());
         assert!(parse_duration("soon").is_err());
+        // Bounded: a day for the interval, 30 days for the measurements; beyond, an error
+        // (exit 2 from clap), never an instant that overflows.
+        assert_eq!(parse_interval("1d"), Ok(SERVE_MAX_INTERVAL));
+        assert_eq!(
+            parse_interval("24h 1s"),
+            Err("'24h 1s': at most 1 day (24h)".into())
+        );
+        assert!(parse_interval("18446744073709551615s").is_err());
+        assert_eq!(parse_measure_every("30d"), Ok(SERVE_MAX_MEASURE_EVERY));
+        assert!(parse_measure_every("31d").is_err());
+        assert!(parse_measure_every("18446744073709551615s").is_err());
+        assert!(parse_interval("999ms").is_err());
         let cli = Cli::try_parse_from(["gpuaudit", "serve"]).unwrap();
         let Some(Command::Serve(s)) = cli.command else {
             panic!("not serve")

@@ -79,13 +79,11 @@ fn every_cause_names_a_problem_of_its_report() {
             }
         }
         let one = |root: &str| {
-            let counts = ProblemCounts::of(&r.findings);
+            let counts = ProblemCounts::of(&r);
             assert_eq!((counts.fail + counts.warn), 1, "{name}: {counts:?}");
-            let roots: Vec<&str> = causes
-                .problems(&r.findings)
-                .iter()
-                .map(|(i, _)| r.findings[*i].check.as_str())
-                .collect();
+            // As the views show them: one cause on several GPUs is one problem.
+            let overview = gpuaudit_core::render::overview::Overview::of(&r);
+            let roots: Vec<&str> = overview.problems().iter().map(|p| p.root.check).collect();
             assert_eq!(roots, [root], "{name}");
         };
         match name.as_str() {
@@ -95,6 +93,9 @@ fn every_cause_names_a_problem_of_its_report() {
             "h200-x2-old-driver" => one("cuda.driver"),
             "h200-x2-gpu-lost" => one("gpu.present"),
             "h200-x2-power-capped" => one("power.limit"),
+            "h200-x8-nvswitch-fabric-down"
+            | "h200-x2-nvlink-down"
+            | "h200-x8-nvswitch-one-pcie" => one("nvlink.status"),
             _ => {}
         }
     }
@@ -342,7 +343,7 @@ fn eight_h200s_on_nvswitch_audit_clean() {
     assert_eq!(t["status"], "pass", "{t}");
     assert_eq!(
         t["message"],
-        "All 28 GPU pairs are connected by NVLink (NV18)"
+        "All 28 GPU pairs are connected over NVLink through NVSwitch (NV18: every pair has all of a GPU's links)"
     );
     assert_eq!(t["evidence"]["pairs"], 28);
     assert_eq!(t["evidence"]["links"]["NV18"], 28);
@@ -439,4 +440,74 @@ fn one_gpu_of_eight_without_nvlink() {
     // Training on it: the missing links fail the machine too.
     let (_, r) = audit("h200-x8-nvswitch-one-pcie", &["--profile", "train"]);
     assert_eq!(topology_finding(&r)["status"], "fail");
+}
+
+/// nvlink.status on the snapshots around published topologies (each PROVENANCE.md gives the
+/// judgment these rows hold it to): per GPU and for the topology, in the general and the
+/// training profile.
+#[test]
+fn published_topologies_are_judged_as_their_provenance_says() {
+    // (fixture, [GPU verdicts], topology, topology under --profile train)
+    let cases: &[(&str, &[&str], &str, &str)] = &[
+        ("v100-sxm2-x8-cube-mesh", &["pass"; 8], "pass", "pass"),
+        ("v100-sxm2-x8-dgx1", &["pass"; 8], "pass", "pass"),
+        ("a100-sxm4-x4-hgx", &["pass"; 4], "pass", "pass"),
+        ("h100-sxm5-x4-hgx", &["pass"; 4], "pass", "pass"),
+        ("rtx4090-x8-pcie", &["info"; 8], "info", "warn"),
+        (
+            "rtx-a6000-x3-one-bridge",
+            &["pass", "pass", "info"],
+            "info",
+            "warn",
+        ),
+        (
+            "v100-sxm2-x8-cube-mesh-link-down",
+            &[
+                "fail", "pass", "pass", "fail", "pass", "pass", "pass", "pass",
+            ],
+            "pass",
+            "pass",
+        ),
+        (
+            "rtx3090-x2-bridge-link-down",
+            &["warn", "warn"],
+            "pass",
+            "pass",
+        ),
+        ("a100-sxm4-x8-cut-listing", &["pass"; 8], "pass", "pass"),
+    ];
+    for (name, gpus, topo, train) in cases {
+        let (_, r) = audit(name, &[]);
+        for (g, want) in gpus.iter().enumerate() {
+            assert_eq!(
+                worst(&r, "nvlink.status", Some(g as u64)),
+                *want,
+                "{name} GPU {g}"
+            );
+        }
+        assert_eq!(worst(&r, "nvlink.status", None), *topo, "{name} topology");
+        let (_, t) = audit(name, &["--profile", "train"]);
+        assert_eq!(
+            worst(&t, "nvlink.status", None),
+            *train,
+            "{name} topology, train"
+        );
+    }
+    let (_, r) = audit("v100-sxm2-x8-dgx1", &[]);
+    let t = topology_finding(&r);
+    assert!(
+        t["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("The 8 GPUs are wired as the hybrid cube-mesh of a DGX-1 / HGX-1"),
+        "{t}"
+    );
+    let (_, r) = audit("a100-sxm4-x8-cut-listing", &[]);
+    let zero = findings(&r, "nvlink.status")
+        .into_iter()
+        .find(|f| f["gpu"].as_u64() == Some(0))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(zero["evidence"]["links_listed"], 1, "{zero}");
+    assert_eq!(zero["evidence"]["links_not_listed"], 11, "{zero}");
 }

@@ -115,14 +115,16 @@ fn table_of_one_cause_on_eight_gpus() {
         1,
         "{t}"
     );
-    // The summary counts causes: 2 (the per-GPU one and the machine's), on 8 GPUs.
+    // The summary counts causes: 1 (the fabric; the pairs it leaves without NVLink are
+    // what it causes, under it), on 8 GPUs.
     assert!(
         t.lines()
             .next()
             .unwrap_or("")
-            .contains("2 problems (2 failed) on 8 GPUs"),
+            .contains("1 problem (1 failed) on 8 GPUs"),
         "{t}"
     );
+    assert!(t.contains("what it causes:"), "{t}");
     snap("table-h200-x8-nvswitch-fabric-down", &t);
     // JSON keeps one finding per GPU.
     let (_, report) = audit("h200-x8-nvswitch-fabric-down", &[]);

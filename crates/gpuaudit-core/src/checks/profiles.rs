@@ -27,6 +27,7 @@ const EXAMPLES: &[(&str, Examples)] = &[
     ("nccl.allreduce", nccl::allreduce::profile_examples),
     ("p2p.bandwidth", p2p::bandwidth::profile_examples),
     ("os.graphics", os::graphics::profile_examples),
+    ("nvlink.status", nvlink::status::profile_examples),
 ];
 
 /// Checks that declare profile effects and have no row in [`EXAMPLES`] yet (owned by the
@@ -34,7 +35,6 @@ const EXAMPLES: &[(&str, Examples)] = &[
 const PENDING: &[&str] = &[
     "gpu.uniform",
     "gpu.virtualization",
-    "nvlink.status",
     "cuda.env",
     "kernel.modules",
     "os.persistence",

@@ -62,7 +62,7 @@ pub fn column_names(inputs: &[Input], given: &[String]) -> Result<Vec<String>, S
 pub(crate) fn column(input: &Input, name: String) -> Column {
     let r = &input.report;
     // Problems as the audit's verdict counts them: one cause, one problem.
-    let s = crate::report::ProblemCounts::of(&r.findings);
+    let s = crate::report::ProblemCounts::of(r);
     let verdict = if s.fail > 0 {
         Status::Fail
     } else if s.warn > 0 {

@@ -179,7 +179,7 @@ pub fn nodes(inputs: &[Input]) -> Vec<Node> {
                 failed_checks: vec![],
             },
             Ok(r) => {
-                let ProblemCounts { fail, warn } = ProblemCounts::of(&r.findings);
+                let ProblemCounts { fail, warn } = ProblemCounts::of(r);
                 let hostname = r.machine.hostname.clone().filter(|h| !h.trim().is_empty());
                 Node {
                     name: hostname.clone().unwrap_or_else(|| i.stem.clone()),

@@ -10,6 +10,12 @@
 //! "NVML: Unable to retrieve NVLink information as all links are inActive" instead of links;
 //! it is returned with an empty list and `all_inactive` set, since the output does not say how
 //! many links it has.
+//!
+//! nvidia-smi prints every link of a GPU, a link that is down as `<inactive>`. Only the links
+//! the text lists are returned: a listing pasted with lines elided (`...`, `[snip]`) or cut
+//! short names fewer links than the GPU has, and a link it does not name is not known, not
+//! down (the caller compares the listed links with what the model has). A link listed twice
+//! in one block (a paste that repeats lines) counts once, as first listed.
 
 use super::text::{first_line, shorten, strip_ansi};
 use super::ParseError;
@@ -68,7 +74,10 @@ pub fn parse_status(text: &str) -> Result<Vec<GpuLinks>, ParseError> {
                 shorten(line, 80)
             )));
         };
-        g.links.push(link_state(g.gpu, link, value)?);
+        let state = link_state(g.gpu, link, value)?;
+        if !g.links.iter().any(|l| l.link == state.link) {
+            g.links.push(state);
+        }
         g.all_inactive = false;
     }
     if gpus.is_empty() && !all_inactive_message {
@@ -260,6 +269,31 @@ mod tests {
         // A header with no line under it says nothing about the links.
         let bare = parse_status("GPU 0: NVIDIA H200 (UUID: GPU-0)\n").unwrap();
         assert_eq!(bare, vec![gpu(0, vec![])]);
+    }
+
+    #[test]
+    fn a_listing_cut_short_returns_only_the_links_it_names() {
+        // Lines elided when pasted: two of an A100's twelve links are named, both up.
+        let text = "GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-x)\n\
+                    \t Link 0: 25 GB/s\n\
+                    \t ...\n\
+                    \t Link 11: 25 GB/s\n\
+                    [snip]\n";
+        let got = parse_status(text).unwrap();
+        assert_eq!(got, vec![gpu(0, vec![active(0, 25.0), active(11, 25.0)])]);
+        // Lines that only look like a GPU's header or a link say nothing ("GPU : ...",
+        // "Link : ...").
+        let odd = "GPU 0: X\n Link 0: 25 GB/s\nGPU : not a header\nGPU 1a: nor this\n Link : 9 GB/s\n Link 2x: 9 GB/s\n";
+        assert_eq!(
+            parse_status(odd).unwrap(),
+            vec![gpu(0, vec![active(0, 25.0)])]
+        );
+        // A line repeated by the paste counts once, as first listed.
+        let twice = "GPU 0: X\n Link 0: 25 GB/s\n Link 1: <inactive>\n Link 1: 25 GB/s\n";
+        assert_eq!(
+            parse_status(twice).unwrap(),
+            vec![gpu(0, vec![active(0, 25.0), down(1)])]
+        );
     }
 
     #[test]

@@ -269,6 +269,26 @@ mod tests {
         let after_skip = &verbose[verbose.find("SKIP-LINE").unwrap()..];
         let next = after_skip.lines().nth(1).unwrap_or("");
         assert!(!next.contains("caused by"), "{verbose}");
+        // Wrapped, the cause's line hangs under its text.
+        let narrow = render(
+            &r,
+            Format::Table,
+            &TableOptions {
+                verbose: true,
+                width: 40,
+                ..TableOptions::default()
+            },
+        );
+        let lines: Vec<&str> = narrow.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("     caused by: "))
+            .unwrap_or_else(|| panic!("{narrow}"));
+        assert!(
+            lines[at + 1].starts_with(&" ".repeat(16))
+                && !lines[at + 1].starts_with(&" ".repeat(17)),
+            "{narrow}"
+        );
     }
 
     use super::*;

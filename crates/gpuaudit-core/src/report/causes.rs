@@ -270,6 +270,23 @@ mod tests {
     }
 
     #[test]
+    fn a_reference_takes_the_first_finding_without_a_cause_of_its_own() {
+        // Two problems of one check and GPU, the first explained by another: a third
+        // finding naming them is explained by the second, which is its own cause.
+        let f = vec![
+            Finding::fail("x.y", "explained")
+                .gpu(1)
+                .caused_by(Cause::check("z.z")),
+            Finding::fail("x.y", "its own").gpu(1),
+            Finding::warn("a.b", "names x.y").caused_by(Cause::gpu("x.y", 1)),
+            Finding::fail("z.z", "the root"),
+        ];
+        let c = Causes::of(&f);
+        assert_eq!(c.cause_of(2), Some(1));
+        assert_eq!(c.cause_of(0), Some(3));
+    }
+
+    #[test]
     fn bus_ids_match_with_or_without_the_domain() {
         assert!(same_bus_id("0000:00:07.0", "00:07.0"));
         assert!(same_bus_id("0000:3B:00.0", "0000:3b:00.0"));

@@ -200,7 +200,9 @@ impl Summary {
 }
 
 /// The problems of a report counted as causes, as its verdict counts them: each root problem
-/// once by the worst of it and what it explains (`Causes::problems`).
+/// once by the worst of it and what it explains, and one cause on several GPUs (the views'
+/// groups: the same message about GPUs 0–7) once, so `compare`, `fleet` and `serve` count
+/// what the table's first line counts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ProblemCounts {
     pub fail: u32,
@@ -208,16 +210,13 @@ pub struct ProblemCounts {
 }
 
 impl ProblemCounts {
-    pub fn of(findings: &[Finding]) -> ProblemCounts {
-        let mut c = ProblemCounts::default();
-        for (_, s) in Causes::of(findings).problems(findings) {
-            match s {
-                Status::Fail => c.fail = c.fail.saturating_add(1),
-                Status::Warn => c.warn = c.warn.saturating_add(1),
-                _ => {}
-            }
+    pub fn of(report: &Report) -> ProblemCounts {
+        let overview = crate::render::overview::Overview::of(report);
+        let count = |s| u32::try_from(overview.count(s)).unwrap_or(u32::MAX);
+        ProblemCounts {
+            fail: count(Status::Fail),
+            warn: count(Status::Warn),
         }
-        c
     }
 }
 

@@ -834,6 +834,7 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
         "a40",
         "rtx-a6000",
         "rtx-2080-ti",
+        "rtx-3090",
         "h100-pcie-80gb",
         "h100-nvl-94gb",
         "h200-nvl-141gb",
@@ -857,15 +858,7 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
         assert_eq!(kind(none), NvlinkKind::None, "{none}");
     }
     // Where no document read says, the database does not guess.
-    for unknown in [
-        "p4",
-        "a10g",
-        "h20",
-        "gh200-96gb",
-        "rtx-a5000",
-        "rtx-2080",
-        "rtx-3090",
-    ] {
+    for unknown in ["p4", "a10g", "h20", "gh200-96gb", "rtx-a5000", "rtx-2080"] {
         assert_eq!(kind(unknown), NvlinkKind::Unknown, "{unknown}");
     }
     assert!(NvlinkKind::Switch.is_on_board() && NvlinkKind::Direct.is_on_board());
@@ -884,6 +877,21 @@ fn nvlink_kinds_say_unknown_none_bridge_direct_or_switch() {
     assert_eq!(turing.bandwidth_gbps, 100.0);
     assert!(db.by_key("l40s").unwrap().nvlink.is_none());
     assert!(db.by_key("v100-sxm3-32gb").unwrap().nvlink.is_none());
+    // GA102 bridge cards: four NVLink 3 links, 112.5 GB/s between two cards (GA102
+    // whitepaper); the A40's link count is not stated for its chip.
+    for key in ["rtx-3090", "rtx-a6000"] {
+        let n = db.by_key(key).unwrap().nvlink.clone().unwrap();
+        assert!(n.bridge, "{key}");
+        assert_eq!((n.version, n.links), (3, Some(4)), "{key}");
+        assert_eq!(n.bandwidth_gbps, 112.5, "{key}");
+    }
+    let a40 = db.by_key("a40").unwrap().nvlink.clone().unwrap();
+    assert_eq!(
+        (a40.version, a40.links, a40.bandwidth_gbps),
+        (3, None, 112.5)
+    );
+    let a100 = db.by_key("a100-pcie-40gb").unwrap().nvlink.clone().unwrap();
+    assert_eq!((a100.links, a100.bandwidth_gbps), (Some(12), 600.0));
 }
 
 #[test]

@@ -19,17 +19,40 @@ pub struct Exporter {
 impl Exporter {
     /// `gpuaudit serve --listen 127.0.0.1:0 ARGS...`, once it says where it listens.
     pub fn start(args: &[&str]) -> Exporter {
+        Exporter::start_with(args, &[], None)
+    }
+
+    /// [`Exporter::start`] with more environment and, where `nofile` says, the soft and hard
+    /// RLIMIT_NOFILE set to it in the child before it runs gpuaudit.
+    pub fn start_with(args: &[&str], env: &[(&str, &str)], nofile: Option<u64>) -> Exporter {
+        use std::os::unix::process::CommandExt;
         let bin = assert_cmd::cargo::cargo_bin("gpuaudit");
-        let mut child = Command::new(bin)
-            .arg("serve")
+        let mut cmd = Command::new(bin);
+        cmd.arg("serve")
             .args(["--listen", "127.0.0.1:0"])
             .args(args)
             .env("GPUAUDIT_NOW", "2026-01-01T00:00:00Z")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("gpuaudit serve starts");
+            .stderr(Stdio::piped());
+        if let Some(n) = nofile {
+            let lim = libc::rlimit {
+                rlim_cur: n as libc::rlim_t,
+                rlim_max: n as libc::rlim_t,
+            };
+            // SAFETY: setrlimit is async-signal-safe and touches only the new process.
+            unsafe {
+                cmd.pre_exec(move || {
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
+        let mut child = cmd.spawn().expect("gpuaudit serve starts");
         let stderr = child.stderr.take().expect("piped stderr");
         let (tx, rx) = std::sync::mpsc::channel();
         let log = Arc::new(Mutex::new(String::new()));
@@ -82,6 +105,30 @@ impl Exporter {
         }
     }
 
+    /// The process's `/proc/PID/status` field in KiB (`VmRSS`, `VmHWM`: the peak).
+    pub fn vm_kib(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("/proc/PID/status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no {field} in {status}"))
+    }
+
+    /// Whether the process still runs.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// What it said on stderr so far.
+    pub fn said(&self) -> String {
+        self.stderr
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
     /// SIGTERM, then the exit status (within `within`, else a panic).
     pub fn terminate(&mut self, within: Duration) -> ExitStatus {
         let pid = i32::try_from(self.child.id()).expect("a pid");
@@ -126,8 +173,19 @@ pub fn request(addr: SocketAddr, method: &str, path: &str) -> Response {
 
 /// [`request`], or why it got no answer (nothing listens yet).
 pub fn try_request(addr: SocketAddr, method: &str, path: &str) -> std::io::Result<Response> {
-    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))?;
+    try_request_within(addr, method, path, Duration::from_secs(10))
+}
+
+/// [`try_request`], the connection and the answer each within `within`.
+pub fn try_request_within(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    within: Duration,
+) -> std::io::Result<Response> {
+    let mut s = TcpStream::connect_timeout(&addr, within)?;
+    s.set_read_timeout(Some(within))?;
+    s.set_write_timeout(Some(within))?;
     write!(
         s,
         "{method} {path} HTTP/1.0\r\nHost: {addr}\r\nConnection: close\r\n\r\n"

@@ -340,7 +340,7 @@ fn register_causes(registry: &mut Registry, r: &Report) {
             .and_then(|g| g.uuid.clone())
             .unwrap_or_default()
     };
-    let counts = ProblemCounts::of(&r.findings);
+    let counts = ProblemCounts::of(r);
     let problems = GaugeFamily::default();
     for (s, n) in [(Status::Fail, counts.fail), (Status::Warn, counts.warn)] {
         problems

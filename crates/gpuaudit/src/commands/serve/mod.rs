@@ -1,23 +1,27 @@
 //! `gpuaudit serve`: a Prometheus exporter of the facts-only audit (DESIGN "gpuaudit serve").
 //!
 //! One thread audits every `--interval` (the pipeline of `gpuaudit --facts-only`: gather, then
-//! `Report::build`; `--root` re-reads the snapshot), the main thread answers `/metrics` and
-//! `/healthz` from the latest result. Nothing is measured unless `--measure-every` says how
-//! often, and then never on a GPU other processes use (the measurement plan leaves busy GPUs
-//! out; there is no `--force`). SIGTERM, SIGINT and SIGHUP stop it with exit 0: the children
-//! are killed and the temporary files removed by the cleanup module, the socket closed.
+//! `Report::build`; `--root` re-reads the snapshot) and encodes the metrics of each result; the
+//! HTTP server (`http`: hyper on tokio, with its limits) answers `/metrics` and `/healthz` from
+//! the latest. Nothing is measured unless `--measure-every` says how often, and then never on
+//! a GPU other processes use (the measurement plan leaves busy GPUs out; there is no
+//! `--force`). SIGTERM, SIGINT and SIGHUP stop it with exit 0: the children are killed and the
+//! temporary files removed by the cleanup module, the socket closed.
 
+pub mod http;
 pub mod metrics;
 
 use crate::cli::ServeArgs;
 use crate::commands::audit::{apply_measured, check_selection};
-use crate::sink;
 use anyhow::{Context, Result};
 use gpuaudit_core::facts::MeasuredFacts;
+use gpuaudit_core::render::escape::escape_line;
 use gpuaudit_core::{Policy, Report};
 use gpuaudit_probe::gather::{self, GatherOptions};
 use gpuaudit_probe::host::HostOptions;
 use gpuaudit_probe::{cleanup, measure};
+use hyper::body::Bytes;
+use hyper::{Method, StatusCode};
 use metrics::ExporterState;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,9 +32,13 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 /// a slow machine, three in a row is an exporter that stopped working.
 pub const STALE_INTERVALS: u32 = 3;
 
-/// How often the waiting threads look at the stop flag: the exporter ends within this of a
-/// signal.
+/// How often the waiting threads and tasks look at the stop flag: the exporter ends within
+/// this of a signal.
 const POLL: Duration = Duration::from_millis(100);
+
+/// Worker threads of the HTTP runtime: every connection is a task on them, so one that waits
+/// on its client holds no thread.
+const HTTP_WORKERS: usize = 2;
 
 /// What the auditing thread leaves for the handlers.
 #[derive(Default)]
@@ -39,10 +47,25 @@ struct Latest {
     /// When the latest audit that produced a report finished.
     finished_at: Option<SystemTime>,
     duration: Option<Duration>,
-    /// Why the latest attempt failed (cleared by the next one that succeeds).
+    /// Why the latest attempt failed (cleared by the next one that succeeds), escaped for a
+    /// terminal: it is said on stderr and in the /healthz body.
     last_error: Option<String>,
     errors_total: u64,
     measured_at: Option<SystemTime>,
+    /// /metrics: the OpenMetrics text of all the above, encoded once per audit (a scrape
+    /// costs a copy of a pointer, however many come).
+    exposition: Bytes,
+}
+
+impl Latest {
+    fn state(&self) -> ExporterState {
+        ExporterState {
+            last_audit_unix: self.finished_at.map(unix),
+            audit_duration_seconds: self.duration.map(|d| d.as_secs_f64()),
+            audit_errors_total: self.errors_total,
+            last_measurement_unix: self.measured_at.map(unix),
+        }
+    }
 }
 
 fn lock(m: &Mutex<Latest>) -> MutexGuard<'_, Latest> {
@@ -53,6 +76,17 @@ fn unix(t: SystemTime) -> f64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
+}
+
+/// Encodes `latest`'s metrics outside its lock and leaves them there. Only the auditing
+/// thread changes `latest` (and, before it starts, `run`), so nothing changes in between.
+fn publish(latest: &Mutex<Latest>) {
+    let (report, state) = {
+        let l = lock(latest);
+        (l.report.clone(), l.state())
+    };
+    let text = metrics::encode_metrics(report.as_deref(), &state);
+    lock(latest).exposition = Bytes::from(text);
 }
 
 /// What the audits are made of (fixed for the exporter's life).
@@ -100,61 +134,118 @@ pub fn run(args: &ServeArgs) -> Result<u8> {
         signal_hook::flag::register(sig, Arc::clone(&stop)).context("cannot watch for signals")?;
     }
 
-    let server = tiny_http::Server::http(args.listen)
-        .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", args.listen))?;
-    let bound = server
-        .server_addr()
-        .to_ip()
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(HTTP_WORKERS)
+        .thread_name("gpuaudit-http")
+        .enable_io()
+        .enable_time()
+        .build()
+        .context("cannot start the HTTP server's runtime")?;
+    let listener = {
+        let _inside = runtime.enter();
+        listen(args.listen).with_context(|| format!("cannot listen on {}", args.listen))?
+    };
+    let bound = listener
+        .local_addr()
         .map(|a| a.to_string())
-        .unwrap_or_else(|| args.listen.to_string());
-    sink::note(&format!(
+        .unwrap_or_else(|_| args.listen.to_string());
+    let limit = http::connection_limit();
+    crate::sink::note(&format!(
         "gpuaudit serve: listening on http://{bound} (/metrics, /healthz), auditing every {}",
         humantime::format_duration(config.interval)
     ));
+    let log = http::Log::start().context("cannot start the log thread")?;
 
     let latest = Arc::new(Mutex::new(Latest::default()));
+    publish(&latest);
     let interval = config.interval;
+    catch_audit_panics();
     {
         let latest = Arc::clone(&latest);
         let stop = Arc::clone(&stop);
+        let log = log.clone();
         std::thread::Builder::new()
-            .name("gpuaudit-audit".into())
-            .spawn(move || audit_loop(&config, &latest, &stop))
+            .name(AUDIT_THREAD.into())
+            .spawn(move || audit_loop(&config, &latest, &stop, &log))
             .context("cannot start the auditing thread")?;
     }
 
-    while !stop.load(Ordering::SeqCst) {
-        match server.recv_timeout(POLL) {
-            Ok(Some(request)) => respond(request, &latest, interval),
-            Ok(None) => {}
-            Err(e) => {
-                sink::note(&format!("gpuaudit serve: {e}"));
-                std::thread::sleep(POLL);
-            }
-        }
-    }
-    drop(server);
+    let router: Arc<http::Router> = {
+        let latest = Arc::clone(&latest);
+        Arc::new(move |method: &Method, path: &str| answer(method, path, &latest, interval))
+    };
+    runtime.block_on(http::serve(
+        listener,
+        router,
+        Arc::clone(&stop),
+        log.clone(),
+        limit,
+    ));
+    // The listener is closed; connections still open are dropped with the runtime.
+    runtime.shutdown_timeout(Duration::from_millis(500));
     cleanup::clean_up();
-    sink::note("gpuaudit serve: stopped");
+    log.say("gpuaudit serve: stopped".into());
+    log.flush(Duration::from_secs(1));
     Ok(0)
+}
+
+/// Connections accepted by the kernel that wait for the server (past the connection limit):
+/// the listen backlog, as nginx and Go have it (the kernel caps it at net.core.somaxconn).
+const LISTEN_BACKLOG: u32 = 1024;
+
+/// A listening socket on `addr` (SO_REUSEADDR, as tokio and std set it), in the runtime.
+fn listen(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 fn policy_from(args: &ServeArgs) -> Result<Policy> {
     super::audit::policy_of(&args.judge, false)
 }
 
+const AUDIT_THREAD: &str = "gpuaudit-audit";
+
+/// Where the panic hook leaves a panic of the auditing thread ("at FILE:LINE: MESSAGE"), for
+/// the audit's error; it says nothing on stderr itself.
+static AUDIT_PANIC: Mutex<Option<String>> = Mutex::new(None);
+
+/// A panic in a check costs one audit (`catch_unwind` in [`audit_loop`]): its message (text
+/// from the machine, maybe) is kept for the audit's error, escaped there with the rest, instead
+/// of the default hook writing it raw to stderr. Other threads' panics go to the hook as before.
+fn catch_audit_panics() {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::thread::current().name() != Some(AUDIT_THREAD) {
+            return previous(info);
+        }
+        let message = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "(no message)".into());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        *AUDIT_PANIC.lock().unwrap_or_else(|e| e.into_inner()) = Some(format!("{at}: {message}"));
+    }));
+}
+
 /// Audit, publish, wait an interval (or until told to stop), again.
-fn audit_loop(config: &Config, latest: &Mutex<Latest>, stop: &AtomicBool) {
+fn audit_loop(config: &Config, latest: &Mutex<Latest>, stop: &AtomicBool, log: &http::Log) {
     let mut measured: Option<(MeasuredFacts, Instant)> = None;
     while !stop.load(Ordering::SeqCst) {
         let started = Instant::now();
-        // A panic in a check costs this audit, not the exporter.
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            audit_once(config, &mut measured)
-        }))
-        .unwrap_or_else(|_| Err(anyhow::anyhow!("the audit panicked")));
+        let outcome = guarded(|| audit_once(config, &mut measured));
         let took = started.elapsed();
-        {
+        let failed = {
             let mut l = lock(latest);
             match outcome {
                 Ok(report) => {
@@ -165,20 +256,56 @@ fn audit_loop(config: &Config, latest: &Mutex<Latest>, stop: &AtomicBool) {
                     l.measured_at = measured
                         .as_ref()
                         .map(|(_, at)| SystemTime::now() - at.elapsed());
+                    None
                 }
                 Err(e) => {
-                    let why = format!("{e:#}");
-                    sink::note(&format!("gpuaudit serve: audit failed: {why}"));
-                    l.last_error = Some(why);
+                    let why = failure(&e);
+                    l.last_error = Some(why.clone());
                     l.errors_total += 1;
+                    Some(why)
                 }
             }
+        };
+        publish(latest);
+        // Said outside the lock: a stderr that blocks never holds up /healthz.
+        if let Some(why) = failed {
+            log.say(format!("gpuaudit serve: audit failed: {why}"));
         }
-        let next = started + config.interval;
-        while Instant::now() < next && !stop.load(Ordering::SeqCst) {
-            std::thread::sleep(POLL.min(next.saturating_duration_since(Instant::now())));
+        let next = started.checked_add(config.interval);
+        loop {
+            if stop.load(Ordering::SeqCst) {
+                break;
+            }
+            let left = match next {
+                Some(n) => n.saturating_duration_since(Instant::now()),
+                None => POLL,
+            };
+            if left.is_zero() {
+                break;
+            }
+            std::thread::sleep(POLL.min(left));
         }
     }
+}
+
+/// `audit` (on the auditing thread), a panic in it an error: a panic in a check costs one
+/// audit, not the exporter.
+fn guarded(audit: impl FnOnce() -> Result<Report>) -> Result<Report> {
+    AUDIT_PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(audit)).unwrap_or_else(|_| {
+        let what = AUDIT_PANIC.lock().unwrap_or_else(|e| e.into_inner()).take();
+        Err(anyhow::anyhow!(
+            "the audit panicked{}",
+            what.unwrap_or_default()
+        ))
+    })
+}
+
+/// Why an audit failed, in one line: paths and reasons come from the machine (a snapshot's
+/// directory name, a file's text, a panic's message), so it is escaped for the terminal, for
+/// stderr and the /healthz body alike.
+fn failure(e: &anyhow::Error) -> String {
+    escape_line(&format!("{e:#}")).into_owned()
 }
 
 /// One facts-only audit, with the latest measurements where `--measure-every` asks for them.
@@ -223,7 +350,8 @@ fn health(l: &Latest, now: SystemTime, interval: Duration) -> Result<String, Str
         return Err("no audit has finished yet".into());
     };
     let age = now.duration_since(at).unwrap_or(Duration::ZERO);
-    let limit = interval * STALE_INTERVALS;
+    // Saturating: the interval is bounded at parse time (a day), but never a panic here.
+    let limit = interval.saturating_mul(STALE_INTERVALS);
     if age >= limit {
         return Err(format!(
             "the latest audit finished {} s ago, {STALE_INTERVALS} intervals ({} s) or more",
@@ -237,51 +365,32 @@ fn health(l: &Latest, now: SystemTime, interval: Duration) -> Result<String, Str
     ))
 }
 
-fn respond(request: tiny_http::Request, latest: &Mutex<Latest>, interval: Duration) {
-    use tiny_http::{Header, Method, Response};
-    let header = |v: &str| Header::from_bytes(&b"Content-Type"[..], v.as_bytes()).ok();
+/// The answer to `method` `path` (the query ignored): /metrics, /healthz, / and errors.
+fn answer(method: &Method, path: &str, latest: &Mutex<Latest>, interval: Duration) -> http::Answer {
     let text = "text/plain; charset=utf-8";
-    let path = request.url().split('?').next().unwrap_or("").to_string();
-    let method_ok = matches!(request.method(), Method::Get | Method::Head);
-    let (code, body, content_type) = if !method_ok {
-        (405, "only GET and HEAD\n".to_string(), text)
-    } else {
-        match path.as_str() {
-            "/metrics" => {
-                let (report, state) = {
-                    let l = lock(latest);
-                    let state = ExporterState {
-                        last_audit_unix: l.finished_at.map(unix),
-                        audit_duration_seconds: l.duration.map(|d| d.as_secs_f64()),
-                        audit_errors_total: l.errors_total,
-                        last_measurement_unix: l.measured_at.map(unix),
-                    };
-                    (l.report.clone(), state)
-                };
-                (
-                    200,
-                    metrics::encode_metrics(report.as_deref(), &state),
-                    metrics::CONTENT_TYPE,
-                )
-            }
-            "/healthz" => match health(&lock(latest), SystemTime::now(), interval) {
-                Ok(t) => (200, t + "\n", text),
-                Err(t) => (503, t + "\n", text),
-            },
-            "/" => (
-                200,
-                "gpuaudit serve: /metrics (OpenMetrics), /healthz\n".to_string(),
-                text,
-            ),
-            _ => (404, "not found: /metrics, /healthz\n".to_string(), text),
-        }
-    };
-    let mut response = Response::from_string(body).with_status_code(code);
-    if let Some(h) = header(content_type) {
-        response = response.with_header(h);
+    let plain = |code: StatusCode, body: String| (code, Bytes::from(body), text);
+    if !matches!(*method, Method::GET | Method::HEAD) {
+        return plain(StatusCode::METHOD_NOT_ALLOWED, "only GET and HEAD\n".into());
     }
-    // A scraper that went away is not the exporter's problem.
-    let _ = request.respond(response);
+    match path {
+        "/metrics" => (
+            StatusCode::OK,
+            lock(latest).exposition.clone(),
+            metrics::CONTENT_TYPE,
+        ),
+        "/healthz" => match health(&lock(latest), SystemTime::now(), interval) {
+            Ok(t) => plain(StatusCode::OK, t + "\n"),
+            Err(t) => plain(StatusCode::SERVICE_UNAVAILABLE, t + "\n"),
+        },
+        "/" => plain(
+            StatusCode::OK,
+            "gpuaudit serve: /metrics (OpenMetrics), /healthz\n".into(),
+        ),
+        _ => plain(
+            StatusCode::NOT_FOUND,
+            "not found: /metrics, /healthz\n".into(),
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -354,6 +463,44 @@ mod tests {
         // The limit follows the interval.
         let (l, now) = finished(Duration::from_secs(200));
         assert!(health(&l, now, MINUTE * 2).is_ok());
+    }
+
+    /// A panic on the auditing thread is the audit's error, with where and why, escaped with
+    /// the rest of the reason; nothing of it reaches stderr raw.
+    #[test]
+    fn a_panic_in_the_audit_is_its_error_escaped() {
+        catch_audit_panics();
+        let why = std::thread::Builder::new()
+            .name(AUDIT_THREAD.into())
+            .spawn(|| {
+                let e = guarded(|| panic!("GPU \x1b]0;owned\x07 \u{9b}2J\r\nforged"))
+                    .err()
+                    .map(|e| failure(&e));
+                // The next audit starts clean.
+                let next = guarded(|| Err(anyhow::anyhow!("gone")))
+                    .err()
+                    .map(|e| failure(&e));
+                (e, next)
+            })
+            .unwrap()
+            .join()
+            .unwrap();
+        let (e, next) = why;
+        let e = e.unwrap_or_default();
+        assert!(e.starts_with("the audit panicked at "), "{e}");
+        assert!(e.contains("mod.rs:"), "{e}");
+        assert!(
+            e.ends_with(": GPU \\x1b]0;owned\\x07 \\u{9b}2J\\r\\nforged"),
+            "{e}"
+        );
+        assert!(!e.chars().any(|c| c.is_control()), "{e:?}");
+        assert_eq!(next.as_deref(), Some("gone"));
+        // The failure of an error from the machine, escaped the same way.
+        let e = anyhow::anyhow!("cannot read /snap\x1b[2J: no such file").context("snapshot");
+        assert_eq!(
+            failure(&e),
+            "snapshot: cannot read /snap\\x1b[2J: no such file"
+        );
     }
 
     #[test]
