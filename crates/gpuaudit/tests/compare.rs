@@ -7,6 +7,7 @@ mod common;
 use common::{fixture, gpuaudit};
 use gpuaudit_core::testing::{measured, Machine};
 use gpuaudit_core::{Policy, Reading, Report};
+use regex::Regex;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -255,7 +256,13 @@ fn redact_replaces_the_hosts_of_every_report_and_file() {
     assert!(!text.contains("gpu-node-1"), "{text}");
     let cols = v["columns"].as_array().unwrap();
     assert_eq!(cols[0]["hostname"], "host-1");
-    assert_eq!(cols[1]["hostname"], "host-2");
+    // The second host's number comes after those the first report names (its kernel's and
+    // driver's builders, `buildd@lcy02-amd64-001`, are hosts too).
+    let second = cols[1]["hostname"].as_str().unwrap();
+    assert!(
+        second != "host-1" && Regex::new(r"^host-[0-9]+$").unwrap().is_match(second),
+        "{second}"
+    );
     assert_eq!(cols[0]["name"], "host-1");
     // The directory named after the first host is that host's placeholder too.
     assert!(
@@ -278,5 +285,33 @@ fn redact_replaces_the_hosts_of_every_report_and_file() {
             words.contains("redacted: hostnames, IPs, serials, UUIDs and user names replaced"),
             "{format}: {out}"
         );
+    }
+}
+
+/// Two audits of one host in files named after it with a suffix (`gpu-node-17-a.json`): the
+/// columns are named by their stems, which `--redact` replaces as the host's variants.
+#[test]
+fn redact_replaces_a_hosts_name_in_file_stems_with_a_suffix() {
+    let dir = tempfile::tempdir().unwrap();
+    let made = measured_into(dir.path(), "gpu-node-17", 3959.3);
+    let files: Vec<PathBuf> = ["gpu-node-17-a.json", "gpu-node-17-b.json"]
+        .iter()
+        .map(|n| {
+            let p = dir.path().join(n);
+            std::fs::copy(&made, &p).unwrap();
+            p
+        })
+        .collect();
+    let plain = json(&files, &[]);
+    assert_eq!(plain["columns"][1]["name"], "gpu-node-17 (gpu-node-17-b)");
+    let v = json(&files, &["--redact"]);
+    assert_eq!(v["columns"][0]["name"], "host-1 (host-1-a)");
+    assert_eq!(v["columns"][1]["name"], "host-1 (host-1-b)");
+    for format in ["table", "md", "html", "json"] {
+        let mut args: Vec<&std::ffi::OsStr> = files.iter().map(|p| p.as_os_str()).collect();
+        args.extend(["--redact", "--format", format].map(std::ffi::OsStr::new));
+        let (code, out, err) = run(&args);
+        assert_eq!(code, 0, "{err}");
+        assert!(!out.contains("node-17"), "{format}: {out}");
     }
 }

@@ -329,6 +329,63 @@ fn exit_status_0_1_and_2() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// A directory's entry that is a symbolic link is not followed: it could lead out of the
+/// directory, and the fleet would quote its target (a report's hostname, a parse error's
+/// text). It is a node not read, with the reason; the file named on its own is read.
+#[test]
+fn a_symlink_in_the_directory_is_not_followed() {
+    let outside = tempfile::tempdir().unwrap();
+    write(
+        outside.path(),
+        "secret.json",
+        &node("outside-secret-host", |m| m, |_| {}),
+    );
+    std::fs::write(outside.path().join("shadow.json"), "root:hunter2-secret\n").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.json", &node("a", |m| m, |_| {}));
+    std::os::unix::fs::symlink(
+        outside.path().join("secret.json"),
+        dir.path().join("b.json"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("shadow.json"),
+        dir.path().join("c.json"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("d.json")).unwrap();
+    let (code, v, _) = run_json(&[dir.path().as_os_str()]);
+    assert_eq!(code, 1, "{v}");
+    let why = "a symbolic link, not followed (name the file itself to read it)";
+    let nodes = v["nodes"].as_array().unwrap();
+    let names: Vec<&str> = nodes.iter().map(|n| n["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["a", "b", "c", "d"]);
+    assert_eq!(nodes[0]["not_read"], Value::Null);
+    for n in &nodes[1..] {
+        assert_eq!(n["not_read"], why, "{n}");
+    }
+    for format in ["table", "md", "json"] {
+        let out = gpuaudit()
+            .args(["fleet", "--format", format])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("a symbolic link, not followed"),
+            "{format}: {text}"
+        );
+        assert!(
+            !text.contains("outside-secret-host") && !text.contains("hunter2"),
+            "{format}: {text}"
+        );
+    }
+    // Named on its own, the link is the user's choice: read.
+    let (code, v, _) = run_json(&[dir.path().join("b.json").as_os_str()]);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["nodes"][0]["hostname"], "outside-secret-host");
+}
+
 #[test]
 fn output_picks_the_format_from_its_extension() {
     let dir = tempfile::tempdir().unwrap();

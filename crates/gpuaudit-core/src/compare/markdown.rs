@@ -109,7 +109,11 @@ pub fn markdown(c: &Comparison) -> String {
     );
     header(&mut o, "check", c);
     for r in &c.checks {
-        let cells: Vec<String> = r.cells.iter().map(check_text).collect();
+        let cells: Vec<String> = r
+            .cells
+            .iter()
+            .map(|x| markdown_cell(&check_text(x)))
+            .collect();
         row(&mut o, &markdown_cell(&r.check), r.differs, &cells);
     }
     o.push_str("\n</details>\n\n#### Configuration\n\n");
@@ -120,7 +124,7 @@ pub fn markdown(c: &Comparison) -> String {
             .iter()
             .map(|x| markdown_cell(x.value.as_deref().unwrap_or("not known")))
             .collect();
-        row(&mut o, &r.field, r.differs, &cells);
+        row(&mut o, &markdown_cell(&r.field), r.differs, &cells);
     }
     o
 }

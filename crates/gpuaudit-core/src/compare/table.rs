@@ -99,16 +99,18 @@ impl Grid {
     }
 
     /// One row: the label (with the differs mark) and a cell per machine, each (text, best).
+    /// Every text is escaped for the terminal here (a check's cause, a check id: a report read
+    /// back can hold anything there).
     fn row(&mut self, label: &str, differs: bool, cells: &[(String, bool)]) {
         let mark = if differs { DIFFERS_MARK } else { " " };
-        let label_lines = wrap(label, self.label - 2);
+        let label_lines = wrap(&esc(label), self.label - 2);
         let cell_lines: Vec<Vec<String>> = cells
             .iter()
             .map(|(t, best)| {
                 let t = if *best {
-                    format!("{t} {BEST}")
+                    format!("{} {BEST}", esc(t))
                 } else {
-                    t.clone()
+                    esc(t)
                 };
                 wrap(&t, self.col)
             })
@@ -153,7 +155,7 @@ impl Grid {
 
     fn title(&mut self, t: &str) {
         let st = self.pick(Style::new().bold());
-        let _ = writeln!(self.s, "\n{}", t.style(st));
+        let _ = writeln!(self.s, "\n{}", esc(t).style(st));
     }
 }
 
@@ -188,7 +190,7 @@ pub fn table(c: &Comparison, width: usize, color: bool) -> String {
         let _ = writeln!(g.s, "{l}");
     }
     let col_cells = |f: &dyn Fn(&super::Column) -> String| -> Vec<(String, bool)> {
-        c.columns.iter().map(|x| (esc(&f(x)), false)).collect()
+        c.columns.iter().map(|x| (f(x), false)).collect()
     };
     g.s.push('\n');
     g.row("machine", false, &col_cells(&|x| x.name.clone()));
@@ -208,18 +210,14 @@ pub fn table(c: &Comparison, width: usize, color: bool) -> String {
 
     g.title("Key figures");
     for r in &c.figures {
-        let cells: Vec<(String, bool)> = r
-            .cells
-            .iter()
-            .map(|x| (esc(&figure_text(x)), x.best))
-            .collect();
+        let cells: Vec<(String, bool)> = r.cells.iter().map(|x| (figure_text(x), x.best)).collect();
         g.row(&figure_label(r), r.differs, &cells);
     }
 
     g.title("Checks");
     for r in &c.checks {
         let cells: Vec<(String, bool)> = r.cells.iter().map(|x| (check_text(x), false)).collect();
-        g.row(&esc(&r.check), r.differs, &cells);
+        g.row(&r.check, r.differs, &cells);
     }
 
     g.title("Configuration");
@@ -227,7 +225,7 @@ pub fn table(c: &Comparison, width: usize, color: bool) -> String {
         let cells: Vec<(String, bool)> = r
             .cells
             .iter()
-            .map(|x| (esc(x.value.as_deref().unwrap_or("not known")), false))
+            .map(|x| (x.value.as_deref().unwrap_or("not known").to_string(), false))
             .collect();
         g.row(&r.field, r.differs, &cells);
     }

@@ -4,7 +4,7 @@
 
 use super::table::{headline, some_nodes, NAMED_NODES};
 use super::{explained, stats, verdict_word, with_gpus, with_unit, Fleet};
-use crate::render::escape::markdown_cell;
+use crate::render::escape::{markdown_cell, markdown_code};
 use std::fmt::Write;
 
 fn cell(s: &str) -> String {
@@ -41,7 +41,7 @@ pub fn markdown(f: &Fleet) -> String {
                     .failed_checks
                     .iter()
                     .map(|c| {
-                        let quoted = |id: &str| format!("`{}`", cell(id));
+                        let quoted = |id: &str| markdown_code(id, true);
                         explained(with_gpus(&quoted(&c.check), &c.gpus), &c.explains, quoted)
                     })
                     .collect();
@@ -123,8 +123,8 @@ pub fn markdown(f: &Fleet) -> String {
                 .collect();
             let _ = writeln!(
                 s,
-                "| `{}` | {} | {} |",
-                cell(&c.check),
+                "| {} | {} | {} |",
+                markdown_code(&c.check, true),
                 c.nodes.len(),
                 on.join(", ")
             );

@@ -31,13 +31,16 @@ struct Out {
 }
 
 impl Out {
-    /// `text` wrapped at the width, continuation lines indented by `indent` columns.
+    /// `text` wrapped at the width, continuation lines indented by `indent` columns; escaped
+    /// for the terminal here too (a reason, a figure's label: every string of a report is
+    /// the file's), whatever the caller escaped.
     fn para(&mut self, text: &str, indent: usize) {
+        let text = escape_line(text);
         let rest = " ".repeat(indent);
         let opts = Options::new(self.width.max(MIN_WIDTH))
             .subsequent_indent(&rest)
             .word_splitter(WordSplitter::NoHyphenation);
-        for line in textwrap::wrap(text, opts) {
+        for line in textwrap::wrap(&text, opts) {
             let _ = writeln!(self.s, "{line}");
         }
     }
@@ -48,7 +51,7 @@ impl Out {
         } else {
             Style::new()
         };
-        let _ = writeln!(self.s, "\n{}", t.style(style));
+        let _ = writeln!(self.s, "\n{}", escape_line(t).style(style));
     }
 
     fn verdict_style(&self, v: Verdict) -> Style {

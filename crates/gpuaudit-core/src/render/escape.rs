@@ -56,18 +56,35 @@ pub fn escape_line(s: &str) -> Cow<'_, str> {
     escape_with(s, false)
 }
 
-/// `<` `>` `&` as entities, and the quotes where `quotes` (inside HTML attributes); `|` as
-/// `\|` where `pipe` (a Markdown table cell).
-fn entities(s: &str, quotes: bool, pipe: bool) -> String {
+/// What [`entities`] escapes besides `<` `>` `&`.
+#[derive(Clone, Copy, Default)]
+struct Marks {
+    /// `"` and `'` as entities (inside HTML attributes).
+    quotes: bool,
+    /// `|` as `\|` (a Markdown table cell).
+    pipe: bool,
+    /// `\`, `[` and `]` with a backslash (Markdown): see [`markdown_cell`].
+    links: bool,
+    /// `` ` `` with a backslash (Markdown text that makes no code span).
+    backticks: bool,
+}
+
+/// `<` `>` `&` as entities, and what `marks` asks for.
+fn entities(s: &str, marks: Marks) -> String {
     let mut o = String::with_capacity(s.len());
     for ch in s.chars() {
         match ch {
             '&' => o.push_str("&amp;"),
             '<' => o.push_str("&lt;"),
             '>' => o.push_str("&gt;"),
-            '"' if quotes => o.push_str("&quot;"),
-            '\'' if quotes => o.push_str("&#39;"),
-            '|' if pipe => o.push_str("\\|"),
+            '"' if marks.quotes => o.push_str("&quot;"),
+            '\'' if marks.quotes => o.push_str("&#39;"),
+            '|' if marks.pipe => o.push_str("\\|"),
+            '\\' | '[' | ']' if marks.links => {
+                o.push('\\');
+                o.push(ch);
+            }
+            '`' if marks.backticks => o.push_str("\\`"),
             c => o.push(c),
         }
     }
@@ -76,28 +93,86 @@ fn entities(s: &str, quotes: bool, pipe: bool) -> String {
 
 /// HTML's special characters as entities (`<` `>` `&` `"` `'`).
 pub fn html(s: &str) -> String {
-    entities(s, true, false)
+    entities(
+        s,
+        Marks {
+            quotes: true,
+            ..Marks::default()
+        },
+    )
 }
 
 /// One table cell of Markdown: control characters as in [`escape_line`], `<` `>` `&` as
-/// entities (a renderer would otherwise run `<script>` or `<img onerror>`), and `|` escaped so
-/// that a cell cannot open another. Quotes stay as they are, for the text to read as text.
+/// entities (a renderer would otherwise run `<script>` or `<img onerror>`, or link an
+/// `<https://...>` autolink), `|` escaped so that a cell cannot open another, and `[`, `]`
+/// and `\` with a backslash: every link and image of CommonMark and GitHub's Markdown
+/// (inline `[x](url)`, `![](src)`, reference `[x][r]`, a definition `[r]: url`, a footnote
+/// `[^1]`) begins with a `[`, so none can form from report text, and `(`, `)`, `!` need no
+/// escape of their own; the backslash is escaped so that text cannot undo the escape of
+/// what follows it (`\[` would be a backslash and a live `[`). GitHub's bare autolinks
+/// (`https://host/...`, `www.host`, an e-mail address) stay: their text is their target, so
+/// they show where they lead, and gpuaudit's own fixes name documentation so. Quotes stay
+/// as they are, for the text to read as text.
 pub fn markdown_cell(s: &str) -> String {
-    entities(&escape_line(s), false, true)
+    entities(
+        &escape_line(s),
+        Marks {
+            pipe: true,
+            links: true,
+            ..Marks::default()
+        },
+    )
+}
+
+/// A code span of Markdown (a check id), in a table cell where `cell`: the text as it is
+/// between single backticks (CommonMark shows a span's content as written; `|` escaped in
+/// a cell, as GitHub's tables need even there). Text with a backtick, a backslash or a
+/// control character in it cannot be held by a single-backtick span: it is written as
+/// [`markdown_cell`] / [`markdown_text`] writes it, without the span.
+pub fn markdown_code(s: &str, cell: bool) -> String {
+    let line = escape_line(s);
+    if line.contains(['`', '\\']) || line.is_empty() {
+        return if cell {
+            markdown_cell(s)
+        } else {
+            markdown_text_plain(&line)
+        };
+    }
+    if cell {
+        format!("`{}`", line.replace('|', "\\|"))
+    } else {
+        format!("`{line}`")
+    }
+}
+
+/// Markdown text with no code span: every mark escaped, backticks too.
+fn markdown_text_plain(line: &str) -> String {
+    entities(
+        line,
+        Marks {
+            links: true,
+            backticks: true,
+            ..Marks::default()
+        },
+    )
 }
 
 /// One line of Markdown outside a table (a finding, a fix): as [`markdown_cell`] (`|` left
 /// as it is), except that inside a `code span` (which CommonMark shows as text) `<` `>` `&`
-/// stay as written, so that a command reads as the command. Spans are kept only where
-/// nothing can change where they begin and end: single backticks that pair up, and no
+/// `[` `]` stay as written, so that a command reads as the command. Spans are kept only
+/// where nothing can change where they begin and end: single backticks that pair up, and no
 /// backslash in the line (`` \` `` is not a span's edge); otherwise the backticks are escaped
 /// and no span is made.
 pub fn markdown_text(s: &str) -> String {
     let s = escape_line(s);
     let spans = s.matches('`').count() % 2 == 0 && !s.contains("``") && !s.contains('\\');
     if !spans {
-        return entities(&s, false, false).replace('`', "\\`");
+        return markdown_text_plain(&s);
     }
+    let outside = Marks {
+        links: true,
+        ..Marks::default()
+    };
     let mut out = String::with_capacity(s.len() + 8);
     for (i, part) in s.split('`').enumerate() {
         if i > 0 {
@@ -106,7 +181,7 @@ pub fn markdown_text(s: &str) -> String {
         if i % 2 == 1 {
             out.push_str(part);
         } else {
-            out.push_str(&entities(part, false, false));
+            out.push_str(&entities(part, outside));
         }
     }
     out
@@ -148,7 +223,7 @@ mod tests {
     fn markdown_cells_escape_html_and_pipes() {
         assert_eq!(
             markdown_cell("<script>alert(1)</script>|<img src=x onerror=y>&\r\n"),
-            "&lt;script&gt;alert(1)&lt;/script&gt;\\|&lt;img src=x onerror=y&gt;&amp;\\r\\n"
+            "&lt;script&gt;alert(1)&lt;/script&gt;\\|&lt;img src=x onerror=y&gt;&amp;\\\\r\\\\n"
         );
         assert_eq!(markdown_cell("'a' \"b\""), "'a' \"b\"");
         // Commands in code spans stay as written outside tables; a cell escapes everything.
@@ -168,12 +243,50 @@ mod tests {
         );
         // A backslash could change where a span ends (an escaped backtick is no edge):
         // no span, everything escaped.
-        assert_eq!(markdown_text("\\`<script>\\`"), "\\\\`&lt;script&gt;\\\\`");
+        assert_eq!(
+            markdown_text("\\`<script>\\`"),
+            "\\\\\\`&lt;script&gt;\\\\\\`"
+        );
         // A control character is written out with a backslash: no span either.
-        assert_eq!(markdown_text("`<a>\n`"), "\\`&lt;a&gt;\\n\\`");
+        assert_eq!(markdown_text("`<a>\n`"), "\\`&lt;a&gt;\\\\n\\`");
         assert_eq!(
             html("<a href='x'>\"&\"</a>"),
             "&lt;a href=&#39;x&#39;&gt;&quot;&amp;&quot;&lt;/a&gt;"
         );
+    }
+
+    #[test]
+    fn no_link_or_image_forms_from_markdown_text() {
+        // Every link and image starts with `[`: escaped, with the backslash that could undo it.
+        assert_eq!(
+            markdown_cell("[x](javascript:alert(1)) ![](https://t.example/p.png)"),
+            "\\[x\\](javascript:alert(1)) !\\[\\](https://t.example/p.png)"
+        );
+        assert_eq!(
+            markdown_text("\\[x](javascript:y) [r]: https://e.example [^1]"),
+            "\\\\\\[x\\](javascript:y) \\[r\\]: https://e.example \\[^1\\]"
+        );
+        // A code span keeps its text: CommonMark shows it as text.
+        assert_eq!(
+            markdown_text("run `ls [a](b)` then [c](d)"),
+            "run `ls [a](b)` then \\[c\\](d)"
+        );
+        // Autolinks in angle brackets cannot open; bare URLs stay (their text is their target).
+        assert_eq!(
+            markdown_text("<https://e.example> see https://docs.nvidia.com/x"),
+            "&lt;https://e.example&gt; see https://docs.nvidia.com/x"
+        );
+    }
+
+    #[test]
+    fn code_spans_hold_what_a_single_backtick_span_can() {
+        assert_eq!(markdown_code("gpu.present", false), "`gpu.present`");
+        assert_eq!(markdown_code("a|<b>[c]", true), "`a\\|<b>[c]`");
+        assert_eq!(markdown_code("a|<b>[c]", false), "`a|<b>[c]`");
+        // What would close the span, or undo an escape, is written as text instead.
+        assert_eq!(markdown_code("x` <img>", true), "x` &lt;img&gt;");
+        assert_eq!(markdown_code("x` [a](b)", false), "x\\` \\[a\\](b)");
+        assert_eq!(markdown_code("x\u{1b}[1m", false), "x\\\\x1b\\[1m");
+        assert_eq!(markdown_code("", true), "");
     }
 }

@@ -23,6 +23,12 @@ fn text(s: &str) -> String {
     escape::markdown_text(s)
 }
 
+/// A check id as code, outside a table (`cell`: in one): see [`escape::markdown_code`]. A
+/// report read back can hold any text there.
+fn code(s: &str, cell: bool) -> String {
+    escape::markdown_code(s, cell)
+}
+
 /// The status as GitHub shows it at a glance.
 pub fn badge(s: Status) -> String {
     let icon = match s {
@@ -85,9 +91,9 @@ pub fn render(report: &Report) -> String {
         for g in infos {
             let _ = writeln!(
                 out,
-                "- {} `{}`: {}",
+                "- {} {}: {}",
                 badge(g.status),
-                g.check,
+                code(g.check, false),
                 text(&g.message)
             );
             // A ticket carries what to do about each note too (the table keeps it to one line).
@@ -122,10 +128,10 @@ pub fn render(report: &Report) -> String {
         for g in rest {
             let _ = writeln!(
                 out,
-                "| {} | {} | `{}` | {} |",
-                area_title(area(g.check)),
+                "| {} | {} | {} | {} |",
+                cell(area_title(area(g.check))),
                 badge(g.status),
-                g.check,
+                code(g.check, true),
                 cell(&g.message)
             );
         }
@@ -142,9 +148,9 @@ fn problem(out: &mut String, p: &Problem) {
     let (g, fix_repeated) = (p.root, p.fix_repeated);
     let _ = writeln!(
         out,
-        "**{}** `{}`: {}\n",
+        "**{}** {}: {}\n",
         badge(g.status),
-        g.check,
+        code(g.check, false),
         text(&g.message)
     );
     let ev = brief_evidence(g);
@@ -167,9 +173,9 @@ fn problem(out: &mut String, p: &Problem) {
         for c in &p.consequences {
             let _ = writeln!(
                 out,
-                "  - {} `{}`: {}",
+                "  - {} {}: {}",
                 badge(c.status),
-                c.check,
+                code(c.check, false),
                 text(&c.message)
             );
         }

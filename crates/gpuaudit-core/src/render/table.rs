@@ -80,7 +80,8 @@ impl Out {
     }
 
     /// `head` (shown in `head_style`) then `text`, wrapped; continuation lines indented by
-    /// `indent` columns. `text` is the report's (already escaped for the terminal).
+    /// `indent` columns. Both are escaped for the terminal here, whatever they hold (a check
+    /// id, a reason, an area's name: every string of a report read back is the file's).
     fn para(
         &mut self,
         head: &str,
@@ -89,14 +90,16 @@ impl Out {
         text_style: Style,
         indent: usize,
     ) {
-        let head_cols = textwrap::core::display_width(head);
+        let head = escape_line(head);
+        let text = escape_line(text);
+        let head_cols = textwrap::core::display_width(&head);
         let first_pad = " ".repeat(head_cols);
         let rest_pad = " ".repeat(indent);
         let opts = Options::new(self.width.max(MIN_WIDTH))
             .initial_indent(&first_pad)
             .subsequent_indent(&rest_pad)
             .word_splitter(WordSplitter::NoHyphenation);
-        let lines = textwrap::wrap(text, opts);
+        let lines = textwrap::wrap(&text, opts);
         for (i, line) in lines.iter().enumerate() {
             let (pad, body) = if i == 0 {
                 (
@@ -115,7 +118,7 @@ impl Out {
 
     fn title(&mut self, t: &str) {
         let b = self.bold_style();
-        let _ = writeln!(self.s, "\n{}", t.style(b));
+        let _ = writeln!(self.s, "\n{}", escape_line(t).style(b));
     }
 }
 
@@ -138,7 +141,7 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
     } else {
         plain
     };
-    let what = escape_line(&o.what_you_got(report)).into_owned();
+    let what = o.what_you_got(report);
     out.para(
         &format!("{what}: "),
         bold,
@@ -150,7 +153,7 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
         out.para("", plain, &nr, plain, 4);
     }
     if !opts.quiet {
-        out.para("", plain, &escape_line(&context_line(report)), dim, 4);
+        out.para("", plain, &context_line(report), dim, 4);
     }
     // Also with -q: who reads a shared report must know the names in it are placeholders.
     if report.audit.redacted {
@@ -245,13 +248,13 @@ fn problem(out: &mut Out, p: &Problem) {
     let (g, fix_repeated) = (p.root, p.fix_repeated);
     let st = style(g.status, out.color);
     let head = format!("{} ", status_label(g.status));
-    let text = format!("{}: {}", g.check, escape_line(&g.message));
+    let text = format!("{}: {}", g.check, g.message);
     out.para(&head, st, &text, out.plain_style(), STATUS_COLS);
     let ev = brief_evidence(g);
     if !ev.is_empty() {
-        let mut line = escape_line(&evidence_text(&ev)).into_owned();
+        let mut line = evidence_text(&ev);
         if let Some(src) = evidence_source(g) {
-            line.push_str(&format!(" (from {})", escape_line(src)));
+            line.push_str(&format!(" (from {src})"));
         }
         let head = " ".repeat(STATUS_COLS) + "evidence: ";
         let dim = out.dim_style();
@@ -261,11 +264,11 @@ fn problem(out: &mut Out, p: &Problem) {
         let head = " ".repeat(STATUS_COLS) + "fix: ";
         // The same fix twice in a row is said once.
         let text = if fix_repeated {
-            "the same as above".into()
+            "the same as above"
         } else {
-            escape_line(fix)
+            fix
         };
-        out.para(&head, st, &text, out.plain_style(), STATUS_COLS + 5);
+        out.para(&head, st, text, out.plain_style(), STATUS_COLS + 5);
     }
     if !p.consequences.is_empty() {
         let dim = out.dim_style();
@@ -274,7 +277,7 @@ fn problem(out: &mut Out, p: &Problem) {
         for c in &p.consequences {
             let head = format!("{}· {} ", " ".repeat(STATUS_COLS), status_label(c.status));
             let cols = textwrap::core::display_width(&head);
-            let text = format!("{}: {}", c.check, escape_line(&c.message));
+            let text = format!("{}: {}", c.check, c.message);
             out.para(
                 &head,
                 style(c.status, out.color),
@@ -290,7 +293,7 @@ fn problem(out: &mut Out, p: &Problem) {
 fn one_line(out: &mut Out, g: &Group) {
     let st = style(g.status, out.color);
     let head = format!("{} ", status_label(g.status));
-    let text = format!("{}: {}", g.check, escape_line(&g.message));
+    let text = format!("{}: {}", g.check, g.message);
     let text_style = if g.status == Status::Skip {
         out.dim_style()
     } else {
@@ -305,13 +308,7 @@ fn note_fix(out: &mut Out, g: &Group) {
     if let Some(fix) = g.fix {
         let head = " ".repeat(STATUS_COLS) + "fix: ";
         let dim = out.dim_style();
-        out.para(
-            &head,
-            dim,
-            &escape_line(fix),
-            out.plain_style(),
-            STATUS_COLS + 5,
-        );
+        out.para(&head, dim, fix, out.plain_style(), STATUS_COLS + 5);
     }
 }
 
@@ -339,7 +336,7 @@ fn not_run(out: &mut Out, o: &Overview) {
         ids.join(", ")
     };
     if let Some(r) = main.filter(|_| !of_main.is_empty()) {
-        let text = format!("{}: {}", escape_line(r), ids(&of_main));
+        let text = format!("{r}: {}", ids(&of_main));
         out.para("  ", plain, &text, dim, 6);
         if !others.is_empty() {
             let text = format!("other reasons (-v says why): {}", ids(&others));
@@ -348,7 +345,7 @@ fn not_run(out: &mut Out, o: &Overview) {
     } else {
         // No reason shared: each with its own.
         for g in others {
-            let text = format!("{}: {}", g.check, escape_line(&g.message));
+            let text = format!("{}: {}", g.check, g.message);
             out.para("  ", plain, &text, dim, 6);
         }
     }

@@ -35,9 +35,10 @@
 //! does not turn `"virtualization": "vm"` into a placeholder.
 
 use super::Report;
+use aho_corasick::{AhoCorasick, MatchKind};
 use regex::Regex;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::sync::OnceLock;
 
@@ -53,10 +54,13 @@ pub enum Kind {
     Mac,
     Guid,
     Snapshot,
+    Email,
+    Instance,
+    Path,
 }
 
 impl Kind {
-    const ALL: [Kind; 9] = [
+    const ALL: [Kind; 12] = [
         Kind::Host,
         Kind::Uuid,
         Kind::Serial,
@@ -66,6 +70,9 @@ impl Kind {
         Kind::Mac,
         Kind::Guid,
         Kind::Snapshot,
+        Kind::Email,
+        Kind::Instance,
+        Kind::Path,
     ];
 
     fn prefix(self) -> &'static str {
@@ -79,13 +86,41 @@ impl Kind {
             Kind::Mac => "mac",
             Kind::Guid => "guid",
             Kind::Snapshot => "snapshot",
+            Kind::Email => "email",
+            Kind::Instance => "instance",
+            Kind::Path => "path",
         }
     }
 
     /// An address or identifier found by its pattern: not replaced in a field that holds a
-    /// version, where a dotted quad is a version.
+    /// version, where a dotted quad is a version; replaced where the pattern finds it in the
+    /// text at hand (not by a search for the value).
     fn is_pattern_only(self) -> bool {
         matches!(self, Kind::Ipv4 | Kind::Ipv6 | Kind::Mac | Kind::Guid)
+    }
+
+    /// Values written in either case that are the same value: DNS names, hexadecimal ids,
+    /// e-mail addresses. Their keys are lower case.
+    fn ignores_case(self) -> bool {
+        matches!(
+            self,
+            Kind::Host
+                | Kind::Uuid
+                | Kind::Email
+                | Kind::Instance
+                | Kind::Mac
+                | Kind::Guid
+                | Kind::Ipv6
+        )
+    }
+}
+
+/// The key a value of `kind` is known by: lower case where the case does not matter.
+fn key_of(kind: Kind, value: &str) -> std::borrow::Cow<'_, str> {
+    if kind.ignores_case() && value.bytes().any(|b| b.is_ascii_uppercase()) {
+        std::borrow::Cow::Owned(value.to_ascii_lowercase())
+    } else {
+        std::borrow::Cow::Borrowed(value)
     }
 }
 
@@ -108,6 +143,13 @@ fn uuid_placeholder(original: &str, n: usize) -> String {
     format!("{prefix}00000000-0000-0000-ffff-{n:012}")
 }
 
+/// The UUID of a `GPU-<uuid>` / `MIG-<uuid>` without its prefix, where it has one.
+fn bare_uuid(value: &str) -> Option<&str> {
+    let (head, rest) = value.split_once('-')?;
+    (rest.len() == 36 && !head.is_empty() && head.bytes().all(|b| b.is_ascii_alphabetic()))
+        .then_some(rest)
+}
+
 /// Whether a value already is a placeholder of its kind (so that redacting twice is
 /// redacting once).
 fn is_placeholder(kind: Kind, value: &str) -> bool {
@@ -118,6 +160,12 @@ fn is_placeholder(kind: Kind, value: &str) -> bool {
         )
         .is_match(value);
     }
+    // A path's placeholder is a path: `/path-1`.
+    let value = if kind == Kind::Path {
+        value.strip_prefix('/').unwrap_or("")
+    } else {
+        value
+    };
     value
         .strip_prefix(kind.prefix())
         .and_then(|r| r.strip_prefix('-'))
@@ -199,6 +247,11 @@ static RE_GUID: OnceLock<Regex> = OnceLock::new();
 static RE_UUID: OnceLock<Regex> = OnceLock::new();
 static RE_USER: OnceLock<Regex> = OnceLock::new();
 static RE_NFS_HOST: OnceLock<Regex> = OnceLock::new();
+static RE_EMAIL: OnceLock<Regex> = OnceLock::new();
+static RE_USER_AT_HOST: OnceLock<Regex> = OnceLock::new();
+static RE_INSTANCE: OnceLock<Regex> = OnceLock::new();
+static RE_EXPORT: OnceLock<Regex> = OnceLock::new();
+static RE_PLACEHOLDER_ANY: OnceLock<Regex> = OnceLock::new();
 
 /// A character that continues a token (a hostname, a serial, a word).
 fn is_token_char(c: char) -> bool {
@@ -230,16 +283,17 @@ fn alone_on(mut side: impl Iterator<Item = char>) -> bool {
     }
 }
 
-/// The word before `start`, lowercased ("cudnn" in "cuDNN 9.1.0.70", "version" in
+/// The word before `start` ("cuDNN" in "cuDNN 9.1.0.70", "version" in
 /// "driver_version=1.2.3.4").
-fn word_before(text: &str, start: usize) -> String {
+fn word_before(text: &str, start: usize) -> &str {
     let head = text[..start].trim_end_matches([' ', '=', ':', '"', '\'', '(']);
-    let word: String = head
-        .chars()
+    let from = head
+        .char_indices()
         .rev()
-        .take_while(|c| c.is_alphanumeric())
-        .collect();
-    word.chars().rev().collect::<String>().to_ascii_lowercase()
+        .take_while(|(_, c)| c.is_alphanumeric())
+        .last()
+        .map_or(head.len(), |(i, _)| i);
+    &head[from..]
 }
 
 /// The token before `start` in a list ("9.14.0" in "(9.14.0, 9.13.0.50)"), where one is.
@@ -265,13 +319,19 @@ fn is_other_dotted_number(token: &str) -> bool {
 /// Whether the dotted quad at `start` reads as a version: after a word that names one, or
 /// in a list after another version ("(9.14.0, 9.13.0.50)").
 fn in_version_context(text: &str, start: usize) -> bool {
-    is_version_word(&word_before(text, start))
+    is_version_word(word_before(text, start))
         || list_item_before(text, start).is_some_and(is_other_dotted_number)
 }
 
 /// "cuDNN", "version", "driver_version", "libcublas": a word that names what has a version.
 fn is_version_word(word: &str) -> bool {
-    VERSION_WORDS.contains(&word) || word.ends_with("version") || word.starts_with("lib")
+    let ends = |suffix: &str| {
+        word.len() >= suffix.len()
+            && word.as_bytes()[word.len() - suffix.len()..].eq_ignore_ascii_case(suffix.as_bytes())
+    };
+    VERSION_WORDS.iter().any(|w| w.eq_ignore_ascii_case(word))
+        || ends("version")
+        || word.get(..3).is_some_and(|p| p.eq_ignore_ascii_case("lib"))
 }
 
 fn ipv4_to_keep(ip: std::net::Ipv4Addr, cidr: Option<u8>) -> bool {
@@ -299,7 +359,11 @@ fn ipv4_in(text: &str) -> Vec<(usize, usize)> {
         r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])\.){3}(?:25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])",
     );
     ipv4.find_iter(text)
-        .filter(|m| stands_alone_or_port(text, m.start(), m.end()))
+        .filter(|m| {
+            stands_alone_or_port(text, m.start(), m.end())
+                || (after_ipv4_mapped_prefix(text, m.start())
+                    && (alone_on(text[m.end()..].chars()) || is_cidr_or_port(text, m.end())))
+        })
         .filter(|m| {
             let before = text[..m.start()].chars().next_back();
             // `v1.2.3.4`, `-1.2.3.4` glued to a word; `x1.2.3.4` is caught by stands_alone.
@@ -315,6 +379,16 @@ fn ipv4_in(text: &str) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// `::ffff:10.4.0.35`: an IPv4 address mapped into IPv6 (as a socket of both families names a
+/// peer that came over IPv4) is that IPv4 address, replaced as one.
+fn after_ipv4_mapped_prefix(text: &str, start: usize) -> bool {
+    const MAPPED: &[u8] = b"::ffff:";
+    let head = &text.as_bytes()[..start];
+    head.len() >= MAPPED.len()
+        && head[head.len() - MAPPED.len()..].eq_ignore_ascii_case(MAPPED)
+        && alone_on(text[..start - MAPPED.len()].chars().rev())
+}
+
 /// `10.0.0.0/8` or `10.1.2.3:2049`: an address followed by its prefix or port still is one.
 fn is_cidr_or_port(text: &str, end: usize) -> bool {
     let rest = &text[end..];
@@ -327,8 +401,8 @@ fn is_cidr_or_port(text: &str, end: usize) -> bool {
 
 fn cidr_after(text: &str, end: usize) -> Option<u8> {
     let tail = text[end..].strip_prefix('/')?;
-    let digits: String = tail.chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
+    let digits = tail.bytes().take_while(u8::is_ascii_digit).count();
+    tail[..digits].parse().ok()
 }
 
 fn ipv6_in(text: &str) -> Vec<(usize, usize)> {
@@ -379,15 +453,135 @@ fn guid_in(text: &str) -> Vec<(usize, usize)> {
 }
 
 /// GPU and MIG UUIDs anywhere in the text (a GPU `--gpus` left out of `gpus[]` is still
-/// named in messages), also inside a longer id (`MIG-GPU-<uuid>/1/0`).
+/// named in messages), also inside a longer id (`MIG-GPU-<uuid>/1/0`); and bare UUIDs that
+/// stand alone (a GPU's without its prefix, an Azure VM id, a file system's UUID): a UUID
+/// is made to tell one thing from every other. The nil UUID names nothing.
 fn uuid_in(text: &str) -> Vec<(usize, usize)> {
     re(
         &RE_UUID,
-        r"(?:GPU|MIG)-[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}",
+        r"(?:(?:GPU|MIG)-)?[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}",
     )
     .find_iter(text)
     .filter(|m| !text[m.end()..].starts_with(|c: char| c.is_ascii_hexdigit()))
+    .filter(|m| {
+        let prefixed = m.as_str().starts_with(['G', 'M']);
+        prefixed || {
+            let before = text[..m.start()].chars().next_back();
+            let after = text[m.end()..].chars().next();
+            !before.is_some_and(|c| c.is_alphanumeric() || c == '-')
+                && !after.is_some_and(|c| c.is_alphanumeric() || c == '-')
+        }
+    })
+    .filter(|m| m.as_str().bytes().any(|b| b.is_ascii_hexdigit() && b != b'0'))
     .map(|m| (m.start(), m.end()))
+    .collect()
+}
+
+/// E-mail addresses (`alice@example.com`), whole.
+fn emails_in(text: &str) -> Vec<(usize, usize)> {
+    re(
+        &RE_EMAIL,
+        r"[A-Za-z0-9._%+-]+@[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*\.[A-Za-z]{2,}",
+    )
+    .find_iter(text)
+    .filter(|m| stands_alone(text, m.start(), m.end()))
+    .map(|m| (m.start(), m.end()))
+    .collect()
+}
+
+/// `user@host` without a domain (the kernel's builder, `(buildd@lcy02-amd64-080)`; sshfs's
+/// `alice@box:/data`): the user and the host, each as its kind. An e-mail address is
+/// [`emails_in`]'s.
+fn user_at_host_in(text: &str) -> Vec<(usize, usize, Kind)> {
+    let mut out = Vec::new();
+    for c in re(
+        &RE_USER_AT_HOST,
+        r"([A-Za-z_][A-Za-z0-9._-]*)@([A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)",
+    )
+    .captures_iter(text)
+    {
+        let (Some(user), Some(host)) = (c.get(1), c.get(2)) else {
+            continue;
+        };
+        // `alice@example.com`, `pkg@1.2.3`: an address, or no host at all.
+        if text[host.end()..].starts_with('.')
+            && text[host.end() + 1..].starts_with(|c: char| c.is_alphanumeric())
+        {
+            continue;
+        }
+        if !alone_on(text[..user.start()].chars().rev()) {
+            continue;
+        }
+        out.push((user.start(), user.end(), Kind::User));
+        if host.as_str().bytes().any(|b| b.is_ascii_alphabetic()) {
+            out.push((host.start(), host.end(), Kind::Host));
+        }
+    }
+    out
+}
+
+/// Cloud instance ids: AWS `i-` and 8 or 17 hexadecimal digits.
+fn instances_in(text: &str) -> Vec<(usize, usize)> {
+    re(&RE_INSTANCE, r"\bi-(?:[0-9a-f]{17}|[0-9a-f]{8})\b")
+        .find_iter(text)
+        .filter(|m| stands_alone(text, m.start(), m.end()))
+        .map(|m| (m.start(), m.end()))
+        .collect()
+}
+
+/// Paths that name nothing of their own: the file system's top, the system's directories,
+/// the places every machine has. A data directory or an export with one of these names is
+/// no one's secret.
+const GENERIC_PATHS: &[&str] = &[
+    "/",
+    "/tmp",
+    "/var/tmp",
+    "/dev/shm",
+    "/mnt",
+    "/media",
+    "/data",
+    "/datasets",
+    "/scratch",
+    "/home",
+    "/root",
+    "/srv",
+    "/opt",
+    "/export",
+    "/exports",
+    "/work",
+    "/workspace",
+    "/raid",
+];
+
+/// Whether a path is private: someone chose its name. Generic ones, and the caches gpuaudit
+/// looks at by itself (`~/.cache/huggingface/hub`, `~/.cache/torch`: the user in a home
+/// directory is replaced as a user), are not.
+fn is_private_path(path: &str) -> bool {
+    let p = path.trim_end_matches('/');
+    let p = if p.is_empty() { "/" } else { p };
+    p.starts_with('/') && !GENERIC_PATHS.contains(&p) && !p.contains("/.cache/")
+}
+
+/// The exported path of a network mount's source (`nas01:/export/datasets`,
+/// `10.0.0.2:/vol/team`), where it is private ([`is_private_path`]); not a URL's.
+fn export_paths_in(text: &str) -> Vec<(usize, usize)> {
+    re(
+        &RE_EXPORT,
+        r"(?:^|[\s(=,@\[])(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?):(/[^\s,;()\[\]'\x22]*)",
+    )
+    .captures_iter(text)
+    .filter_map(|c| {
+        let server = c.get(0)?.as_str().trim_start_matches([' ', '\t', '\n', '(', '=', ',', '@', '[']);
+        let server = server.split(":/").next()?;
+        let named = server.len() > 1 && server.bytes().any(|b| b.is_ascii_alphabetic());
+        let address = server.starts_with('[')
+            || (server.bytes().filter(|&b| b == b'.').count() == 3
+                && server.bytes().all(|b| b.is_ascii_digit() || b == b'.'));
+        let path = c.get(1)?;
+        let end = path.start() + path.as_str().trim_end_matches(['.', ':']).len();
+        let p = &text[path.start()..end];
+        ((named || address) && !p.starts_with("//") && is_private_path(p)).then_some((path.start(), end))
+    })
     .collect()
 }
 
@@ -421,18 +615,73 @@ fn users_in(text: &str) -> Vec<(usize, usize)> {
     .collect()
 }
 
-/// The report could not be turned into JSON and back.
+/// The report could not be redacted.
 #[derive(Debug, thiserror::Error)]
-#[error("cannot redact the report: {0}")]
-pub struct RedactError(serde_json::Error);
+pub enum RedactError {
+    /// It could not be turned into JSON and back.
+    #[error("cannot redact the report: {0}")]
+    Json(serde_json::Error),
+    /// More values to replace than one search can hold.
+    #[error("cannot redact the report: {0}")]
+    TooMany(aho_corasick::BuildError),
+}
 
 /// One mapping from values to placeholders, shared by every report redacted with it.
 #[derive(Debug, Default, Clone)]
 pub struct Redactor {
+    /// Each value by its key ([`key_of`]): its kind and placeholder.
     placeholders: HashMap<String, (Kind, String)>,
     counts: HashMap<Kind, usize>,
-    /// Every value, in the order first seen (for [`Redactor::mapping`]).
+    /// Every key, in the order first seen (for [`Redactor::mapping`]).
     order: Vec<String>,
+    /// The values searched for in every text, built when the mapping has changed.
+    search: Option<Search>,
+    /// The addresses of each text of the report being redacted, as its patterns found them
+    /// while collecting (so that replacing does not look for them again); emptied after.
+    addresses: HashMap<String, Vec<(usize, usize)>>,
+}
+
+/// Every value that is searched for (not the addresses, which their patterns find), in one
+/// automaton: one pass over a text finds them all, however many there are.
+#[derive(Debug, Clone)]
+struct Search {
+    /// How many values the mapping had when this was built.
+    values: usize,
+    automaton: AhoCorasick,
+    /// Per pattern of the automaton: its key, kind and placeholder.
+    patterns: Vec<(String, Kind, String)>,
+}
+
+/// A hostname that reads as a machine's name rather than a word (`gpu-node-17`, `node1`: a
+/// digit or a hyphen in it): its variants are the same host (`gpu-node-17-ib0`, `node1-b`,
+/// `gpu-node-17.corp.example.com`). A host called `gpu` or `nvidia` is replaced only where
+/// it stands alone, so that `nvidia-smi` stays.
+fn is_distinctive_host(host: &str) -> bool {
+    host.bytes().any(|b| b.is_ascii_digit() || b == b'-') && host.len() >= 3
+}
+
+/// As [`alone_on`], or joined to the rest of a name by `-`, `_` or `.` (a variant of a host).
+fn variant_on(mut side: impl Iterator<Item = char>) -> bool {
+    match side.next() {
+        None | Some('-' | '_' | '.') => true,
+        Some(c) if is_token_char(c) => false,
+        Some(':' | '+') => !side.next().is_some_and(is_token_char),
+        Some(_) => true,
+    }
+}
+
+/// A path stands alone where no more of a path or a name continues it: `/data/x` is under
+/// `/data`, `/data2` and `/old/data` are other paths.
+fn path_stands_alone(text: &str, start: usize, end: usize) -> bool {
+    let before = text[..start].chars().next_back();
+    let mut after = text[end..].chars();
+    let continues = |c: char| is_token_char(c) || c == '-';
+    !before.is_some_and(|c| continues(c) || matches!(c, '/' | '.' | '~'))
+        && match after.next() {
+            None | Some('/') => true,
+            Some('.') => !after.next().is_some_and(is_token_char),
+            Some(c) => !continues(c),
+        }
 }
 
 impl Redactor {
@@ -441,7 +690,7 @@ impl Redactor {
     }
 
     /// The placeholder of a value, numbering it when new; None where the value is left as
-    /// it is (empty, a placeholder already, a default account).
+    /// it is (empty, a placeholder already, a default account, a generic path).
     fn register(&mut self, kind: Kind, value: &str) -> Option<String> {
         let value = value.trim();
         if value.is_empty() || is_placeholder(kind, value) {
@@ -450,25 +699,47 @@ impl Redactor {
         if kind == Kind::User && DEFAULT_ACCOUNTS.contains(&value) {
             return None;
         }
-        if kind == Kind::Host && value == "localhost" {
+        if kind == Kind::Host && value.eq_ignore_ascii_case("localhost") {
             return None;
         }
-        if let Some((_, p)) = self.placeholders.get(value) {
+        if kind == Kind::Path && !is_private_path(value) {
+            return None;
+        }
+        let key = key_of(kind, value);
+        if let Some((_, p)) = self.placeholders.get(key.as_ref()) {
             return Some(p.clone());
         }
         let n = self.counts.entry(kind).or_insert(0);
         *n += 1;
         let placeholder = match kind {
             Kind::Uuid => uuid_placeholder(value, *n),
+            Kind::Path => format!("/path-{n}"),
             _ => format!("{}-{n}", kind.prefix()),
         };
+        let key = key.into_owned();
         self.placeholders
-            .insert(value.to_string(), (kind, placeholder.clone()));
-        self.order.push(value.to_string());
+            .insert(key.clone(), (kind, placeholder.clone()));
+        self.order.push(key);
         Some(placeholder)
     }
 
-    /// Every value replaced so far with its kind and placeholder, in the order first seen.
+    /// `value` known by the placeholder `placeholder` too (a short hostname, a UUID without
+    /// its prefix), where it is not known already.
+    fn alias(&mut self, kind: Kind, value: &str, placeholder: String) {
+        let key = key_of(kind, value).into_owned();
+        if key.is_empty() || self.placeholders.contains_key(&key) {
+            return;
+        }
+        self.placeholders.insert(key.clone(), (kind, placeholder));
+        self.order.push(key);
+    }
+
+    fn is_known(&self, kind: Kind, value: &str) -> bool {
+        self.placeholders.contains_key(key_of(kind, value).as_ref())
+    }
+
+    /// Every value replaced so far with its kind and placeholder, in the order first seen
+    /// (values whose case does not matter in lower case).
     pub fn mapping(&self) -> Vec<(Kind, &str, &str)> {
         self.order
             .iter()
@@ -493,11 +764,14 @@ impl Redactor {
     /// An error only where the report could not be turned into JSON and back (it always
     /// can: field names and vocabulary are never replaced); nothing unredacted comes out.
     pub fn redact(&mut self, report: &Report) -> Result<Report, RedactError> {
+        let mut json = serde_json::to_value(report).map_err(RedactError::Json)?;
+        self.note_all_placeholders(&json);
         self.collect_structured(report);
-        let mut json = serde_json::to_value(report).map_err(RedactError)?;
         self.collect_patterns(&json, None, false);
+        self.prepare()?;
         self.replace(&mut json, None, false);
-        let mut out: Report = serde_json::from_value(json).map_err(RedactError)?;
+        self.addresses = HashMap::new();
+        let mut out: Report = serde_json::from_value(json).map_err(RedactError::Json)?;
         // Text only: the verdict stands as it was.
         for (f, o) in out.findings.iter_mut().zip(&report.findings) {
             f.check.clone_from(&o.check);
@@ -512,15 +786,15 @@ impl Redactor {
     /// A free text beside the reports (the file a report was read from, its stem) with the
     /// values this mapping holds replaced, and those it shows by their pattern (a home
     /// directory's user, an address) added: redact the reports first, so a file named after
-    /// a host gets that host's placeholder.
-    pub fn redact_text(&mut self, s: &str) -> String {
+    /// a host gets that host's placeholder (`gpu-node-17-b.json` too: see
+    /// [`is_distinctive_host`]).
+    pub fn redact_text(&mut self, s: &str) -> Result<String, RedactError> {
+        self.note_placeholders(s);
         self.collect_text(s, false);
-        let mut v = Value::String(s.to_string());
-        self.replace(&mut v, None, false);
-        match v {
-            Value::String(out) => out,
-            _ => s.to_string(),
-        }
+        self.prepare()?;
+        let out = self.replace_text(s, false);
+        self.addresses = HashMap::new();
+        Ok(out)
     }
 
     /// The values the report names in its fields.
@@ -529,20 +803,20 @@ impl Redactor {
             if let Some(p) = self.register(Kind::Host, h) {
                 // The short name of a fully qualified one is the same host.
                 if let Some((short, _)) = h.trim().split_once('.') {
-                    if !short.is_empty()
-                        && !short.bytes().all(|b| b.is_ascii_digit())
-                        && !self.placeholders.contains_key(short)
-                    {
-                        self.placeholders
-                            .insert(short.to_string(), (Kind::Host, p.clone()));
-                        self.order.push(short.to_string());
+                    if !short.bytes().all(|b| b.is_ascii_digit()) {
+                        self.alias(Kind::Host, short, p);
                     }
                 }
             }
         }
         for g in &report.gpus {
             if let Some(u) = &g.uuid {
-                self.register(Kind::Uuid, u);
+                if let Some(p) = self.register(Kind::Uuid, u) {
+                    // The UUID without its `GPU-`: as CUDA and some tools print it.
+                    if let (Some(bare), Some(bare_p)) = (bare_uuid(u.trim()), bare_uuid(&p)) {
+                        self.alias(Kind::Uuid, bare, bare_p.to_string());
+                    }
+                }
             }
             if let Some(s) = &g.serial {
                 self.register(Kind::Serial, s);
@@ -551,10 +825,20 @@ impl Redactor {
         if let Some(s) = &report.audit.snapshot {
             self.register(Kind::Snapshot, s);
         }
-        for f in report.findings.iter().filter(|f| f.check == "env.ssh") {
-            if let Some(Value::Array(users)) = f.evidence.get("users") {
-                for u in users.iter().filter_map(Value::as_str) {
-                    self.register(Kind::User, u);
+        for f in &report.findings {
+            if f.check == "env.ssh" {
+                if let Some(Value::Array(users)) = f.evidence.get("users") {
+                    for u in users.iter().filter_map(Value::as_str) {
+                        self.register(Kind::User, u);
+                    }
+                }
+            }
+            // The data directories the storage checks judged, and their mount points.
+            if f.check.starts_with("storage.") {
+                for key in ["path", "resolved", "mountpoint"] {
+                    if let Some(p) = f.evidence.get(key).and_then(Value::as_str) {
+                        self.register(Kind::Path, p);
+                    }
                 }
             }
         }
@@ -563,6 +847,48 @@ impl Redactor {
     /// The values every string of the report shows by their pattern, in document order.
     /// `in_map`: under a finding's `evidence`, where keys are data too; elsewhere they are
     /// the report's field names.
+    /// The placeholders a text already holds (a redacted report redacted again, with a value
+    /// the earlier redaction left): each kind's numbering goes on after the highest, so that
+    /// a new value never gets a placeholder that already names another.
+    fn note_placeholders(&mut self, s: &str) {
+        if !s.contains('-') {
+            return;
+        }
+        let found = re(
+            &RE_PLACEHOLDER_ANY,
+            r"\b(host|serial|user|ipv4|ipv6|mac|guid|snapshot|email|instance|path)-([0-9]{1,12})\b|-0000-0000-ffff-([0-9]{12})\b",
+        );
+        for c in found.captures_iter(s) {
+            let (kind, n) = match (c.get(1), c.get(2), c.get(3)) {
+                (Some(k), Some(n), _) => (
+                    Kind::ALL.into_iter().find(|x| x.prefix() == k.as_str()),
+                    n.as_str(),
+                ),
+                (_, _, Some(n)) => (Some(Kind::Uuid), n.as_str()),
+                _ => continue,
+            };
+            if let (Some(kind), Ok(n)) = (kind, n.parse::<usize>()) {
+                let count = self.counts.entry(kind).or_insert(0);
+                *count = (*count).max(n);
+            }
+        }
+    }
+
+    /// [`Redactor::note_placeholders`] of every string of a report (keys too).
+    fn note_all_placeholders(&mut self, v: &Value) {
+        match v {
+            Value::String(s) => self.note_placeholders(s),
+            Value::Array(a) => a.iter().for_each(|x| self.note_all_placeholders(x)),
+            Value::Object(o) => {
+                for (k, x) in o {
+                    self.note_placeholders(k);
+                    self.note_all_placeholders(x);
+                }
+            }
+            _ => {}
+        }
+    }
+
     fn collect_patterns(&mut self, v: &Value, key: Option<&str>, in_map: bool) {
         if key.is_some_and(is_vocabulary_field) && !in_map {
             return;
@@ -584,32 +910,76 @@ impl Redactor {
 
     fn collect_text(&mut self, s: &str, version_field: bool) {
         let mut found: Vec<(usize, usize, Kind)> = Vec::new();
-        let mut add = |kind: Kind, ranges: Vec<(usize, usize)>| {
+        let add = |found: &mut Vec<_>, kind: Kind, ranges: Vec<(usize, usize)>| {
             found.extend(ranges.into_iter().map(|(a, b)| (a, b, kind)))
         };
-        add(Kind::Uuid, uuid_in(s));
-        add(Kind::User, users_in(s));
-        add(Kind::Host, mount_hosts_in(s));
+        let f = &mut found;
+        add(f, Kind::Uuid, uuid_in(s));
+        add(f, Kind::Email, emails_in(s));
+        add(f, Kind::Instance, instances_in(s));
+        add(f, Kind::Path, export_paths_in(s));
+        add(f, Kind::User, users_in(s));
+        add(f, Kind::Host, mount_hosts_in(s));
+        f.extend(user_at_host_in(s));
         if !version_field {
-            add(Kind::Mac, mac_in(s));
-            add(Kind::Guid, guid_in(s));
-            add(Kind::Ipv6, ipv6_in(s));
-            add(Kind::Ipv4, ipv4_in(s));
+            add(f, Kind::Mac, mac_in(s));
+            add(f, Kind::Guid, guid_in(s));
+            add(f, Kind::Ipv6, ipv6_in(s));
+            add(f, Kind::Ipv4, ipv4_in(s));
         }
         // Numbered in the order they appear in the text; of two matches that overlap the
         // longer wins (the last groups of an IPv6 address are no GUID).
         found.sort_by_key(|&(a, b, kind)| (a, std::cmp::Reverse(b), kind));
         let mut end = 0;
+        let mut addresses = Vec::new();
         for (a, b, kind) in found {
             if a < end {
                 continue;
             }
             end = b;
             // The first kind to claim a value keeps it.
-            if !self.placeholders.contains_key(&s[a..b]) {
+            if !self.is_known(kind, &s[a..b]) {
                 self.register(kind, &s[a..b]);
             }
+            if kind.is_pattern_only() {
+                addresses.push((a, b));
+            }
         }
+        if !addresses.is_empty() && !self.addresses.contains_key(s) {
+            self.addresses.insert(s.to_string(), addresses);
+        }
+    }
+
+    /// The automaton of every value searched for, rebuilt where values were added since.
+    fn prepare(&mut self) -> Result<(), RedactError> {
+        if self
+            .search
+            .as_ref()
+            .is_some_and(|s| s.values == self.placeholders.len())
+        {
+            return Ok(());
+        }
+        let patterns: Vec<(String, Kind, String)> = self
+            .order
+            .iter()
+            .filter_map(|k| {
+                let (kind, p) = self.placeholders.get(k)?;
+                (!kind.is_pattern_only()).then(|| (k.clone(), *kind, p.clone()))
+            })
+            .collect();
+        // The builder fails only past its size limits (billions of states), which no report
+        // reaches; should one, the report is not redacted rather than redacted in part.
+        let automaton = AhoCorasick::builder()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(patterns.iter().map(|p| p.0.as_str()))
+            .map_err(RedactError::TooMany)?;
+        self.search = Some(Search {
+            values: self.placeholders.len(),
+            automaton,
+            patterns,
+        });
+        Ok(())
     }
 
     fn replace(&self, v: &mut Value, key: Option<&str>, in_map: bool) {
@@ -635,54 +1005,95 @@ impl Redactor {
         }
     }
 
-    /// Every collected value in the text replaced where it stands alone, longest first.
+    /// Every collected value in the text replaced where it stands alone, longest first; in
+    /// time linear in the text and the occurrences found, however many values are known.
     /// An address is replaced only where its pattern takes it for one here: a value seen as
     /// an address in one string may be a version in another ("libcudnn 9.13.0.50").
     fn replace_text(&self, s: &str, version_field: bool) -> String {
-        let mut values: Vec<(&str, &str, Kind)> = self
-            .placeholders
-            .iter()
-            .filter(|(_, (k, _))| !(version_field && k.is_pattern_only()))
-            .filter(|(v, _)| s.contains(v.as_str()))
-            .map(|(v, (k, p))| (v.as_str(), p.as_str(), *k))
-            .collect();
-        if values.is_empty() {
-            return s.to_string();
-        }
-        let addresses: Vec<(usize, usize)> = if values.iter().any(|v| v.2.is_pattern_only()) {
-            [ipv4_in(s), ipv6_in(s), mac_in(s), guid_in(s)].concat()
-        } else {
-            Vec::new()
-        };
-        values.sort_by(|a, b| b.0.len().cmp(&a.0.len()).then(a.0.cmp(b.0)));
-        let mut taken: Vec<(usize, usize, &str)> = Vec::new();
-        for (value, placeholder, kind) in values {
-            for (at, _) in s.match_indices(value) {
-                let end = at + value.len();
-                if taken.iter().any(|(a, b, _)| at < *b && *a < end) {
-                    continue;
+        // (start, end, placeholder) of every occurrence that may be replaced.
+        let mut candidates: Vec<(usize, usize, &str)> = Vec::new();
+        if !version_field {
+            // Those collecting found here (in order, none overlapping), else those the
+            // patterns find now.
+            let found;
+            let ranges = match self.addresses.get(s) {
+                Some(r) => r.as_slice(),
+                None => {
+                    found = [ipv4_in(s), ipv6_in(s), mac_in(s), guid_in(s)].concat();
+                    found.as_slice()
                 }
-                let here = match kind {
-                    k if k.is_pattern_only() => addresses.contains(&(at, end)),
-                    Kind::Uuid | Kind::Snapshot => true,
-                    _ => stands_alone_or_port(s, at, end),
-                };
-                if here {
-                    taken.push((at, end, placeholder));
+            };
+            for &(a, b) in ranges {
+                if let Some((kind, p)) =
+                    self.placeholders.get(key_of(Kind::Ipv6, &s[a..b]).as_ref())
+                {
+                    if kind.is_pattern_only() {
+                        candidates.push((a, b, p));
+                    }
                 }
             }
         }
-        taken.sort_by_key(|t| t.0);
-        let mut out = String::with_capacity(s.len());
-        let mut last = 0;
-        for (a, b, p) in taken {
-            out.push_str(&s[last..a]);
-            out.push_str(p);
-            last = b;
+        let addresses = candidates.len();
+        if let Some(search) = &self.search {
+            for m in search.automaton.find_overlapping_iter(s) {
+                let (a, b) = (m.start(), m.end());
+                let Some((key, kind, p)) = search.patterns.get(m.pattern().as_usize()) else {
+                    continue;
+                };
+                let text = &s[a..b];
+                if !kind.ignores_case() && text != key {
+                    continue;
+                }
+                let here = match kind {
+                    Kind::Uuid | Kind::Snapshot => true,
+                    Kind::Path => path_stands_alone(s, a, b),
+                    Kind::Host if is_distinctive_host(key) => {
+                        stands_alone_or_port(s, a, b)
+                            || (variant_on(s[..a].chars().rev()) && variant_on(s[b..].chars()))
+                    }
+                    _ => stands_alone_or_port(s, a, b),
+                };
+                if here {
+                    candidates.push((a, b, p));
+                }
+            }
         }
-        out.push_str(&s[last..]);
-        out
+        if candidates.is_empty() {
+            return s.to_string();
+        }
+        if candidates.len() == addresses && self.addresses.contains_key(s) {
+            // Only the addresses collecting found: in order, none overlapping.
+            return splice(s, candidates.iter().map(|&(a, b, p)| (a, (b, p))));
+        }
+        // Longest first; of two as long, the first in the text. Taken occurrences never
+        // overlap, so one before and one after say whether another would.
+        candidates.sort_by_key(|&(a, b, _)| (std::cmp::Reverse(b - a), a));
+        let mut taken: BTreeMap<usize, (usize, &str)> = BTreeMap::new();
+        for (a, b, p) in candidates {
+            let before = taken
+                .range(..=a)
+                .next_back()
+                .is_some_and(|(_, (end, _))| *end > a);
+            let after = taken.range(a..).next().is_some_and(|(start, _)| *start < b);
+            if !before && !after {
+                taken.insert(a, (b, p));
+            }
+        }
+        splice(s, taken)
     }
+}
+
+/// `s` with each range (start, (end, placeholder)), in order and none overlapping, replaced.
+fn splice<'a>(s: &str, ranges: impl IntoIterator<Item = (usize, (usize, &'a str))>) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut last = 0;
+    for (a, (b, p)) in ranges {
+        out.push_str(&s[last..a]);
+        out.push_str(p);
+        last = b;
+    }
+    out.push_str(&s[last..]);
+    out
 }
 
 #[cfg(test)]
@@ -691,11 +1102,19 @@ mod tests {
     use crate::finding::{Finding, Status};
     use crate::policy::Policy;
     use crate::testing::Machine;
+    use crate::Reading;
 
     /// A report of a healthy 2-GPU machine with the given hostname, UUIDs and serials, and
-    /// one extra finding per message given.
+    /// one extra finding per message given. Its kernel and driver name no builder (`user@host`,
+    /// which [`builders_of_the_kernel_and_the_driver_are_a_user_and_a_host`] redacts), so that
+    /// the tests' values are numbered from 1.
     fn report(host: &str, ids: &[(&str, &str)], messages: &[&str]) -> Report {
-        let facts = Machine::healthy("h200-sxm-141gb", ids.len() as u32).build();
+        let facts = Machine::healthy("h200-sxm-141gb", ids.len() as u32)
+            .with(|f| {
+                f.machine.kernel = Reading::Value("Linux version 6.8.0-60-generic".into());
+                f.driver.proc_version = Reading::Value("NVRM version: 580.159.04".into());
+            })
+            .build();
         let mut r = Report::build(&facts, &Policy::default());
         r.machine.hostname = Some(host.to_string());
         for (g, (uuid, serial)) in r.gpus.iter_mut().zip(ids) {
@@ -732,18 +1151,17 @@ mod tests {
         ))
         .unwrap();
         // The host the report named, the user its text showed, and a new user by pattern.
-        // A name runs on through a dot (node17.json could be a host's name): the caller
-        // redacts a file's stem on its own.
+        // A host's name with a digit or a hyphen in it is that host's in a longer name too.
         assert_eq!(
-            red.redact_text("/home/alice/reports/node17.json"),
-            "/home/user-1/reports/node17.json"
+            red.redact_text("/home/alice/reports/node17.json").unwrap(),
+            "/home/user-1/reports/host-1.json"
         );
-        assert_eq!(red.redact_text("node17"), "host-1");
+        assert_eq!(red.redact_text("node17").unwrap(), "host-1");
         assert_eq!(
-            red.redact_text("/home/carol/node170.json"),
+            red.redact_text("/home/carol/node170.json").unwrap(),
             "/home/user-2/node170.json"
         );
-        assert_eq!(red.redact_text("/tmp/a.json"), "/tmp/a.json");
+        assert_eq!(red.redact_text("/tmp/a.json").unwrap(), "/tmp/a.json");
     }
 
     #[test]
@@ -834,9 +1252,9 @@ mod tests {
     fn the_server_of_a_network_mount_is_a_host() {
         assert_eq!(
             one("/data is on /mnt (nfs4 from fileserver:/export); fs2.example.com:/vol"),
-            "/data is on /mnt (nfs4 from host-2:/export); host-3:/vol"
+            "/data is on /mnt (nfs4 from host-2:/export); host-3:/path-1"
         );
-        assert_eq!(one("sshfs alice@box:/data"), "sshfs alice@host-2:/data");
+        assert_eq!(one("sshfs alice@box:/data"), "sshfs user-1@host-2:/data");
         for keep in [
             "see https://docs.nvidia.com/x and C:/Windows",
             "10.0.0.0/8",
@@ -1093,10 +1511,11 @@ mod tests {
         let b = report("node10", &[(U1, "2")], &["node10 then node1"]);
         let mut red = Redactor::new();
         let ra = red.redact(&a).unwrap();
-        // node10 was not known when a was redacted: it is not node1.
+        // node10 was not known when a was redacted: it is not node1; node1-b is a name of
+        // node1's (a second audit's file, an interface's name).
         assert_eq!(
             last_message(&ra),
-            "host-1 and node10 and node1-b and host-1."
+            "host-1 and node10 and host-1-b and host-1."
         );
         let rb = red.redact(&b).unwrap();
         assert_eq!(last_message(&rb), "host-2 then host-1");
@@ -1217,5 +1636,268 @@ mod tests {
         assert_eq!(red["audit"]["redacted"], true);
         let back: Report = serde_json::from_value(plain).unwrap();
         assert!(!back.audit.redacted);
+    }
+
+    /// Redacted with a fresh redactor: the messages of the extra findings, in order.
+    fn messages(r: &Report, n: usize) -> Vec<String> {
+        let out = Redactor::new().redact(r).unwrap();
+        let len = out.findings.len();
+        out.findings[len - n..]
+            .iter()
+            .map(|f| f.message.clone())
+            .collect()
+    }
+
+    #[test]
+    fn a_file_stem_with_a_suffix_is_its_hosts() {
+        let mut red = Redactor::new();
+        red.redact(&report("gpu-node-17", &[(U0, "1")], &[]))
+            .unwrap();
+        assert_eq!(red.redact_text("gpu-node-17-b").unwrap(), "host-1-b");
+        assert_eq!(red.redact_text("gpu-node-17_2").unwrap(), "host-1_2");
+        assert_eq!(red.redact_text("old-gpu-node-17").unwrap(), "old-host-1");
+        // Another host's name that only begins the same stays.
+        assert_eq!(red.redact_text("gpu-node-170").unwrap(), "gpu-node-170");
+    }
+
+    #[test]
+    fn a_hosts_variants_are_the_host_but_a_word_stays_a_word() {
+        let r = report(
+            "gpu-node-17",
+            &[(U0, "1")],
+            &["gpu-node-17-ib0 up, bmc-gpu-node-17 and gpu-node-17.corp.example.com"],
+        );
+        assert_eq!(
+            messages(&r, 1),
+            ["host-1-ib0 up, bmc-host-1 and host-1.corp.example.com"]
+        );
+        // A host named as a word (no digit, no hyphen) is replaced where it stands alone.
+        let r = report(
+            "nvidia",
+            &[(U0, "1")],
+            &["nvidia-smi on nvidia, nvidia_uvm"],
+        );
+        assert_eq!(messages(&r, 1), ["nvidia-smi on host-1, nvidia_uvm"]);
+    }
+
+    #[test]
+    fn a_hostname_in_upper_case_is_the_same_host() {
+        let r = report(
+            "gpu-node-17.corp.example.com",
+            &[(U0, "1")],
+            &["GPU-NODE-17.CORP.EXAMPLE.COM, Gpu-Node-17 and GPU-NODE-17-IB0"],
+        );
+        assert_eq!(messages(&r, 1), ["host-1, host-1 and host-1-IB0"]);
+    }
+
+    #[test]
+    fn an_ipv4_address_mapped_into_ipv6_is_the_ipv4_address() {
+        assert_eq!(
+            one("peer ::ffff:10.4.0.35 and [::FFFF:10.4.0.35]:8888 is 10.4.0.35"),
+            "peer ::ffff:ipv4-1 and [::FFFF:ipv4-1]:8888 is ipv4-1"
+        );
+        assert_eq!(one("::ffff:127.0.0.1"), "::ffff:127.0.0.1");
+    }
+
+    #[test]
+    fn a_known_uuid_without_its_prefix_or_in_upper_case_is_the_same_uuid() {
+        let bare = &U0["GPU-".len()..];
+        let upper = U0.to_ascii_uppercase();
+        assert_eq!(
+            one(&format!("cuda uuid {bare}; {upper}")),
+            "cuda uuid 00000000-0000-0000-ffff-000000000001; GPU-00000000-0000-0000-ffff-000000000001"
+        );
+        // A UUID no field names (an Azure VM id, a file system's) is one by its shape; the
+        // nil UUID names nothing.
+        assert_eq!(
+            one("vmId 8a9c2e4f-3b1d-4c6e-9f2a-1b3c5d7e9f0a; nil 00000000-0000-0000-0000-000000000000"),
+            "vmId 00000000-0000-0000-ffff-000000000002; nil 00000000-0000-0000-0000-000000000000"
+        );
+    }
+
+    #[test]
+    fn e_mail_addresses_are_replaced_whole() {
+        assert_eq!(
+            one("ask alice@example.com or Bob.Smith+gpu@corp.example.co.uk (ALICE@EXAMPLE.COM)."),
+            "ask email-1 or email-2 (email-1)."
+        );
+    }
+
+    #[test]
+    fn builders_of_the_kernel_and_the_driver_are_a_user_and_a_host() {
+        let facts = Machine::healthy("h200-sxm-141gb", 1)
+            .with(|f| {
+                f.machine.kernel = Reading::Value(
+                    "Linux version 6.8.0-60-generic (buildd@lcy02-amd64-080) (gcc 13.3.0) #63"
+                        .into(),
+                )
+            })
+            .build();
+        let mut r = Report::build(&facts, &Policy::default());
+        r.findings.push(Finding::info(
+            "net.fabric",
+            "root@node9 and sshfs carol@box:/data",
+        ));
+        let out = Redactor::new().redact(&r).unwrap();
+        let kernel = out.machine.kernel.unwrap_or_default();
+        assert!(
+            kernel.starts_with("Linux version 6.8.0-60-generic (user-"),
+            "{kernel}"
+        );
+        assert!(
+            !kernel.contains("buildd") && !kernel.contains("lcy02"),
+            "{kernel}"
+        );
+        assert!(kernel.ends_with(") (gcc 13.3.0) #63"), "{kernel}");
+        let m = &out.findings.last().unwrap().message;
+        // root names nobody; the hosts are hosts.
+        assert!(
+            m.starts_with("root@host-") && m.contains(" and sshfs user-"),
+            "{m}"
+        );
+        assert!(
+            !m.contains("node9") && !m.contains("carol") && !m.contains("box"),
+            "{m}"
+        );
+        // No domain: not an e-mail address; a package pinned to a version is no user.
+        assert_eq!(one("pip install torch@2.1.0"), "pip install torch@2.1.0");
+    }
+
+    #[test]
+    fn cloud_instance_ids_are_replaced() {
+        assert_eq!(
+            one("instance i-0abc1234def567890 (was i-0abc1234); api-0abc1234 stays"),
+            "instance instance-1 (was instance-2); api-0abc1234 stays"
+        );
+    }
+
+    #[test]
+    fn data_directories_and_exported_paths_are_private_and_generic_paths_are_not() {
+        let mut r = report(
+            "n1",
+            &[(U0, "1")],
+            &[
+                "/mnt/customer-x/train is on /mnt/customer-x (nfs4 from nas01:/export/customer-x)",
+                "10.0.0.2:/vol/team-y, /mnt/customer-x/train/shard0, /mnt/customer-xy",
+                "/data is on / (ext4 from /dev/nvme0n1); nas01:/export; /root/.cache/torch",
+            ],
+        );
+        r.findings.push(
+            Finding::pass("storage.mounts", "x")
+                .with("path", "/mnt/customer-x/train")
+                .with("mountpoint", "/mnt/customer-x"),
+        );
+        r.findings.push(
+            Finding::pass("storage.mounts", "y")
+                .with("path", "/data")
+                .with("mountpoint", "/"),
+        );
+        r.findings
+            .push(Finding::info("storage.mounts", "z").with("path", "/root/.cache/torch"));
+        let out = Redactor::new().redact(&r).unwrap();
+        let n = out.findings.len();
+        let m: Vec<&str> = out.findings[n - 6..n - 3]
+            .iter()
+            .map(|f| f.message.as_str())
+            .collect();
+        assert_eq!(
+            m,
+            [
+                "/path-1 is on /path-2 (nfs4 from host-2:/path-3)",
+                "ipv4-1:/path-4, /path-1/shard0, /mnt/customer-xy",
+                "/data is on / (ext4 from /dev/nvme0n1); host-2:/export; /root/.cache/torch",
+            ]
+        );
+        assert_eq!(out.findings[n - 3].evidence.get("path").unwrap(), "/path-1");
+        assert_eq!(
+            out.findings[n - 3].evidence.get("mountpoint").unwrap(),
+            "/path-2"
+        );
+        assert_eq!(out.findings[n - 2].evidence.get("path").unwrap(), "/data");
+        assert_eq!(
+            out.findings[n - 1].evidence.get("path").unwrap(),
+            "/root/.cache/torch"
+        );
+    }
+
+    #[test]
+    fn board_part_numbers_stay() {
+        let mut r = report("n1", &[(U0, "1")], &["board 692-2G520-0200-000"]);
+        r.gpus[0].board_part_number = Some("692-2G520-0200-000".into());
+        let out = Redactor::new().redact(&r).unwrap();
+        assert_eq!(
+            out.gpus[0].board_part_number.as_deref(),
+            Some("692-2G520-0200-000")
+        );
+        assert_eq!(last_message(&out), "board 692-2G520-0200-000");
+    }
+
+    #[test]
+    fn every_new_kind_redacted_twice_is_redacted_once() {
+        let mut r = report(
+            "gpu-node-17.corp.example.com",
+            &[(U0, "1653824017950")],
+            &[&format!(
+                "GPU-NODE-17-ib0 ::ffff:10.4.0.35 {} a@b.example.com buildd@lcy02 \
+                 i-0abc1234def567890 nas01:/export/x 8a9c2e4f-3b1d-4c6e-9f2a-1b3c5d7e9f0a",
+                &U0[4..]
+            )],
+        );
+        r.findings
+            .push(Finding::pass("storage.mounts", "x").with("path", "/mnt/p"));
+        let once = Redactor::new().redact(&r).unwrap();
+        let twice = Redactor::new().redact(&once).unwrap();
+        assert_eq!(
+            serde_json::to_value(&once).unwrap(),
+            serde_json::to_value(&twice).unwrap()
+        );
+        let mut red = Redactor::new();
+        red.redact(&once).unwrap();
+        assert!(red.mapping().is_empty(), "{:?}", red.mapping());
+    }
+
+    #[test]
+    fn a_value_new_to_a_redacted_report_gets_a_number_its_placeholders_do_not_have() {
+        // Redacted by an older gpuaudit that kept the kernel's builder: host-1 is the machine.
+        let mut r = report("n1", &[(U0, "1653824017950")], &["on host-3 and ipv4-2"]);
+        r.machine.hostname = Some("host-1".into());
+        r.machine.kernel = Some("Linux version 6.8.0 (builder@sandboxing) #1".into());
+        r.findings
+            .push(Finding::info("net.fabric", "10.1.2.3 and /home/alice/"));
+        let out = Redactor::new().redact(&r).unwrap();
+        assert_eq!(out.machine.hostname.as_deref(), Some("host-1"));
+        assert_eq!(
+            out.machine.kernel.as_deref(),
+            Some("Linux version 6.8.0 (user-1@host-4) #1")
+        );
+        assert_eq!(last_message(&out), "ipv4-3 and /home/user-2/");
+    }
+
+    #[test]
+    fn a_message_of_60000_addresses_is_redacted_whole() {
+        // Every value was once searched for on its own, over the whole text: 14 s for this
+        // message. Now one pass of the automaton and of each pattern; the test pins that all
+        // of them are replaced, numbered in order, with the text between kept.
+        let text: Vec<String> = (0..60_000u32)
+            .map(|i| format!("10.{}.{}.{}", 1 + i / 65536, (i / 256) % 256, i % 256))
+            .collect();
+        let r = report("n1", &[(U0, "1")], &[&text.join(" ")]);
+        let out = Redactor::new().redact(&r).unwrap();
+        let want: Vec<String> = (1..=60_000).map(|n| format!("ipv4-{n}")).collect();
+        assert!(
+            last_message(&out) == want.join(" "),
+            "not every address replaced in order"
+        );
+        // As many values found by search (user names of home directories), each named twice.
+        let homes: Vec<String> = (0..30_000).map(|i| format!("/home/u{i}/")).collect();
+        let homes = homes.join(" ");
+        let r = report("n1", &[(U0, "1")], &[&format!("{homes} {homes}")]);
+        let out = Redactor::new().redact(&r).unwrap();
+        let want: Vec<String> = (1..=30_000).map(|n| format!("/home/user-{n}/")).collect();
+        let want = want.join(" ");
+        assert!(
+            last_message(&out) == format!("{want} {want}"),
+            "not every user replaced"
+        );
     }
 }

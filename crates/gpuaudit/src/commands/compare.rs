@@ -48,8 +48,8 @@ fn redact(inputs: &mut [Input]) -> Result<()> {
         i.report = r.redact(&i.report)?;
     }
     for i in inputs.iter_mut() {
-        i.stem = r.redact_text(&i.stem);
-        i.file = redact_path(&mut r, &i.file, &i.stem);
+        i.stem = r.redact_text(&i.stem)?;
+        i.file = redact_path(&mut r, &i.file, &i.stem)?;
     }
     Ok(())
 }
@@ -57,23 +57,25 @@ fn redact(inputs: &mut [Input]) -> Result<()> {
 /// A report's path with its directory redacted and its stem replaced by the redacted one
 /// (a name runs on through a dot, so `node17.json` is not the host `node17` to the text
 /// rules).
-fn redact_path(r: &mut Redactor, file: &str, redacted_stem: &str) -> String {
+fn redact_path(r: &mut Redactor, file: &str, redacted_stem: &str) -> Result<String> {
     let p = Path::new(file);
     let name = match p.extension().and_then(|e| e.to_str()) {
         Some(ext) => format!("{redacted_stem}.{ext}"),
         None => redacted_stem.to_string(),
     };
-    match p
-        .parent()
-        .and_then(|d| d.to_str())
-        .filter(|d| !d.is_empty())
-    {
-        Some(dir) => Path::new(&r.redact_text(dir))
-            .join(name)
-            .display()
-            .to_string(),
-        None => name,
-    }
+    Ok(
+        match p
+            .parent()
+            .and_then(|d| d.to_str())
+            .filter(|d| !d.is_empty())
+        {
+            Some(dir) => Path::new(&r.redact_text(dir)?)
+                .join(name)
+                .display()
+                .to_string(),
+            None => name,
+        },
+    )
 }
 
 /// Exit 0 when rendered (each report's verdict is in its column), 2 when a file is not a
@@ -118,14 +120,17 @@ mod tests {
     #[test]
     fn a_report_path_is_redacted_by_directory_and_stem() {
         let mut r = Redactor::new();
-        let stem = r.redact_text("node17");
+        let stem = r.redact_text("node17").unwrap();
         assert_eq!(stem, "node17", "no report named it: kept");
         assert_eq!(
-            redact_path(&mut r, "/home/alice/runs/node17.json", "host-1"),
+            redact_path(&mut r, "/home/alice/runs/node17.json", "host-1").unwrap(),
             "/home/user-1/runs/host-1.json"
         );
-        assert_eq!(redact_path(&mut r, "node17.json", "host-1"), "host-1.json");
-        assert_eq!(redact_path(&mut r, "node17", "host-1"), "host-1");
+        assert_eq!(
+            redact_path(&mut r, "node17.json", "host-1").unwrap(),
+            "host-1.json"
+        );
+        assert_eq!(redact_path(&mut r, "node17", "host-1").unwrap(), "host-1");
     }
 
     #[test]

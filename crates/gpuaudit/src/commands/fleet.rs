@@ -10,56 +10,85 @@ use gpuaudit_core::render::Format;
 use gpuaudit_probe::root::io_reason;
 use std::path::{Path, PathBuf};
 
-/// The files the arguments name: a file as given, a directory as every `*.json` file in it
-/// (not recursive), sorted by name. A directory that cannot be listed, or has no report
-/// file, is a wrong argument (exit 2).
-fn files(args: &[PathBuf]) -> Result<Vec<PathBuf>> {
+/// One file to read: its path, or where a directory's entry is not read, why.
+struct Entry {
+    path: PathBuf,
+    skipped: Option<&'static str>,
+}
+
+/// Why a directory's entry is not read: a symbolic link is not followed (it could lead out
+/// of the directory, and its target's text would be quoted as a report's); a directory is
+/// no report.
+const SYMLINK: &str = "a symbolic link, not followed (name the file itself to read it)";
+
+/// The files the arguments name: a file as given, a directory as every `*.json` entry in it
+/// (not recursive), sorted by name; an entry that is a symbolic link is listed as skipped,
+/// never opened (its type is the entry's own, as `lstat` gives it). A directory that cannot
+/// be listed, or has no report file, is a wrong argument (exit 2).
+fn files(args: &[PathBuf]) -> Result<Vec<Entry>> {
     let mut out = Vec::new();
     for a in args {
         if !a.is_dir() {
-            out.push(a.clone());
+            out.push(Entry {
+                path: a.clone(),
+                skipped: None,
+            });
             continue;
         }
         let entries = std::fs::read_dir(a)
             .map_err(|e| anyhow!("cannot list {}: {}", a.display(), io_reason(&e)))?;
-        let mut found: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| {
-                p.extension()
+        let mut found: Vec<Entry> = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let path = e.path();
+                let json = path
+                    .extension()
                     .and_then(|x| x.to_str())
-                    .is_some_and(|x| x.eq_ignore_ascii_case("json"))
-                    && !p.is_dir()
+                    .is_some_and(|x| x.eq_ignore_ascii_case("json"));
+                // The entry's own type (no link followed); where it cannot be had, the
+                // reader says why.
+                let kind = e.file_type().ok();
+                if !json || kind.is_some_and(|t| t.is_dir()) {
+                    return None;
+                }
+                let skipped = kind.is_some_and(|t| t.is_symlink()).then_some(SYMLINK);
+                Some(Entry { path, skipped })
             })
             .collect();
         if found.is_empty() {
             bail!("{}: no *.json file in this directory", a.display());
         }
-        found.sort();
+        found.sort_by(|x, y| x.path.cmp(&y.path));
         out.extend(found);
     }
     Ok(out)
 }
 
-fn input(path: &Path) -> Input {
+fn input(entry: &Entry) -> Input {
+    let path = entry.path.as_path();
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string());
-    Input {
-        file: path.display().to_string(),
-        stem,
+    let report = match entry.skipped {
+        Some(why) => Err(why.to_string()),
         // Only what the summary reads: no series, messages, fixes or methods, the evidence
         // of the drift's checks alone.
-        report: report::read_with(path, |t| {
+        None => report::read_with(path, |t| {
             gpuaudit_core::report::from_json_for_summary(t, fleet::EVIDENCE_READ)
         })
         .map_err(|e| e.reason()),
+    };
+    Input {
+        file: path.display().to_string(),
+        stem,
+        report,
     }
 }
 
 /// Every file read and parsed, in order, on as many threads as there are CPUs: parsing is
 /// what a fleet of a thousand --full reports spends its time on.
-fn inputs(paths: &[PathBuf]) -> Vec<Input> {
+fn inputs(paths: &[Entry]) -> Vec<Input> {
     let threads = std::thread::available_parallelism()
         .map(usize::from)
         .unwrap_or(1)
@@ -68,7 +97,7 @@ fn inputs(paths: &[PathBuf]) -> Vec<Input> {
     std::thread::scope(|s| {
         let handles: Vec<_> = paths
             .chunks(chunk)
-            .map(|c| s.spawn(move || c.iter().map(|p| input(p)).collect::<Vec<Input>>()))
+            .map(|c| s.spawn(move || c.iter().map(input).collect::<Vec<Input>>()))
             .collect();
         handles
             .into_iter()
@@ -78,9 +107,9 @@ fn inputs(paths: &[PathBuf]) -> Vec<Input> {
                 // reason, not the run.
                 h.join().unwrap_or_else(|_| {
                     c.iter()
-                        .map(|p| Input {
-                            file: p.display().to_string(),
-                            stem: p.display().to_string(),
+                        .map(|e| Input {
+                            file: e.path.display().to_string(),
+                            stem: e.path.display().to_string(),
                             report: Err("could not be read (the reader failed)".into()),
                         })
                         .collect()
