@@ -3,6 +3,7 @@
 //! a saved report is read back by `read.rs`.
 
 mod causes;
+pub mod limits;
 mod measurements;
 mod read;
 mod redact;
