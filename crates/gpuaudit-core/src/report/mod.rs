@@ -7,6 +7,8 @@ pub mod limits;
 mod measurements;
 mod read;
 mod redact;
+#[cfg(test)]
+mod robustness;
 mod schema;
 mod series;
 
