@@ -936,4 +936,53 @@ mod tests {
         }];
         assert!(timeline(10.0, &empty, &[0], &[]).is_err());
     }
+
+    /// 1.7e308 (from a report someone made) built an axis of 0..inf, whose ticks never end.
+    #[test]
+    fn figures_past_the_drawable_range_are_left_out_with_a_note() {
+        let bar = |ratio: f64| Bar {
+            label: "x".into(),
+            ratio,
+            note: "n".into(),
+        };
+        let svg = ratio_bars(&[bar(1.7e308), bar(f64::NAN), bar(0.9)]).unwrap();
+        assert_eq!(svg.matches("(not drawn: out of range)").count(), 2, "{svg}");
+        let drawn: Vec<f64> = bar_widths(&svg).into_iter().filter(|w| *w > 1.0).collect();
+        assert_eq!(drawn.len(), 1, "only the drawable bar: {drawn:?}");
+        let value = |value: f64| ValueBar {
+            label: "m".into(),
+            value,
+            note: "v".into(),
+            color: "#000000".into(),
+        };
+        let svg = value_bars(&[value(f64::MAX), value(55.0)], "GB/s").unwrap();
+        assert!(svg.contains("v (not drawn: out of range)"), "{svg}");
+        assert!(value_bars(&[value(1.7e308)], "GB/s").is_err());
+        let line = Line {
+            name: "l".into(),
+            color: "#000000".into(),
+            points: vec![
+                (4096.0, 1.0),
+                (1e300, 1.7e308),
+                (f64::INFINITY, 2.0),
+                (65536.0, 2.0),
+            ],
+            faint: false,
+        };
+        by_size(std::slice::from_ref(&line), "GB/s").unwrap();
+        let panel = Panel {
+            y_label: "W".into(),
+            lines: vec![Line {
+                points: vec![(0.0, 1.0), (1.0, 1.7e308), (2.0, 3.0)],
+                ..line
+            }],
+        };
+        let events = [Event {
+            row: 0,
+            from_s: 0.0,
+            to_s: f64::INFINITY,
+            color: "#000000".into(),
+        }];
+        timeline(1.7e308, &[panel], &[0], &events).unwrap();
+    }
 }
