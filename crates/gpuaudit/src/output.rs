@@ -33,8 +33,13 @@ pub fn format_of_path(output: Option<&Path>) -> Format {
     }
 }
 
+/// The narrowest and widest the table is wrapped to, whatever the terminal or `$COLUMNS`
+/// says (`COLUMNS=18446744073709551615` is a number, and no width to lay out text for).
+pub const MIN_WIDTH: usize = 40;
+pub const MAX_WIDTH: usize = 500;
+
 /// The columns the table wraps to: the terminal's width where stdout is one, else
-/// `$COLUMNS` where set, else 80.
+/// `$COLUMNS` where set, else 80; held to [`MIN_WIDTH`]..=[`MAX_WIDTH`].
 pub fn table_width(output: Option<&Path>) -> usize {
     let terminal = if output.is_none() && std::io::stdout().is_terminal() {
         terminal_size::terminal_size_of(std::io::stdout()).map(|(w, _)| usize::from(w.0))
@@ -47,8 +52,16 @@ pub fn table_width(output: Option<&Path>) -> usize {
 fn width_from(terminal: Option<usize>, columns: Option<&str>) -> usize {
     terminal
         .filter(|w| *w > 0)
-        .or_else(|| columns?.trim().parse::<usize>().ok().filter(|w| *w > 0))
+        .or_else(|| {
+            columns?
+                .trim()
+                .parse::<u128>()
+                .ok()
+                .filter(|w| *w > 0)
+                .map(|w| usize::try_from(w).unwrap_or(usize::MAX))
+        })
         .unwrap_or(TableOptions::default().width)
+        .clamp(MIN_WIDTH, MAX_WIDTH)
 }
 
 pub fn use_color(when: ColorWhen, output: Option<&Path>) -> bool {
@@ -106,5 +119,11 @@ mod tests {
         assert_eq!(width_from(None, Some("wide")), 80);
         assert_eq!(width_from(None, Some("0")), 80);
         assert_eq!(width_from(None, None), 80);
+        // Held to a width text can be laid out for.
+        assert_eq!(width_from(None, Some("18446744073709551615")), MAX_WIDTH);
+        assert_eq!(width_from(None, Some("99999999999999999999999")), MAX_WIDTH);
+        assert_eq!(width_from(None, Some("10000000")), MAX_WIDTH);
+        assert_eq!(width_from(None, Some("3")), MIN_WIDTH);
+        assert_eq!(width_from(Some(100_000), None), MAX_WIDTH);
     }
 }

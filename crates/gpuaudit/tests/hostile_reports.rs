@@ -1,197 +1,412 @@
-//! Reports other people made, read back (`gpuaudit report`, `compare`, `fleet`): whatever
-//! text a report or a file name holds, no control character reaches the terminal raw (the
-//! table, `-q`, `-v`, compare's and the fleet's tables), and no link or image of Markdown
-//! forms from it (report, compare and fleet Markdown, parsed as GitHub parses them).
+//! Report files built to break the readers and the views (`gpuaudit report`, `compare`,
+//! `fleet`): a figure of 1.7e308, 100,000 findings, a fleet of one hostname, texts of
+//! megabytes, a FIFO where a report should be, nesting without end, `COLUMNS` of 2^64 - 1.
+//! Each is made at test time in a temporary directory and given to the real binary under a
+//! deadline and a memory limit: it must end, with the exit status and the one line the
+//! limit it met says (docs/DESIGN.md, "Bounds on what is read"), and write output of a
+//! bounded size. Sizes prove the bound and the linear time, not speed: nothing is timed
+//! but the deadline, which only a hang or a quadratic step reaches.
 
-mod common;
-use common::gpuaudit;
-use comrak::nodes::{AstNode, NodeValue};
-use gpuaudit_core::finding::Finding;
-use gpuaudit_core::testing::Machine;
-use gpuaudit_core::{Policy, Report};
-use std::path::Path;
+use serde_json::Value;
+use std::fs;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
-/// Terminal escapes (set the title, clear the screen, CSI as C1), a carriage return, and
-/// Markdown that would be a link, an image, a reference link, an autolink and raw HTML.
-const HOSTILE: &str = "x\u{1b}]0;pwned\u{7}\r\u{9b}2J \\[l](javascript:alert(1)) \
-                       ![i](https://t.example/pixel.png) [r][ref] <https://t.example/a> \
-                       <img src=x onerror=alert(2)>\n[ref]: javascript:alert(3)";
+/// Long enough for a debug build on a busy machine; a blocked open() never ends.
+const DEADLINE: Duration = Duration::from_secs(20);
+/// Address space for one run (one malloc arena): a 100,000-finding report rendered takes
+/// a few hundred MB; 1.2 GB for a hostname of 60 MiB, or 1.4 GB for a fleet of one
+/// hostname, is past it.
+const MEMORY_LIMIT: u64 = 1 << 30;
 
-/// A report whose every text a reader shows holds [`HOSTILE`]: the reason the measurements
-/// did not run (the table's "N checks not run: REASON" line) and the skips that give it, the
-/// hostname, a failed check's id, message and fix, a note's.
-fn hostile_report(hostname: Option<&str>) -> Report {
-    let facts = Machine::healthy("h200-sxm-141gb", 2).build();
-    let mut r = Report::build(&facts, &Policy::default());
-    r.machine.hostname = hostname.map(str::to_string);
-    let reason = format!("no GPU {HOSTILE}");
-    r.audit.measurements_not_run = Some(reason.clone());
-    for check in ["pcie.bandwidth", "memory.bandwidth"] {
-        r.findings.retain(|f| f.check != check);
-        r.findings
-            .push(Finding::skip(check, format!("not measured: {reason}")));
-    }
-    r.findings.push(
-        Finding::fail(&format!("gpu.evil{HOSTILE}"), format!("failed {HOSTILE}"))
-            .fix(format!("run {HOSTILE}")),
-    );
-    r.findings
-        .push(Finding::info("env.note", format!("note {HOSTILE}")).fix(format!("do {HOSTILE}")));
-    r
+struct Run {
+    code: Option<i32>,
+    /// Bytes written to stdout.
+    out_len: u64,
+    /// The first MiB of stdout.
+    stdout: String,
+    stderr: String,
 }
 
-fn write(dir: &Path, file: &str, r: &Report) -> std::path::PathBuf {
-    let p = dir.join(file);
-    std::fs::write(&p, serde_json::to_string(r).unwrap()).unwrap();
+/// gpuaudit with `args` (and `env`), stdout and stderr to files: killed, and the test failed,
+/// past [`DEADLINE`].
+fn run(args: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> Run {
+    let out_dir = tempfile::tempdir().unwrap();
+    let (out_path, err_path) = (out_dir.path().join("out"), out_dir.path().join("err"));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuaudit"));
+    cmd.args(args)
+        .env("NO_COLOR", "1")
+        .env("COLUMNS", "100")
+        .env("MALLOC_ARENA_MAX", "1")
+        .stdin(Stdio::null())
+        .stdout(fs::File::create(&out_path).unwrap())
+        .stderr(fs::File::create(&err_path).unwrap());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit {
+                rlim_cur: MEMORY_LIMIT,
+                rlim_max: MEMORY_LIMIT,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let mut child = cmd.spawn().expect("gpuaudit starts");
+    let t0 = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        if t0.elapsed() > DEADLINE {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("gpuaudit {args:?} did not end within {DEADLINE:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let out_len = fs::metadata(&out_path).unwrap().len();
+    let mut head = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(fs::File::open(&out_path).unwrap(), 1 << 20),
+        &mut head,
+    )
+    .unwrap();
+    Run {
+        code: status.code(),
+        out_len,
+        stdout: String::from_utf8_lossy(&head).into_owned(),
+        stderr: fs::read_to_string(&err_path).unwrap(),
+    }
+}
+
+fn os(s: &str) -> &std::ffi::OsStr {
+    std::ffi::OsStr::new(s)
+}
+
+/// A full report of a real machine (an H200 VM), to change.
+fn real_report() -> Value {
+    let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/reports/h200-x1-vm-full.json");
+    serde_json::from_str(&fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// `v` written to `dir/name`, with `"@FINDINGS@"` (where `findings` is) replaced by `n`
+/// findings written as text (faster than a tree of them).
+fn write_with_findings(dir: &Path, name: &str, mut v: Value, n: usize) -> PathBuf {
+    v["findings"] = Value::String("@FINDINGS@".into());
+    let text = serde_json::to_string(&v).unwrap();
+    let mut list = String::with_capacity(n * 110 + 2);
+    list.push('[');
+    for i in 0..n {
+        if i > 0 {
+            list.push(',');
+        }
+        let status = ["fail", "warn", "skip", "pass", "info"][i % 5];
+        // A third of the checks distinct, the rest in seven groups per GPU.
+        let check = if i % 3 == 0 {
+            format!("gpu.c{i}")
+        } else {
+            format!("gpu.x{}", i % 7)
+        };
+        list.push_str(&format!(
+            r#"{{"check":"{check}","status":"{status}","gpu":{},"message":"message {i}","evidence":{{}},"fix":null}}"#,
+            i % 8
+        ));
+    }
+    list.push(']');
+    let p = dir.join(name);
+    fs::write(&p, text.replacen("\"@FINDINGS@\"", &list, 1)).unwrap();
     p
 }
 
-/// File names that are Markdown links and images themselves (a file name cannot hold `/`).
-const NAMES: [&str; 2] = [
-    "[f](javascript:alert(5)).json",
-    "![n](t.example-p.png).json",
-];
-
-/// Two hostile reports, each in a file of a hostile name; the first names no host, so that
-/// its file's stem names its column and node.
-fn hostile_dir() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    write(dir.path(), NAMES[0], &hostile_report(None));
-    write(
-        dir.path(),
-        NAMES[1],
-        &hostile_report(Some(&format!("node{HOSTILE}"))),
-    );
-    dir
+fn write(dir: &Path, name: &str, v: &Value) -> PathBuf {
+    let p = dir.join(name);
+    fs::write(&p, serde_json::to_string(v).unwrap()).unwrap();
+    p
 }
 
-fn stdout_of(args: &[&std::ffi::OsStr]) -> String {
-    let out = gpuaudit().env("COLUMNS", "80").args(args).output().unwrap();
-    let code = out.status.code().unwrap_or(-1);
+/// The one line of a refusal: exit 2, one line on stderr holding `want`, nothing on stdout.
+fn refused(r: &Run, want: &str) {
+    assert_eq!(r.code, Some(2), "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(
-        code == 0 || code == 1,
-        "{args:?}: exit {code}: {}",
-        String::from_utf8_lossy(&out.stderr)
+        r.stderr.starts_with("gpuaudit: ") && r.stderr.contains(want),
+        "{}",
+        r.stderr
     );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn raw_controls(s: &str) -> Vec<char> {
-    s.chars()
-        .filter(|&c| c.is_control() && c != '\n' && c != '\t')
-        .collect()
+    assert_eq!(r.out_len, 0);
 }
 
 #[test]
-fn no_report_text_reaches_the_terminal_raw() {
-    let dir = hostile_dir();
-    let a = dir.path().join(NAMES[0]);
-    let b = dir.path().join(NAMES[1]);
-    let runs: Vec<(&str, Vec<&std::ffi::OsStr>)> = vec![
-        ("report", vec!["report".as_ref(), a.as_os_str()]),
-        (
-            "report -q",
-            vec!["report".as_ref(), "-q".as_ref(), a.as_os_str()],
-        ),
-        (
-            "report -v",
-            vec!["report".as_ref(), "-v".as_ref(), b.as_os_str()],
-        ),
-        (
-            "compare",
-            vec!["compare".as_ref(), a.as_os_str(), b.as_os_str()],
-        ),
-        ("fleet", vec!["fleet".as_ref(), dir.path().as_os_str()]),
-    ];
-    for (what, args) in runs {
-        let out = stdout_of(&args);
-        assert_eq!(raw_controls(&out), Vec::<char>::new(), "{what}:\n{out}");
-        // The text is still there, written out.
+fn a_figure_of_1_7e308_is_drawn_without_its_bar() {
+    let d = tempfile::tempdir().unwrap();
+    let mut v = real_report();
+    for m in v["measurements"].as_array_mut().unwrap() {
+        m["value"] = 1.7e308.into();
+        if !m["ratio"].is_null() {
+            m["ratio"] = 1.7e308.into();
+        }
+    }
+    let huge = write(d.path(), "huge.json", &v);
+    let plain = write(d.path(), "plain.json", &real_report());
+    let r = run(
+        &[os("report"), huge.as_os_str(), os("--format"), os("html")],
+        &[],
+    );
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.stdout.contains("(not drawn: out of range)"), "no note");
+    assert!(r.out_len < 4 << 20, "{} bytes", r.out_len);
+    for args in [
+        [huge.as_os_str(), plain.as_os_str()],
+        [plain.as_os_str(), huge.as_os_str()],
+    ] {
+        let mut a = vec![os("compare")];
+        a.extend(args);
+        a.extend([os("--format"), os("html")]);
+        let r = run(&a, &[]);
+        assert_eq!(r.code, Some(0), "{}", r.stderr);
+        assert!(r.stdout.contains("<svg"));
+    }
+}
+
+#[test]
+fn a_hundred_thousand_findings_are_rendered_and_one_more_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let n = 100_000;
+    let a = write_with_findings(d.path(), "a.json", real_report(), n);
+    let r = run(&[os("report"), a.as_os_str()], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.out_len > 0 && r.out_len < 100 << 20, "{}", r.out_len);
+    let b = write_with_findings(d.path(), "b.json", real_report(), n);
+    let r = run(&[os("compare"), a.as_os_str(), b.as_os_str()], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    let over = write_with_findings(d.path(), "over.json", real_report(), n + 1);
+    let r = run(&[os("report"), over.as_os_str()], &[]);
+    refused(
+        &r,
+        "over.json: more findings (100,001) than the 100,000 a report may hold",
+    );
+    let r = run(&[os("compare"), a.as_os_str(), over.as_os_str()], &[]);
+    refused(&r, "over.json: more findings (100,001)");
+}
+
+#[test]
+fn more_gpus_than_a_report_may_list_are_refused() {
+    let d = tempfile::tempdir().unwrap();
+    let mut v = real_report();
+    let g = v["gpus"][0].clone();
+    v["gpus"] = Value::Array(vec![g; 1025]);
+    let p = write(d.path(), "gpus.json", &v);
+    let r = run(&[os("report"), p.as_os_str()], &[]);
+    refused(
+        &r,
+        "gpus.json: more GPUs (1,025) than the 1,024 a report may hold",
+    );
+}
+
+/// A fleet of one file per node, each a report without findings or measurements.
+fn fleet_of(dir: &Path, n: usize, host: &str) {
+    let mut v = real_report();
+    v["findings"] = Value::Array(vec![]);
+    v["measurements"] = Value::Array(vec![]);
+    v["series"] = serde_json::json!({"host_copy": [], "burn": []});
+    v["machine"]["hostname"] = host.into();
+    let text = serde_json::to_string(&v).unwrap();
+    for i in 0..n {
+        fs::write(dir.join(format!("node{i:05}.json")), &text).unwrap();
+    }
+}
+
+#[test]
+fn a_fleet_of_one_hostname_names_a_few_twins_per_node() {
+    let d = tempfile::tempdir().unwrap();
+    let n = 3_000;
+    fleet_of(d.path(), n, "host-1");
+    for format in ["table", "md", "json"] {
+        let r = run(
+            &[
+                os("fleet"),
+                d.path().as_os_str(),
+                os("--format"),
+                os(format),
+            ],
+            &[],
+        );
+        assert!(matches!(r.code, Some(0 | 1)), "{format}: {}", r.stderr);
+        // A few hundred bytes a node, not a list of every other file at each.
         assert!(
-            out.contains("\\x1b]0;pwned\\x07\\r\\u{9b}2J"),
-            "{what}:\n{out}"
+            r.out_len < (n as u64) * 600,
+            "{format}: {} bytes for {n} nodes",
+            r.out_len
+        );
+        if format != "json" {
+            assert!(
+                r.stdout.contains("and 2,996 more"),
+                "{format}: {}",
+                &r.stdout[..r.stdout.len().min(2000)]
+            );
+        }
+    }
+}
+
+#[test]
+fn a_fleet_directory_holds_at_most_its_bound_of_files() {
+    let d = tempfile::tempdir().unwrap();
+    for i in 0..=100_000 {
+        fs::File::create(d.path().join(format!("{i}.json"))).unwrap();
+    }
+    let r = run(&[os("fleet"), d.path().as_os_str()], &[]);
+    refused(&r, "more report files than the 100,000 a fleet may read");
+}
+
+#[test]
+fn texts_of_megabytes_are_cut_at_read() {
+    let d = tempfile::tempdir().unwrap();
+    // As the issue had them: a message of 60 MiB in the table (it aborted), a hostname of
+    // 60 MiB in the page (1.2 GB resident, 440 MB of HTML).
+    let mut v = real_report();
+    v["findings"][0]["message"] = "m".repeat(60 << 20).into();
+    let message = write(d.path(), "message.json", &v);
+    let mut v = real_report();
+    v["machine"]["hostname"] = "h".repeat(60 << 20).into();
+    let host = write(d.path(), "host.json", &v);
+    for (p, format) in [(&message, "table"), (&host, "html")] {
+        let r = run(
+            &[os("report"), p.as_os_str(), os("--format"), os(format)],
+            &[],
+        );
+        assert_eq!(r.code, Some(0), "{format}: {}", r.stderr);
+        assert!(r.out_len < 2 << 20, "{format}: {} bytes", r.out_len);
+    }
+    // Every view and compare, on a smaller one: the marker stands where the text was cut.
+    let mut v = real_report();
+    v["machine"]["hostname"] = "h".repeat(1 << 20).into();
+    v["findings"][0]["message"] = "m".repeat(1 << 20).into();
+    let p = write(d.path(), "long.json", &v);
+    for format in ["md", "html", "json"] {
+        let r = run(
+            &[os("report"), p.as_os_str(), os("--format"), os(format)],
+            &[],
+        );
+        assert_eq!(r.code, Some(0), "{format}: {}", r.stderr);
+        assert!(r.out_len < 2 << 20, "{format}: {} bytes", r.out_len);
+        assert!(
+            r.stdout.contains("… (983040 bytes cut)"),
+            "{format}: no marker"
         );
     }
-    // The line the issue found: "N checks not run: REASON", with -q too.
-    for flag in ["-q", "-v"] {
-        let out = stdout_of(&["report".as_ref(), flag.as_ref(), a.as_os_str()]);
-        let line = out
-            .lines()
-            .find(|l| l.contains("checks not run: no GPU"))
-            .unwrap_or_else(|| panic!("{flag}: no not-run line:\n{out}"));
-        assert!(line.contains("x\\x1b]0;pwned"), "{flag}: {line}");
-    }
-}
-
-/// Every link and image of the document as GitHub's Markdown (GFM) parses it, and its raw
-/// HTML.
-fn links_and_html(md: &str) -> (Vec<(String, String)>, Vec<String>, Vec<String>) {
-    let mut o = comrak::Options::default();
-    o.extension.table = true;
-    o.extension.autolink = true;
-    o.extension.strikethrough = true;
-    o.extension.footnotes = true;
-    o.extension.tasklist = true;
-    let arena = comrak::Arena::new();
-    let root = comrak::parse_document(&arena, md, &o);
-    fn text_of<'a>(n: &'a AstNode<'a>) -> String {
-        n.descendants()
-            .filter_map(|d| match &d.data.borrow().value {
-                NodeValue::Text(t) => Some(t.to_string()),
-                _ => None,
-            })
-            .collect()
-    }
-    let (mut links, mut images, mut html) = (Vec::new(), Vec::new(), Vec::new());
-    for n in root.descendants() {
-        match &n.data.borrow().value {
-            NodeValue::Link(l) => links.push((l.url.to_string(), text_of(n))),
-            NodeValue::Image(l) => images.push(l.url.to_string()),
-            NodeValue::HtmlInline(h) => html.push(h.to_string()),
-            NodeValue::HtmlBlock(h) => html.push(h.literal.to_string()),
-            _ => {}
-        }
-    }
-    (links, images, html)
+    let r = run(&[os("compare"), p.as_os_str(), host.as_os_str()], &[]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(r.out_len < 2 << 20, "compare: {} bytes", r.out_len);
 }
 
 #[test]
-fn no_link_or_image_forms_from_a_reports_text_in_markdown() {
-    let dir = hostile_dir();
-    let a = dir.path().join(NAMES[0]);
-    let b = dir.path().join(NAMES[1]);
-    let md = "--format=md".as_ref();
-    let runs: Vec<(&str, Vec<&std::ffi::OsStr>)> = vec![
-        ("report", vec!["report".as_ref(), md, a.as_os_str()]),
-        ("report (host)", vec!["report".as_ref(), md, b.as_os_str()]),
-        (
-            "compare",
-            vec!["compare".as_ref(), md, a.as_os_str(), b.as_os_str()],
-        ),
-        ("fleet", vec!["fleet".as_ref(), md, dir.path().as_os_str()]),
-    ];
-    for (what, args) in runs {
-        let out = stdout_of(&args);
-        let (links, images, html) = links_and_html(&out);
-        assert_eq!(images, Vec::<String>::new(), "{what}:\n{out}");
-        // GitHub links a bare URL (its text is its target: it hides nothing); nothing else.
-        for (url, text) in &links {
-            assert!(
-                url == text || url.strip_prefix("mailto:") == Some(text.as_str()),
-                "{what}: a link {text:?} to {url:?}:\n{out}"
-            );
-            assert!(
-                !url.to_ascii_lowercase().contains("javascript"),
-                "{what}: {url}"
-            );
-        }
-        // Raw HTML only as gpuaudit writes it (folded sections).
-        for h in &html {
-            for bad in ["img", "script", "onerror", "t.example", "javascript"] {
-                assert!(!h.contains(bad), "{what}: raw HTML {h:?}:\n{out}");
-            }
-        }
-        // The report's text is there, as text.
-        assert!(out.contains("javascript:alert(1)"), "{what}:\n{out}");
+fn a_file_past_64_mib_is_refused_without_reading_it_all() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("big.json");
+    // Sparse: no 64 MiB written.
+    fs::File::create(&p)
+        .unwrap()
+        .set_len((64 << 20) + 1)
+        .unwrap();
+    let r = run(&[os("report"), p.as_os_str()], &[]);
+    refused(&r, "big.json: larger than the 64 MiB a report may be");
+    let r = run(&[os("compare"), p.as_os_str(), p.as_os_str()], &[]);
+    refused(&r, "big.json: larger than the 64 MiB a report may be");
+}
+
+#[test]
+fn nesting_without_end_is_refused_in_one_line() {
+    let d = tempfile::tempdir().unwrap();
+    let deep = format!(
+        "{{\"schema\": \"gpuaudit.report/1\", \"tool\": {}{}}}",
+        "[".repeat(100_000),
+        "]".repeat(100_000)
+    );
+    let p = d.path().join("deep.json");
+    fs::write(&p, deep).unwrap();
+    let r = run(&[os("report"), p.as_os_str()], &[]);
+    refused(
+        &r,
+        "deep.json: nested deeper than the 64 levels a report may be",
+    );
+}
+
+fn mkfifo(p: &Path) {
+    let st = Command::new("mkfifo").arg(p).status().unwrap();
+    assert!(st.success());
+}
+
+#[test]
+fn a_fifo_is_no_report_alone_or_in_a_fleet() {
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("fifo.json");
+    mkfifo(&fifo);
+    let r = run(&[os("report"), fifo.as_os_str()], &[]);
+    refused(
+        &r,
+        "fifo.json: not a report file (a FIFO: gpuaudit reads regular files only)",
+    );
+    let plain = write(d.path(), "plain.json", &real_report());
+    let r = run(&[os("compare"), plain.as_os_str(), fifo.as_os_str()], &[]);
+    refused(&r, "fifo.json: not a report file (a FIFO");
+    // In a fleet's directory: a node not read, the others read.
+    let r = run(
+        &[
+            os("fleet"),
+            d.path().as_os_str(),
+            os("--format"),
+            os("json"),
+        ],
+        &[],
+    );
+    assert_eq!(r.code, Some(1), "{}", r.stderr);
+    let f: Value = serde_json::from_str(&r.stdout).unwrap();
+    let nodes = f["nodes"].as_array().unwrap();
+    assert_eq!(nodes.len(), 2);
+    let not_read: Vec<&str> = nodes
+        .iter()
+        .filter_map(|n| n["not_read"].as_str())
+        .collect();
+    assert_eq!(
+        not_read,
+        ["not a report file (a FIFO: gpuaudit reads regular files only)"]
+    );
+    // A directory, and a device, named as a report.
+    let r = run(&[os("report"), d.path().as_os_str()], &[]);
+    refused(&r, "not a report file (a directory");
+    let r = run(&[os("report"), os("/dev/zero")], &[]);
+    refused(&r, "/dev/zero: not a report file (a device");
+}
+
+#[test]
+fn columns_past_any_terminal_are_held_to_500() {
+    let d = tempfile::tempdir().unwrap();
+    let a = write(d.path(), "a.json", &real_report());
+    let mut v = real_report();
+    v["machine"]["hostname"] = "other".into();
+    let b = write(d.path(), "b.json", &v);
+    let mut widths = Vec::new();
+    for columns in ["18446744073709551615", "10000000", "500"] {
+        let r = run(
+            &[os("compare"), a.as_os_str(), b.as_os_str()],
+            &[("COLUMNS", columns)],
+        );
+        assert_eq!(r.code, Some(0), "{columns}: {}", r.stderr);
+        assert!(r.out_len < 1 << 20, "{columns}: {} bytes", r.out_len);
+        widths.push(r.stdout);
+        let r = run(&[os("report"), a.as_os_str()], &[("COLUMNS", columns)]);
+        assert_eq!(r.code, Some(0), "{columns}: {}", r.stderr);
+        assert!(r.out_len < 1 << 20, "{columns}: {} bytes", r.out_len);
     }
+    assert_eq!(widths[0], widths[2]);
+    assert_eq!(widths[1], widths[2]);
 }

@@ -56,6 +56,7 @@ mod tests {
             file: format!("{name}.json"),
             hostname: Some(name.into()),
             same_hostname_as: vec![],
+            same_hostname_others: 0,
             not_read: None,
             verdict: Verdict::Fail,
             gpus: vec![],

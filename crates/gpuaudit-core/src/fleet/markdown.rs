@@ -45,15 +45,8 @@ pub fn markdown(f: &Fleet) -> String {
                         explained(with_gpus(&quoted(&c.check), &c.gpus), &c.explains, quoted)
                     })
                     .collect();
-                if !n.same_hostname_as.is_empty() {
-                    checks.push(format!(
-                        "same hostname as {}",
-                        n.same_hostname_as
-                            .iter()
-                            .map(|f| cell(f))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ));
+                if let Some(t) = super::node::same_hostname_text(n, cell) {
+                    checks.push(t);
                 }
                 (cell(&n.gpu_label()), verdict_word(n), checks.join(", "))
             }

@@ -50,6 +50,33 @@ impl Verdict {
     }
 }
 
+/// The other files of one hostname a node names (the rest are counted).
+pub const SAME_HOSTNAME_LISTED: usize = 3;
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// "same hostname as a.json, b.json" or "same hostname as a.json, b.json, c.json and 3,997
+/// more", each file through `esc`.
+pub fn same_hostname_text(n: &Node, esc: impl Fn(&str) -> String) -> Option<String> {
+    if n.same_hostname_as.is_empty() {
+        return None;
+    }
+    let files: Vec<String> = n.same_hostname_as.iter().map(|f| esc(f)).collect();
+    let more = n
+        .same_hostname_others
+        .saturating_sub(n.same_hostname_as.len());
+    let mut t = format!("same hostname as {}", files.join(", "));
+    if more > 0 {
+        t.push_str(&format!(
+            " and {} more",
+            crate::report::limits::thousands(more)
+        ));
+    }
+    Some(t)
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Node {
     /// How the fleet names the node, unique in it: the report's hostname, else the file's
@@ -57,9 +84,14 @@ pub struct Node {
     pub name: String,
     pub file: String,
     pub hostname: Option<String>,
-    /// The other files whose report has this node's hostname.
+    /// Other files whose report has this node's hostname: the first
+    /// [`SAME_HOSTNAME_LISTED`] of them, in order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub same_hostname_as: Vec<String>,
+    /// How many other files' reports have this node's hostname (`same_hostname_as` lists
+    /// the first of them); 0 where none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub same_hostname_others: usize,
     /// Why the file is not a report this gpuaudit reads (one line); null where it was read.
     pub not_read: Option<String>,
     pub verdict: Verdict,
@@ -171,6 +203,7 @@ pub fn nodes(inputs: &[Input]) -> Vec<Node> {
                 file: i.file.clone(),
                 hostname: None,
                 same_hostname_as: vec![],
+                same_hostname_others: 0,
                 not_read: Some(reason.clone()),
                 verdict: Verdict::NotRead,
                 gpus: vec![],
@@ -186,6 +219,7 @@ pub fn nodes(inputs: &[Input]) -> Vec<Node> {
                     file: i.file.clone(),
                     hostname,
                     same_hostname_as: vec![],
+                    same_hostname_others: 0,
                     not_read: None,
                     verdict: if fail > 0 {
                         Verdict::Fail
@@ -210,14 +244,18 @@ pub fn nodes(inputs: &[Input]) -> Vec<Node> {
             by_host.entry(h.clone()).or_default().push(i);
         }
     }
+    // Each names a few of the others and how many there are: a redacted fleet (every node
+    // `host-1`) would otherwise list every file at every node.
     for idx in by_host.values().filter(|v| v.len() > 1) {
         for &i in idx {
             let others: Vec<String> = idx
                 .iter()
                 .filter(|&&j| j != i)
+                .take(SAME_HOSTNAME_LISTED)
                 .map(|&j| out[j].file.clone())
                 .collect();
             out[i].same_hostname_as = others;
+            out[i].same_hostname_others = idx.len() - 1;
             out[i].name = format!("{} ({})", out[i].name, inputs[i].stem);
         }
     }
@@ -277,7 +315,28 @@ mod tests {
         assert_eq!(n[0].name, "h (a)");
         assert_eq!(n[1].name, "h (b)");
         assert_eq!(n[0].same_hostname_as, vec!["b.json".to_string()]);
+        assert_eq!(n[0].same_hostname_others, 1);
         assert!(n[2].same_hostname_as.is_empty());
+        assert_eq!(
+            same_hostname_text(&n[0], str::to_string).unwrap(),
+            "same hostname as b.json"
+        );
+        assert_eq!(same_hostname_text(&n[2], str::to_string), None);
+    }
+
+    #[test]
+    fn many_reports_of_one_hostname_name_a_few_and_count_the_rest() {
+        let inputs: Vec<Input> = (0..50)
+            .map(|i| input(&format!("n{i}"), Some("host-1")))
+            .collect();
+        let n = nodes(&inputs);
+        assert_eq!(n[0].same_hostname_as, vec!["n1.json", "n2.json", "n3.json"]);
+        assert_eq!(n[7].same_hostname_as, vec!["n0.json", "n1.json", "n2.json"]);
+        assert!(n.iter().all(|x| x.same_hostname_others == 49));
+        assert_eq!(
+            same_hostname_text(&n[0], str::to_string).unwrap(),
+            "same hostname as n1.json, n2.json, n3.json and 46 more"
+        );
     }
 
     #[test]

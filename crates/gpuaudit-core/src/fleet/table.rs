@@ -124,9 +124,8 @@ fn node_row(out: &mut Out, n: &Node, cols: usize) {
                     .collect();
                 v.push_str(&format!(": {}", ids.join(", ")));
             }
-            if !n.same_hostname_as.is_empty() {
-                let files: Vec<String> = n.same_hostname_as.iter().map(|f| esc(f)).collect();
-                v.push_str(&format!("; same hostname as {}", files.join(", ")));
+            if let Some(t) = super::node::same_hostname_text(n, esc) {
+                v.push_str(&format!("; {t}"));
             }
             v
         }

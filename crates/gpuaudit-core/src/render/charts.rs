@@ -15,6 +15,38 @@ fn shown(s: &str) -> String {
     super::escape::escape_line(s).into_owned()
 }
 
+/// The largest magnitude a chart draws: far past any figure gpuaudit measures (GB/s, ms,
+/// MHz, W, ratios). A figure past it (1.7e308 in a report someone made) or not finite is
+/// drawn without its bar or point, the bar's note saying so; an axis is never built from it
+/// (plotters' axis over a range near `f64::MAX` overflows to infinity and never ends).
+pub const MAX_DRAWN: f64 = 1e12;
+
+/// Whether a chart draws `v` (finite, within [`MAX_DRAWN`]).
+pub fn drawable(v: f64) -> bool {
+    v.is_finite() && v.abs() <= MAX_DRAWN
+}
+
+/// The note of a bar whose figure is not drawn.
+fn not_drawn_note(note: &str) -> String {
+    format!("{note} (not drawn: out of range)")
+}
+
+/// The lines with only their drawable points.
+fn drawable_lines(lines: &[Line]) -> Vec<Line> {
+    lines
+        .iter()
+        .map(|l| Line {
+            points: l
+                .points
+                .iter()
+                .copied()
+                .filter(|p| drawable(p.0) && drawable(p.1))
+                .collect(),
+            ..l.clone()
+        })
+        .collect()
+}
+
 /// One line of a line chart.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Line {
@@ -171,7 +203,7 @@ fn horizontal_bars(
             .draw()
             .map_err(err)?;
         let end = |r: &BarRow| {
-            if r.length.is_finite() {
+            if drawable(r.length) {
                 r.length.clamp(0.0, top)
             } else {
                 0.0
@@ -214,16 +246,24 @@ pub fn ratio_bars(bars: &[Bar]) -> Result<String, String> {
     let top = bars
         .iter()
         .map(|b| b.ratio)
-        .filter(|r| r.is_finite())
+        .filter(|r| drawable(*r))
         .fold(1.0f64, f64::max)
         * 1.18;
     let color = rgb("#0072b2");
+    let notes: Vec<String> = bars
+        .iter()
+        .map(|b| match drawable(b.ratio) {
+            true => b.note.clone(),
+            false => not_drawn_note(&b.note),
+        })
+        .collect();
     let rows: Vec<BarRow> = bars
         .iter()
-        .map(|b| BarRow {
+        .zip(&notes)
+        .map(|(b, note)| BarRow {
             label: &b.label,
             length: b.ratio,
-            note: &b.note,
+            note,
             color,
         })
         .collect();
@@ -265,10 +305,10 @@ pub fn value_bars(bars: &[ValueBar], x_desc: &str) -> Result<String, String> {
     let finite: Vec<f64> = bars
         .iter()
         .map(|b| b.value)
-        .filter(|v| v.is_finite() && *v >= 0.0)
+        .filter(|v| drawable(*v) && *v >= 0.0)
         .collect();
     if finite.is_empty() {
-        return Err("no machine has a value of it".into());
+        return Err("no machine has a value of it that can be drawn".into());
     }
     let top = finite
         .iter()
@@ -276,12 +316,20 @@ pub fn value_bars(bars: &[ValueBar], x_desc: &str) -> Result<String, String> {
         .fold(0.0f64, f64::max)
         .max(f64::MIN_POSITIVE)
         * 1.25;
+    let notes: Vec<String> = bars
+        .iter()
+        .map(|b| match drawable(b.value) {
+            true => b.note.clone(),
+            false => not_drawn_note(&b.note),
+        })
+        .collect();
     let rows: Vec<BarRow> = bars
         .iter()
-        .map(|b| BarRow {
+        .zip(&notes)
+        .map(|(b, note)| BarRow {
             label: &b.label,
             length: b.value,
-            note: &b.note,
+            note,
             color: rgb(&b.color),
         })
         .collect();
@@ -299,6 +347,7 @@ pub fn value_bars(bars: &[ValueBar], x_desc: &str) -> Result<String, String> {
 /// Bandwidth against transfer size: x is log2 of the size (labelled "4 KiB" … "1 GiB"),
 /// one line per curve.
 pub fn by_size(lines: &[Line], y_label: &str) -> Result<String, String> {
+    let lines = &drawable_lines(lines)[..];
     let pts: Vec<(f64, f64)> = lines
         .iter()
         .flat_map(|l| l.points.iter().copied())
@@ -476,19 +525,42 @@ pub fn timeline(
     rows: &[u32],
     events: &[Event],
 ) -> Result<String, String> {
+    let panels: Vec<Panel> = panels
+        .iter()
+        .map(|p| Panel {
+            y_label: p.y_label.clone(),
+            lines: drawable_lines(&p.lines),
+        })
+        .collect();
     if panels
         .iter()
         .all(|p| p.lines.iter().all(|l| l.points.is_empty()))
     {
         return Err("no sample was taken during the burn".into());
     }
-    let end = if seconds > 0.0 { seconds } else { 1.0 };
+    let end = if seconds > 0.0 && drawable(seconds) {
+        seconds
+    } else {
+        let last = panels
+            .iter()
+            .flat_map(|p| p.lines.iter().flat_map(|l| l.points.iter().map(|x| x.0)))
+            .fold(0.0f64, f64::max);
+        if last > 0.0 {
+            last
+        } else {
+            1.0
+        }
+    };
+    let events: Vec<&Event> = events
+        .iter()
+        .filter(|e| drawable(e.from_s) && drawable(e.to_s))
+        .collect();
     const PANEL: u32 = 150;
     let strip = 46 + 16 * rows.len().max(1) as u32;
     let height = PANEL * panels.len() as u32 + strip;
     svg(height, |root| {
         let mut rest = root.clone();
-        for p in panels {
+        for p in &panels {
             let (top, below) = rest.split_vertically(PANEL);
             rest = below;
             let ys: Vec<f64> = p
@@ -863,5 +935,54 @@ mod tests {
             lines: vec![],
         }];
         assert!(timeline(10.0, &empty, &[0], &[]).is_err());
+    }
+
+    /// 1.7e308 (from a report someone made) built an axis of 0..inf, whose ticks never end.
+    #[test]
+    fn figures_past_the_drawable_range_are_left_out_with_a_note() {
+        let bar = |ratio: f64| Bar {
+            label: "x".into(),
+            ratio,
+            note: "n".into(),
+        };
+        let svg = ratio_bars(&[bar(1.7e308), bar(f64::NAN), bar(0.9)]).unwrap();
+        assert_eq!(svg.matches("(not drawn: out of range)").count(), 2, "{svg}");
+        let drawn: Vec<f64> = bar_widths(&svg).into_iter().filter(|w| *w > 1.0).collect();
+        assert_eq!(drawn.len(), 1, "only the drawable bar: {drawn:?}");
+        let value = |value: f64| ValueBar {
+            label: "m".into(),
+            value,
+            note: "v".into(),
+            color: "#000000".into(),
+        };
+        let svg = value_bars(&[value(f64::MAX), value(55.0)], "GB/s").unwrap();
+        assert!(svg.contains("v (not drawn: out of range)"), "{svg}");
+        assert!(value_bars(&[value(1.7e308)], "GB/s").is_err());
+        let line = Line {
+            name: "l".into(),
+            color: "#000000".into(),
+            points: vec![
+                (4096.0, 1.0),
+                (1e300, 1.7e308),
+                (f64::INFINITY, 2.0),
+                (65536.0, 2.0),
+            ],
+            faint: false,
+        };
+        by_size(std::slice::from_ref(&line), "GB/s").unwrap();
+        let panel = Panel {
+            y_label: "W".into(),
+            lines: vec![Line {
+                points: vec![(0.0, 1.0), (1.0, 1.7e308), (2.0, 3.0)],
+                ..line
+            }],
+        };
+        let events = [Event {
+            row: 0,
+            from_s: 0.0,
+            to_s: f64::INFINITY,
+            color: "#000000".into(),
+        }];
+        timeline(1.7e308, &[panel], &[0], &events).unwrap();
     }
 }

@@ -97,12 +97,16 @@ pub(crate) fn status_label(s: Status) -> &'static str {
 /// could not be read)", "GPUs not known (the driver's report could not be read)" or "no GPU
 /// found".
 fn gpu_names(report: &Report) -> String {
-    let mut names: Vec<(String, usize)> = Vec::new();
+    let mut names: Vec<(&str, usize)> = Vec::new();
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
     for g in &report.gpus {
-        let n = g.name.clone().unwrap_or_else(|| "unknown GPU".into());
-        match names.iter_mut().find(|(x, _)| *x == n) {
-            Some((_, c)) => *c += 1,
-            None => names.push((n, 1)),
+        let n = g.name.as_deref().unwrap_or("unknown GPU");
+        match at.get(n) {
+            Some(&i) => names[i].1 += 1,
+            None => {
+                at.insert(n, names.len());
+                names.push((n, 1));
+            }
         }
     }
     if !names.is_empty() {

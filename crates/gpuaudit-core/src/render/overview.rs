@@ -10,6 +10,7 @@ use crate::facts::Measurement;
 use crate::finding::Status;
 use crate::report::Report;
 use crate::units::bytes;
+use std::collections::HashMap;
 
 /// The report as the views summarise it.
 pub struct Overview<'a> {
@@ -206,27 +207,35 @@ impl<'a> Overview<'a> {
     pub fn areas(&self) -> Vec<AreaTally> {
         let mut out: Vec<AreaTally> = Vec::new();
         // A check's outcome is the worst of its findings (skip only where all are skips).
+        // In first-seen order, found by name (linear in the groups: a report may hold
+        // 100,000 findings).
         let mut checks: Vec<(&str, Status)> = Vec::new();
+        let mut check_at: HashMap<&str, usize> = HashMap::new();
         for g in &self.groups {
-            match checks.iter_mut().find(|(c, _)| *c == g.check) {
-                Some((_, s)) => *s = (*s).max(g.status),
-                None => checks.push((g.check, g.status)),
+            match check_at.get(g.check) {
+                Some(&i) => checks[i].1 = checks[i].1.max(g.status),
+                None => {
+                    check_at.insert(g.check, checks.len());
+                    checks.push((g.check, g.status));
+                }
             }
         }
+        let mut area_at: HashMap<&str, usize> = HashMap::new();
         for (check, status) in checks {
             let a = area(check);
-            let t = match out.iter_mut().position(|t| t.area == a) {
-                Some(i) => &mut out[i],
+            let i = match area_at.get(a) {
+                Some(&i) => i,
                 None => {
+                    area_at.insert(a, out.len());
                     out.push(AreaTally {
                         area: a.to_string(),
                         title: area_title(a).to_string(),
                         ..AreaTally::default()
                     });
-                    let last = out.len() - 1;
-                    &mut out[last]
+                    out.len() - 1
                 }
             };
+            let t = &mut out[i];
             match status {
                 Status::Pass => t.pass += 1,
                 Status::Info => t.info += 1,
@@ -308,10 +317,14 @@ fn main_reason(report: &Report, skips: &[&Group]) -> Option<(String, usize)> {
         }
     }
     let mut counts: Vec<(&str, usize)> = Vec::new();
+    let mut at: HashMap<&str, usize> = HashMap::new();
     for g in skips {
-        match counts.iter_mut().find(|(m, _)| *m == g.message) {
-            Some((_, c)) => *c += 1,
-            None => counts.push((&g.message, 1)),
+        match at.get(g.message.as_str()) {
+            Some(&i) => counts[i].1 += 1,
+            None => {
+                at.insert(&g.message, counts.len());
+                counts.push((&g.message, 1));
+            }
         }
     }
     counts
@@ -462,7 +475,8 @@ pub fn measurement_label(m: &Measurement) -> String {
 /// The report's measurements as figures: one per name (and dtype; and size for the
 /// machine-wide ones), in report order.
 pub fn figures(report: &Report) -> Vec<Figure<'_>> {
-    let mut out: Vec<(String, Figure)> = Vec::new();
+    let mut out: Vec<Figure> = Vec::new();
+    let mut at: HashMap<String, usize> = HashMap::new();
     for m in &report.measurements {
         let key = format!(
             "{}\u{0}{}\u{0}{}",
@@ -474,19 +488,19 @@ pub fn figures(report: &Report) -> Vec<Figure<'_>> {
                 0
             }
         );
-        match out.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, f)) => f.rows.push(m),
-            None => out.push((
-                key,
-                Figure {
+        match at.get(&key) {
+            Some(&i) => out[i].rows.push(m),
+            None => {
+                at.insert(key, out.len());
+                out.push(Figure {
                     label: measurement_label(m),
                     unit: &m.unit,
                     rows: vec![m],
-                },
-            )),
+                });
+            }
         }
     }
-    out.into_iter().map(|(_, f)| f).collect()
+    out
 }
 
 // ---------------------------------------------------------------- key ratios

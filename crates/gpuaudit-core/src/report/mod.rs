@@ -3,9 +3,12 @@
 //! a saved report is read back by `read.rs`.
 
 mod causes;
+pub mod limits;
 mod measurements;
 mod read;
 mod redact;
+#[cfg(test)]
+mod robustness;
 mod schema;
 mod series;
 

@@ -1,6 +1,7 @@
 //! A saved report read back (`gpuaudit report REPORT.json`): this version's schema is read,
 //! any other is refused with one sentence that names it.
 
+use super::limits::{bound_text, check_counts, thousands};
 use super::{Report, SCHEMA};
 use crate::finding::{Evidence, Finding, Status};
 use crate::parse::fact_line;
@@ -16,6 +17,14 @@ pub enum ReadError {
     OtherSchema(String),
     #[error("not a valid {SCHEMA} report ({0})")]
     Invalid(String),
+    #[error("nested deeper than the {0} levels a report may be")]
+    TooDeep(usize),
+    #[error("more {what} ({}) than the {} a report may hold", thousands(*n), thousands(*max))]
+    TooMany {
+        what: &'static str,
+        n: usize,
+        max: usize,
+    },
 }
 
 /// The `schema` of a JSON object, without building the rest of it: missing is `None`, any
@@ -54,9 +63,14 @@ fn invalid(e: serde_json::Error) -> ReadError {
 }
 
 /// The report in `text`, where it is one of [`SCHEMA`].
+/// Held to the bounds of [`super::limits`]: a string too long is cut, nesting too deep or a
+/// list too long is refused.
 pub fn from_json(text: &str) -> Result<Report, ReadError> {
-    check_schema(text)?;
-    serde_json::from_str(text).map_err(invalid)
+    let text = bound_text(text)?;
+    check_schema(&text)?;
+    let r = serde_json::from_str(&text).map_err(invalid)?;
+    check_counts(&r)?;
+    Ok(r)
 }
 
 /// A finding as a summary reads it: check, status, GPU and cause; its evidence only for the checks
@@ -213,11 +227,13 @@ impl<'de> serde::de::Visitor<'de> for SummaryReport<'_> {
 /// finding's message and fix, the evidence of findings of checks not in `evidence_of`, the
 /// measurements' methods.
 pub fn from_json_for_summary(text: &str, evidence_of: &[&str]) -> Result<Report, ReadError> {
-    check_schema(text)?;
-    let mut de = serde_json::Deserializer::from_str(text);
+    let text = bound_text(text)?;
+    check_schema(&text)?;
+    let mut de = serde_json::Deserializer::from_str(&text);
     let r = serde::Deserializer::deserialize_map(&mut de, SummaryReport(evidence_of))
         .map_err(invalid)?;
     de.end().map_err(invalid)?;
+    check_counts(&r)?;
     Ok(r)
 }
 
@@ -352,5 +368,42 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(!e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn a_report_past_a_bound_is_refused_and_a_long_text_cut() {
+        use crate::report::limits::{MAX_FINDINGS, MAX_TEXT_BYTES};
+        let r = Report::build(
+            &Machine::healthy("h200-sxm-141gb", 1).build(),
+            &Policy::default(),
+        );
+        let mut v = serde_json::to_value(&r).unwrap();
+        v["machine"]["hostname"] = serde_json::Value::String("h".repeat(MAX_TEXT_BYTES + 10));
+        let text = serde_json::to_string(&v).unwrap();
+        for back in [
+            from_json(&text).unwrap(),
+            from_json_for_summary(&text, &[]).unwrap(),
+        ] {
+            let host = back.machine.hostname.unwrap();
+            assert_eq!(
+                host,
+                format!("{}… (10 bytes cut)", "h".repeat(MAX_TEXT_BYTES))
+            );
+        }
+        let f = v["findings"][0].clone();
+        v["findings"] = serde_json::Value::Array(vec![f; MAX_FINDINGS + 1]);
+        let text = serde_json::to_string(&v).unwrap();
+        let want = "more findings (100,001) than the 100,000 a report may hold";
+        assert_eq!(from_json(&text).unwrap_err().to_string(), want);
+        assert_eq!(
+            from_json_for_summary(&text, &[]).unwrap_err().to_string(),
+            want
+        );
+        let deep = format!("{{\"schema\": {}1{}}}", "[".repeat(200), "]".repeat(200));
+        let e = from_json(&deep).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "nested deeper than the 64 levels a report may be"
+        );
     }
 }

@@ -7,6 +7,7 @@ use crate::{output, sink};
 use anyhow::{anyhow, bail, Result};
 use gpuaudit_core::fleet::{self, Fleet, Input};
 use gpuaudit_core::render::Format;
+use gpuaudit_core::report::limits::{thousands, MAX_FLEET_FILES};
 use gpuaudit_probe::root::io_reason;
 use std::path::{Path, PathBuf};
 
@@ -37,6 +38,7 @@ fn files(args: &[PathBuf]) -> Result<Vec<Entry>> {
         }
         let entries = std::fs::read_dir(a)
             .map_err(|e| anyhow!("cannot list {}: {}", a.display(), io_reason(&e)))?;
+        // At most one more than a fleet reads: enough to say the directory has too many.
         let mut found: Vec<Entry> = entries
             .filter_map(|e| e.ok())
             .filter_map(|e| {
@@ -54,14 +56,28 @@ fn files(args: &[PathBuf]) -> Result<Vec<Entry>> {
                 let skipped = kind.is_some_and(|t| t.is_symlink()).then_some(SYMLINK);
                 Some(Entry { path, skipped })
             })
+            .take(MAX_FLEET_FILES + 1 - out.len().min(MAX_FLEET_FILES))
             .collect();
         if found.is_empty() {
             bail!("{}: no *.json file in this directory", a.display());
         }
         found.sort_by(|x, y| x.path.cmp(&y.path));
         out.extend(found);
+        too_many(out.len())?;
     }
+    too_many(out.len())?;
     Ok(out)
+}
+
+/// More files than a fleet reads is a wrong argument: one line, exit 2.
+fn too_many(n: usize) -> Result<()> {
+    if n > MAX_FLEET_FILES {
+        bail!(
+            "more report files than the {} a fleet may read",
+            thousands(MAX_FLEET_FILES)
+        );
+    }
+    Ok(())
 }
 
 fn input(entry: &Entry) -> Input {

@@ -11,8 +11,8 @@ use std::io::Read;
 use std::path::Path;
 
 /// A report larger than this is not one gpuaudit wrote (a full audit of 8 GPUs is a few
-/// hundred KiB); reading stops there, so `gpuaudit report /dev/zero` ends.
-pub const MAX_REPORT_BYTES: u64 = 64 * 1024 * 1024;
+/// hundred KiB); reading stops there.
+pub use gpuaudit_core::report::limits::MAX_REPORT_BYTES;
 
 /// Why a file is not a report this gpuaudit reads, in one line.
 #[derive(Debug)]
@@ -51,22 +51,54 @@ pub fn read_with(
     path: &Path,
     parse: impl Fn(&str) -> Result<Report, gpuaudit_core::report::ReadError>,
 ) -> Result<Report, NotRead> {
-    let mut bytes = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_REPORT_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(|e| NotRead::Io(io_reason(&e)))?;
-    if bytes.len() as u64 > MAX_REPORT_BYTES {
-        return Err(NotRead::Content(format!(
-            "larger than {} MiB: not a gpuaudit report",
-            MAX_REPORT_BYTES >> 20
-        )));
-    }
+    let bytes = read_bounded(path)?;
     let Ok(text) = String::from_utf8(bytes) else {
         return Err(NotRead::Content(
             "not a gpuaudit report (not UTF-8 text)".into(),
         ));
     };
     parse(&text).map_err(|e| NotRead::Content(e.to_string()))
+}
+
+/// The bytes of the regular file at `path`, at most [`MAX_REPORT_BYTES`]. It is opened
+/// without blocking (a FIFO, or a device, would wait for a writer or never end) and refused
+/// unless it is a regular file; a link is followed to what it names.
+fn read_bounded(path: &Path) -> Result<Vec<u8>, NotRead> {
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let io = |e: std::io::Error| NotRead::Io(io_reason(&e));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path)
+        .map_err(io)?;
+    let kind = f.metadata().map_err(io)?.file_type();
+    if !kind.is_file() {
+        let what = if kind.is_dir() {
+            "a directory"
+        } else if kind.is_fifo() {
+            "a FIFO"
+        } else if kind.is_socket() {
+            "a socket"
+        } else if kind.is_char_device() || kind.is_block_device() {
+            "a device"
+        } else {
+            "not a regular file"
+        };
+        return Err(NotRead::Content(format!(
+            "not a report file ({what}: gpuaudit reads regular files only)"
+        )));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_REPORT_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(io)?;
+    if bytes.len() as u64 > MAX_REPORT_BYTES {
+        return Err(NotRead::Content(format!(
+            "larger than the {} MiB a report may be",
+            MAX_REPORT_BYTES >> 20
+        )));
+    }
+    Ok(bytes)
 }
 
 /// Exit 0 when the report was rendered (its verdict is in it: the audit's own exit status
