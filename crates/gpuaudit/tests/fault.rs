@@ -34,6 +34,7 @@ struct Fakes {
 fn build() -> Result<Fakes, String> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fault");
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    remove_at_exit(dir.path());
     let cc = |out: &Path, args: &[&str]| -> Result<(), String> {
         std::fs::create_dir_all(out.parent().unwrap()).map_err(|e| e.to_string())?;
         let o = Command::new("cc")
@@ -80,6 +81,23 @@ fn build() -> Result<Fakes, String> {
         venv,
         _dir: dir,
     })
+}
+
+/// The test harness ends the process with `exit` and never drops a static: the fakes'
+/// directory would be left in $TMPDIR by every run. `exit` runs what `atexit` registered.
+fn remove_at_exit(dir: &Path) {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    extern "C" fn remove() {
+        if let Some(d) = DIR.get() {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+    if DIR.set(dir.to_path_buf()).is_ok() {
+        // SAFETY: `remove` is a plain function that only reads a set OnceLock.
+        unsafe {
+            libc::atexit(remove);
+        }
+    }
 }
 
 /// The fakes, or `None` (with the reason printed) where they cannot be built.
