@@ -8,6 +8,29 @@ use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+/// A rehearsal small enough for a shared CI machine.
+const SMALL: &[&str] = &[
+    "rehearse",
+    "--seconds",
+    "5",
+    "--dataset-mb",
+    "1",
+    "--batch",
+    "4",
+    "--sample-kb",
+    "16",
+    "--tensor-kb",
+    "16",
+    "--readers",
+    "1",
+    "--workers",
+    "1",
+    "--transform-cost",
+    "1",
+    "--format",
+    "json",
+];
+
 fn gpuaudit(args: &[&str], tmp: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_gpuaudit"));
     c.args(args)
@@ -175,4 +198,76 @@ fn a_dataset_past_the_free_space_of_its_directory_is_refused() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert_eq!(left_in(data.path()), Vec::<std::path::PathBuf>::new());
     assert_eq!(left_in(tmp.path()), Vec::<std::path::PathBuf>::new());
+}
+
+#[test]
+fn a_full_disk_on_stdout_is_one_line_and_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let child = gpuaudit(SMALL, tmp.path())
+        .stdout(Stdio::from(full))
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (st, err) = finish(child, Duration::from_secs(120));
+    assert_eq!(st.code(), Some(2), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(
+        lines,
+        ["gpuaudit: cannot write to standard output: No space left on device (os error 28)"],
+        "{err}"
+    );
+    assert_eq!(left_in(tmp.path()), Vec::<std::path::PathBuf>::new());
+}
+
+#[test]
+fn a_reader_that_went_away_ends_the_output_quietly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut child = gpuaudit(SMALL, tmp.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let (st, err) = finish(child, Duration::from_secs(120));
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(!err.contains("cannot write"), "{err}");
+    // The rehearsal's own status: 1 without a GPU (its note on stderr), else the finding's.
+    assert!(matches!(st.code(), Some(0 | 1)), "{st:?}: {err}");
+    assert_eq!(left_in(tmp.path()), Vec::<std::path::PathBuf>::new());
+}
+
+#[test]
+fn a_signal_during_the_rehearsal_removes_its_dataset() {
+    for (sig, code) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        let tmp = tempfile::tempdir().unwrap();
+        let child = gpuaudit(SMALL, tmp.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait for the dataset to be written, then interrupt the stages.
+        let end = Instant::now() + Duration::from_secs(60);
+        while left_in(tmp.path()).is_empty() {
+            assert!(Instant::now() < end, "no dataset appeared");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: a signal to the child this test started.
+        unsafe {
+            libc::kill(child.id() as i32, sig);
+        }
+        let (st, err) = finish(child, Duration::from_secs(60));
+        use std::os::unix::process::ExitStatusExt;
+        assert!(
+            st.code() == Some(code) || st.signal() == Some(sig),
+            "{st:?}: {err}"
+        );
+        assert!(!err.contains("panicked"), "{err}");
+        assert_eq!(left_in(tmp.path()), Vec::<std::path::PathBuf>::new());
+    }
 }

@@ -155,11 +155,7 @@ pub fn run(args: &RehearseArgs) -> Result<u8> {
     } else {
         table(rehearsal, &findings, &facts.measured.notes)
     };
-    match &common.output {
-        Some(p) => std::fs::write(p, text)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
-        None => print!("{text}"),
-    }
+    sink::deliver(text, common.output.as_deref())?;
     if !gpu_measured {
         let why = rehearsal
             .map(|r| match r.stage(Stage::GpuStep) {
@@ -167,11 +163,11 @@ pub fn run(args: &RehearseArgs) -> Result<u8> {
                 Reading::Value(_) => String::new(),
             })
             .unwrap_or_default();
-        eprintln!(
+        sink::note(&format!(
             "gpuaudit rehearse: the GPU stages could not run ({}): only the CPU stages were \
              measured",
             gpuaudit_core::render::escape::escape_line(&why)
-        );
+        ));
     }
     Ok(if failed || !gpu_measured { 1 } else { 0 })
 }
