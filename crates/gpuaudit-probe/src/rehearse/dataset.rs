@@ -91,81 +91,126 @@ fn generate(
     Ok(files)
 }
 
-/// The dataset of a rehearsal. `data_dir`: its files are read (and each sample dropped from
-/// the page cache after it is read); where it holds none, a dataset is written into a
+/// Where a rehearsal's samples come from, decided before anything is written.
+#[derive(Debug)]
+pub enum Plan {
+    /// The files of a data directory, with their sizes.
+    Existing(PathBuf, Vec<(PathBuf, u64)>),
+    /// A dataset to write: `count` files of `sample_bytes` into a temporary directory inside
+    /// `base` (`sync`: flushed and dropped from the page cache, for a data directory).
+    Generate {
+        base: PathBuf,
+        count: usize,
+        sample_bytes: u64,
+        sync: bool,
+    },
+}
+
+impl Plan {
+    /// The directory the dataset would be written into; `None`: nothing is written.
+    pub fn writes_to(&self) -> Option<&Path> {
+        match self {
+            Plan::Existing(..) => None,
+            Plan::Generate { base, .. } => Some(base),
+        }
+    }
+}
+
+/// The dataset of a rehearsal, planned: `data_dir`'s files are read (and each sample dropped
+/// from the page cache after it is read); where it holds none, a dataset is written into a
 /// temporary directory inside it. No `data_dir`: a dataset is written into `$TMPDIR` and
 /// read from the page cache (what the CPU and GPU stages need; the storage is only tested
-/// with `--data-dir`). `dataset_bytes` is the size of a generated dataset.
+/// with `--data-dir`). `dataset_bytes` is the size of a generated dataset. Reads only.
+pub fn plan(
+    data_dir: Option<&Path>,
+    sample_bytes: u64,
+    dataset_bytes: u64,
+) -> Result<Plan, String> {
+    let count = usize::try_from(dataset_bytes.div_ceil(sample_bytes.max(1)))
+        .unwrap_or(MAX_FILES)
+        .clamp(1, MAX_FILES);
+    let generate = |base: PathBuf, sync| Plan::Generate {
+        base,
+        count,
+        sample_bytes,
+        sync,
+    };
+    let Some(d) = data_dir else {
+        return Ok(generate(std::env::temp_dir(), false));
+    };
+    let meta = std::fs::metadata(d).map_err(|e| format!("--data-dir {}: {e}", d.display()))?;
+    if !meta.is_dir() {
+        return Err(format!("--data-dir {}: not a directory", d.display()));
+    }
+    let found = list_files(d).map_err(|e| format!("--data-dir {e}"))?;
+    Ok(if found.is_empty() {
+        generate(d.to_path_buf(), true)
+    } else {
+        Plan::Existing(d.to_path_buf(), found)
+    })
+}
+
+/// The dataset of [`plan`], written where it is generated.
 pub fn prepare(
     data_dir: Option<&Path>,
     sample_bytes: u64,
     dataset_bytes: u64,
 ) -> Result<Prepared, String> {
-    let count = (dataset_bytes.div_ceil(sample_bytes.max(1)) as usize).clamp(1, MAX_FILES);
-    match data_dir {
-        None => {
-            let dir = TempDir::create(DIR_PREFIX).map_err(|e| {
-                format!(
-                    "could not create a temporary directory for the dataset under {}: {e}",
-                    std::env::temp_dir().display()
-                )
-            })?;
-            let files = generate(dir.path(), count, sample_bytes, false)?;
+    create(plan(data_dir, sample_bytes, dataset_bytes)?)
+}
+
+/// Makes the dataset `plan` describes: a generated one in a [`TempDir`] registered with the
+/// cleanup module (removed when the result is dropped, on unwinding, or on a signal).
+pub fn create(plan: Plan) -> Result<Prepared, String> {
+    match plan {
+        Plan::Existing(d, found) => {
+            let bytes = found.iter().map(|f| f.1).sum();
             Ok(Prepared {
                 source: DataSource {
-                    path: dir.path().display().to_string(),
-                    generated: true,
-                    page_cache: true,
-                    files: files.len() as u64,
-                    bytes: files.len() as u64 * sample_bytes,
+                    path: d.display().to_string(),
+                    generated: false,
+                    page_cache: false,
+                    files: found.len() as u64,
+                    bytes,
                 },
-                dataset: Dataset { files },
-                drop_cache: false,
-                _dir: Some(dir),
+                dataset: Dataset {
+                    files: found.into_iter().map(|f| f.0).collect(),
+                },
+                drop_cache: true,
+                _dir: None,
             })
         }
-        Some(d) => {
-            let meta =
-                std::fs::metadata(d).map_err(|e| format!("--data-dir {}: {e}", d.display()))?;
-            if !meta.is_dir() {
-                return Err(format!("--data-dir {}: not a directory", d.display()));
-            }
-            let found = list_files(d).map_err(|e| format!("--data-dir {e}"))?;
-            if !found.is_empty() {
-                let bytes = found.iter().map(|f| f.1).sum();
-                return Ok(Prepared {
-                    source: DataSource {
-                        path: d.display().to_string(),
-                        generated: false,
-                        page_cache: false,
-                        files: found.len() as u64,
-                        bytes,
-                    },
-                    dataset: Dataset {
-                        files: found.into_iter().map(|f| f.0).collect(),
-                    },
-                    drop_cache: true,
-                    _dir: None,
-                });
-            }
-            let dir = TempDir::create_in(d, DIR_PREFIX).map_err(|e| {
-                format!(
-                    "--data-dir {} holds no file to read, and a dataset could not be written \
-                     there: {e}",
-                    d.display()
-                )
+        Plan::Generate {
+            base,
+            count,
+            sample_bytes,
+            sync,
+        } => {
+            let dir = TempDir::create_in(&base, DIR_PREFIX).map_err(|e| {
+                if sync {
+                    format!(
+                        "--data-dir {} holds no file to read, and a dataset could not be \
+                         written there: {e}",
+                        base.display()
+                    )
+                } else {
+                    format!(
+                        "could not create a temporary directory for the dataset under {}: {e}",
+                        base.display()
+                    )
+                }
             })?;
-            let files = generate(dir.path(), count, sample_bytes, true)?;
+            let files = generate(dir.path(), count, sample_bytes, sync)?;
             Ok(Prepared {
                 source: DataSource {
                     path: dir.path().display().to_string(),
                     generated: true,
-                    page_cache: false,
+                    page_cache: !sync,
                     files: files.len() as u64,
-                    bytes: files.len() as u64 * sample_bytes,
+                    bytes: (files.len() as u64).saturating_mul(sample_bytes),
                 },
                 dataset: Dataset { files },
-                drop_cache: true,
+                drop_cache: sync,
                 _dir: Some(dir),
             })
         }

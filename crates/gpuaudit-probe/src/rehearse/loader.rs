@@ -311,6 +311,24 @@ fn sleep_unless_stopped(duration: Duration, stop: &AtomicBool) {
     }
 }
 
+/// How many samples the transform alone works on, read once into memory.
+pub fn preload_count(workers: u32) -> usize {
+    (2 * workers.max(1) as usize).clamp(8, 64)
+}
+
+/// Samples the loader queues between its readers and its workers.
+fn queue_capacity(workers: u32, readers: u32) -> usize {
+    2 * workers.max(1) as usize + readers.max(1) as usize
+}
+
+/// The sample buffers the loader holds at most: the queue full, one being read by each
+/// reader, one being transformed by each worker (a buffer comes back to the pool once
+/// transformed, and a new one is made only when the pool is empty). `None`: past `u64`.
+pub fn samples_in_flight(workers: u32, readers: u32) -> Option<u64> {
+    let (w, r) = (workers.max(1) as u64, readers.max(1) as u64);
+    w.checked_mul(3)?.checked_add(r.checked_mul(2)?)
+}
+
 /// Samples read once into memory, for the transform alone.
 fn preload(ds: &Dataset, cfg: &LoaderConfig, count: usize) -> Result<Vec<Vec<u8>>, String> {
     let stop = AtomicBool::new(false);
@@ -335,7 +353,7 @@ pub fn measure_transform(
     cfg: &LoaderConfig,
     duration: Duration,
 ) -> Result<StageFigure, String> {
-    let samples = preload(ds, cfg, (2 * cfg.workers.max(1) as usize).clamp(8, 64))?;
+    let samples = preload(ds, cfg, preload_count(cfg.workers))?;
     if samples.is_empty() {
         return Err("no sample could be read from the dataset".into());
     }
@@ -482,7 +500,7 @@ pub fn with_loader<T>(
     let filled: Vec<AtomicU32> = bufs.iter().map(|_| AtomicU32::new(0)).collect();
     let workers = cfg.workers.max(1) as usize;
     let (sample_tx, sample_rx): (SyncSender<Vec<u8>>, Receiver<Vec<u8>>) =
-        mpsc::sync_channel(2 * workers + cfg.readers.max(1) as usize);
+        mpsc::sync_channel(queue_capacity(cfg.workers, cfg.readers));
     let sample_rx = Mutex::new(sample_rx);
     let (ticket_tx, ticket_rx) = mpsc::channel::<(usize, u32)>();
     let ticket_rx = Mutex::new(ticket_rx);

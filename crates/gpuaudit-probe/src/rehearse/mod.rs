@@ -9,6 +9,7 @@
 //! ([`torch`]). The judgement is `workload.pipeline`'s, in gpuaudit-core.
 
 pub mod dataset;
+pub mod limits;
 pub mod loader;
 pub mod torch;
 
@@ -31,9 +32,19 @@ pub const LOADER_SHARE: f64 = 0.10;
 pub const GPU_STAGE_SHARE: f64 = 0.06;
 pub const PIPELINE_SHARE: f64 = 0.35;
 /// Staged batches of the loader alone (the pipeline in the child has its own).
-const LOADER_BUFFERS: usize = 2;
+const LOADER_BUFFERS: usize = limits::LOADER_BUFFERS as usize;
 /// Timed seconds of each `--torch` model.
 pub const TORCH_SECONDS: u32 = 8;
+
+/// The largest `--sample-kb` and `--tensor-kb` (256 MiB) and `--dataset-mb` (64 GiB).
+pub const MAX_SAMPLE_KB: u64 = 256 << 10;
+pub const MAX_TENSOR_KB: u64 = 256 << 10;
+pub const MAX_DATASET_MB: u64 = 64 << 10;
+
+/// The sentence of a flag out of its range.
+pub fn out_of_range(flag: &str, v: u64, lo: u64, hi: u64) -> String {
+    format!("{flag} {v}: must be between {lo} and {hi}")
+}
 
 /// What `gpuaudit rehearse` was asked.
 #[derive(Clone, Debug, PartialEq)]
@@ -97,12 +108,12 @@ impl Options {
             if (lo..=hi).contains(&v) {
                 Ok(())
             } else {
-                Err(format!("{flag} {v}: must be between {lo} and {hi}"))
+                Err(out_of_range(flag, v, lo, hi))
             }
         };
         range("--batch", self.batch as u64, 1, 65_536)?;
-        range("--sample-kb", self.sample_bytes >> 10, 1, 256 << 10)?;
-        range("--tensor-kb", self.tensor_bytes >> 10, 1, 256 << 10)?;
+        range("--sample-kb", self.sample_bytes >> 10, 1, MAX_SAMPLE_KB)?;
+        range("--tensor-kb", self.tensor_bytes >> 10, 1, MAX_TENSOR_KB)?;
         range("--width", self.width as u64, 64, 65_536)?;
         if self.width % 8 != 0 {
             return Err(format!(
@@ -116,7 +127,7 @@ impl Options {
         range("--workers", self.workers as u64, 1, 1024)?;
         range("--transform-cost", self.transform_cost as u64, 1, 1000)?;
         range("--seconds", self.seconds as u64, 5, 600)?;
-        range("--dataset-mb", self.dataset_bytes >> 20, 1, 64 << 10)?;
+        range("--dataset-mb", self.dataset_bytes >> 20, 1, MAX_DATASET_MB)?;
         if let Some(s) = self.steps {
             range("--steps", s as u64, 1, 1_000_000)?;
         }
@@ -176,6 +187,39 @@ impl Options {
     }
 }
 
+/// Why a rehearsal did not run.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The flags' products are past what the machine allows ([`limits`]): refused before
+    /// anything was allocated or written.
+    #[error(transparent)]
+    Limit(#[from] limits::LimitError),
+    /// Anything else: a size out of range, a data directory that cannot be read, no room
+    /// for the dataset (one sentence naming the flag or the file).
+    #[error("{0}")]
+    Other(String),
+}
+
+impl From<String> for Error {
+    fn from(s: String) -> Error {
+        Error::Other(s)
+    }
+}
+
+/// Everything checked before a rehearsal allocates or creates anything: each size in its
+/// range, the data directory readable, the products within the machine's bounds. The plan
+/// of the dataset comes back.
+pub fn check(opts: &Options) -> Result<dataset::Plan, Error> {
+    opts.validate()?;
+    let plan = dataset::plan(
+        opts.data_dir.as_deref(),
+        opts.sample_bytes,
+        opts.dataset_bytes,
+    )?;
+    limits::check(opts, &limits::Machine::read(plan.writes_to()))?;
+    Ok(plan)
+}
+
 fn stage(stage: Stage, r: Result<StageFigure, String>) -> StageResult {
     StageResult {
         stage,
@@ -184,14 +228,15 @@ fn stage(stage: Stage, r: Result<StageFigure, String>) -> StageResult {
 }
 
 /// Rehearses the pipeline on the GPUs of `facts`. `Err`: it could not run at all (a data
-/// directory that cannot be read, no room for a dataset, sizes out of range); otherwise
-/// every stage that could not be measured says why in the result.
+/// directory that cannot be read, no room for a dataset, sizes out of range, products past
+/// the machine's bounds: [`check`], before anything is made); otherwise every stage that
+/// could not be measured says why in the result.
 pub fn run(
     facts: &Facts,
     opts: &Options,
     progress: &mut dyn FnMut(&Progress),
-) -> Result<MeasuredFacts, String> {
-    opts.validate()?;
+) -> Result<MeasuredFacts, Error> {
+    let plan = check(opts)?;
     let total_ms = opts.seconds as u64 * 1000;
     let mut at = 0u64;
     let mut step = |progress: &mut dyn FnMut(&Progress), msg: &str, share: f64| {
@@ -203,11 +248,7 @@ pub fn run(
         at += (share * total_ms as f64) as u64;
     };
     step(progress, "writing the dataset", 0.0);
-    let prepared = dataset::prepare(
-        opts.data_dir.as_deref(),
-        opts.sample_bytes,
-        opts.dataset_bytes,
-    )?;
+    let prepared = dataset::create(plan)?;
     let cfg = opts.loader(prepared.drop_cache);
     let ds = &prepared.dataset;
     step(progress, "storage reads alone", READ_SHARE);
@@ -378,6 +419,49 @@ mod tests {
     }
 
     #[test]
+    fn products_past_the_bounds_are_refused_before_anything_is_written() {
+        let facts = Facts::empty(Origin::Live, "test");
+        let tmp = tempfile::tempdir().unwrap();
+        // Each flag within its range; 256 staged tensors of 256 MiB, twice, are not.
+        let opts = Options {
+            data_dir: Some(tmp.path().to_path_buf()),
+            batch: 256,
+            tensor_bytes: 256 << 20,
+            ..small()
+        };
+        assert!(opts.validate().is_ok());
+        let e = run(&facts, &opts, &mut |_| panic!("nothing may start")).unwrap_err();
+        assert!(matches!(e, Error::Limit(_)), "{e}");
+        assert!(
+            e.to_string()
+                .starts_with("--batch 256 × --tensor-kb 262144 × 2 staged batches"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn a_panic_unwinding_out_of_the_rehearsal_removes_its_dataset() {
+        let facts = Facts::empty(Origin::Live, "test");
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = Options {
+            data_dir: Some(tmp.path().to_path_buf()),
+            ..small()
+        };
+        let seen = std::panic::catch_unwind(|| {
+            let _ = run(&facts, &opts, &mut |p| {
+                if p.message == "storage reads alone" {
+                    // The dataset is written by now.
+                    assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+                    panic!("planted");
+                }
+            });
+        });
+        assert!(seen.is_err());
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+    }
+
+    #[test]
     fn a_bad_data_directory_is_an_error() {
         let facts = Facts::empty(Origin::Live, "test");
         let opts = Options {
@@ -386,6 +470,7 @@ mod tests {
         };
         assert!(run(&facts, &opts, &mut |_| {})
             .unwrap_err()
+            .to_string()
             .starts_with("--data-dir /nonexistent/gpuaudit"));
     }
 }

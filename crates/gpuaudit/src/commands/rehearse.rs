@@ -8,6 +8,7 @@
 
 use crate::cli::{parse_gpu_list, RehearseArgs};
 use crate::progress::Bar;
+use crate::sink;
 use anyhow::{bail, Result};
 use gpuaudit_core::checks::{self, workload::pipeline};
 use gpuaudit_core::facts::{Rehearsal, Stage};
@@ -27,12 +28,20 @@ pub fn options(args: &RehearseArgs) -> Result<rehearse::Options> {
     let o = rehearse::Options {
         data_dir: args.data_dir.clone(),
         batch: args.batch.unwrap_or(d.batch),
-        sample_bytes: args
-            .sample_kb
-            .map_or(d.sample_bytes, |k| k.saturating_mul(1024)),
-        tensor_bytes: args
-            .tensor_kb
-            .map_or(d.tensor_bytes, |k| k.saturating_mul(1024)),
+        sample_bytes: scaled(
+            "--sample-kb",
+            args.sample_kb,
+            1 << 10,
+            rehearse::MAX_SAMPLE_KB,
+            d.sample_bytes,
+        )?,
+        tensor_bytes: scaled(
+            "--tensor-kb",
+            args.tensor_kb,
+            1 << 10,
+            rehearse::MAX_TENSOR_KB,
+            d.tensor_bytes,
+        )?,
         width: args.width.unwrap_or(d.width),
         depth: args.depth.unwrap_or(d.depth),
         tokens: args.tokens.unwrap_or(d.tokens),
@@ -43,9 +52,13 @@ pub fn options(args: &RehearseArgs) -> Result<rehearse::Options> {
         read_throttle_mb_s: args.read_throttle_mbps,
         steps: args.steps,
         seconds: args.seconds.unwrap_or(d.seconds),
-        dataset_bytes: args
-            .dataset_mb
-            .map_or(d.dataset_bytes, |m| m.saturating_mul(1 << 20)),
+        dataset_bytes: scaled(
+            "--dataset-mb",
+            args.dataset_mb,
+            1 << 20,
+            rehearse::MAX_DATASET_MB,
+            d.dataset_bytes,
+        )?,
         gpus: args
             .common
             .gpus
@@ -60,6 +73,17 @@ pub fn options(args: &RehearseArgs) -> Result<rehearse::Options> {
     Ok(o)
 }
 
+/// A size flag in bytes; one whose bytes are past `u64` is refused as out of its range (it
+/// is, whatever the range), naming the value as it was given.
+fn scaled(flag: &str, v: Option<u64>, unit: u64, max: u64, default: u64) -> Result<u64> {
+    match v {
+        None => Ok(default),
+        Some(v) => v
+            .checked_mul(unit)
+            .ok_or_else(|| anyhow::anyhow!(rehearse::out_of_range(flag, v, 1, max))),
+    }
+}
+
 pub fn run(args: &RehearseArgs) -> Result<u8> {
     let common = &args.common;
     let json = match common.format {
@@ -72,6 +96,19 @@ pub fn run(args: &RehearseArgs) -> Result<u8> {
             .unwrap_or(!std::io::stdout().is_terminal()),
     };
     let opts = options(args)?;
+    // The products of the sizes against the machine, before anything is gathered, allocated
+    // or written: past them, one line and exit 2.
+    match rehearse::check(&opts) {
+        Ok(_) => {}
+        Err(rehearse::Error::Limit(e)) => {
+            sink::note(&format!(
+                "gpuaudit rehearse: {}",
+                gpuaudit_core::render::escape::escape_line(&e.to_string())
+            ));
+            return Ok(2);
+        }
+        Err(e) => return Err(e.into()),
+    }
 
     let mut bar = Bar::spinner("reading the machine");
     let gopts = GatherOptions {
@@ -90,8 +127,7 @@ pub fn run(args: &RehearseArgs) -> Result<u8> {
     }
     let measured = rehearse::run(&facts, &opts, &mut |p| {
         bar.update(&p.message, p.done_ms, p.total_ms)
-    })
-    .map_err(anyhow::Error::msg)?;
+    })?;
     bar.finish();
     crate::commands::audit::apply_measured(&mut facts, measured);
 
@@ -119,11 +155,7 @@ pub fn run(args: &RehearseArgs) -> Result<u8> {
     } else {
         table(rehearsal, &findings, &facts.measured.notes)
     };
-    match &common.output {
-        Some(p) => std::fs::write(p, text)
-            .map_err(|e| anyhow::anyhow!("cannot write {}: {e}", p.display()))?,
-        None => print!("{text}"),
-    }
+    sink::deliver(text, common.output.as_deref())?;
     if !gpu_measured {
         let why = rehearsal
             .map(|r| match r.stage(Stage::GpuStep) {
@@ -131,11 +163,11 @@ pub fn run(args: &RehearseArgs) -> Result<u8> {
                 Reading::Value(_) => String::new(),
             })
             .unwrap_or_default();
-        eprintln!(
+        sink::note(&format!(
             "gpuaudit rehearse: the GPU stages could not run ({}): only the CPU stages were \
              measured",
             gpuaudit_core::render::escape::escape_line(&why)
-        );
+        ));
     }
     Ok(if failed || !gpu_measured { 1 } else { 0 })
 }
