@@ -127,12 +127,13 @@ fn errors(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         let orphan: Vec<&XidEvent> = x
             .iter()
             .filter(|e| {
-                e.bus_id.as_ref().is_some_and(|b| {
-                    !facts
-                        .gpu_list()
-                        .iter()
-                        .any(|g| bus_matches(&g.pci_bus_id, b))
-                })
+                !e.switch
+                    && e.bus_id.as_ref().is_some_and(|b| {
+                        !facts
+                            .gpu_list()
+                            .iter()
+                            .any(|g| bus_matches(&g.pci_bus_id, b))
+                    })
             })
             .collect();
         if !orphan.is_empty() {
@@ -389,9 +390,10 @@ fn kernel_log(g: &GpuFacts, xids: &Reading<Vec<XidEvent>>, ev: &mut Evidence, t:
     let mine: Vec<&XidEvent> = x
         .iter()
         .filter(|e| {
-            e.bus_id
-                .as_ref()
-                .is_some_and(|b| bus_matches(&g.pci_bus_id, b))
+            !e.switch
+                && e.bus_id
+                    .as_ref()
+                    .is_some_and(|b| bus_matches(&g.pci_bus_id, b))
         })
         .collect();
     if mine.is_empty() {
@@ -511,6 +513,7 @@ mod tests {
             bus_id: Some(bus.into()),
             code,
             text: format!("NVRM: Xid (PCI:{bus}): {code}, ..."),
+            ..Default::default()
         }
     }
 
