@@ -176,7 +176,7 @@ fn judge(info: Option<&XidInfo>, code: u32, events: &[&XidEvent]) -> (Status, St
                     Status::Warn,
                     format!("the driver asks for \"{}\"", escape_line(a)),
                 ),
-                Some(a) if a == "None" => (
+                Some("None") => (
                     Status::Info,
                     "the driver asks for no recovery action".into(),
                 ),
@@ -223,7 +223,7 @@ fn tally(events: &[&XidEvent]) -> Vec<CodeTally> {
             }
         })
         .collect();
-    out.sort_by(|a, b| b.status.cmp(&a.status));
+    out.sort_by_key(|c| std::cmp::Reverse(c.status));
     out
 }
 
