@@ -356,7 +356,21 @@ fn check(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 .gpu(g.index),
             );
         } else {
-            out.push(finding(&g.label(), &mine, older).0.gpu(g.index));
+            // Fault Xids memory.errors counts too, on a GPU where it has a problem: that
+            // finding (the ECC counters with these lines) is the cause, this one what it says
+            // of the log. A code it does not count (an application's, a newer one) keeps this
+            // finding a problem of its own.
+            let memory = crate::checks::memory::errors::CHECK.id;
+            let explained = mine
+                .iter()
+                .all(|e| crate::checks::memory::errors::FAULT_XIDS.contains(&e.code))
+                && crate::checks::memory::errors::gpu_has_problem(g, &facts.xid_events);
+            out.push(
+                finding(&g.label(), &mine, older)
+                    .0
+                    .gpu(g.index)
+                    .caused_by_opt(explained.then(|| Cause::gpu(memory, g.index))),
+            );
         }
     }
     // Xids at addresses the driver lists no GPU for (a GPU fallen off the bus), or at none.

@@ -433,6 +433,15 @@ fn kernel_log(g: &GpuFacts, xids: &Reading<Vec<XidEvent>>, ev: &mut Evidence, t:
     }
 }
 
+/// Whether memory.errors has a problem on `g`: health.xid reads the same fault Xids and names
+/// this finding as their cause (memory.errors judges them with the ECC counters), so that one
+/// cause is one problem.
+pub fn gpu_has_problem(g: &GpuFacts, xids: &Reading<Vec<XidEvent>>) -> bool {
+    errors_one(g, xids)
+        .iter()
+        .any(|f| matches!(f.status, Status::Fail | Status::Warn))
+}
+
 fn errors_one(g: &GpuFacts, xids: &Reading<Vec<XidEvent>>) -> Vec<Finding> {
     let mut ev = Evidence::new();
     let mut t = Tally::default();

@@ -382,3 +382,19 @@ fn gpu_status_is_the_findings() {
     assert_eq!(gpu_status(&f, g), Some(Status::Fail));
     assert_eq!(gpu_status(&f, &f.gpu_list()[1]), Some(Status::Pass));
 }
+
+#[test]
+fn fault_xids_memory_errors_judges_are_caused_by_it() {
+    use crate::checks::memory::errors::FAULT_XIDS;
+    assert!(FAULT_XIDS.contains(&48) && !FAULT_XIDS.contains(&13));
+    let memory = crate::checks::memory::errors::CHECK.id;
+    // Xid 48 (a double-bit ECC error): memory.errors fails on GPU 0 with it, the cause.
+    let f = gpu0(vec![ev("0000:00:06", 48)]);
+    assert_eq!(f.status, Status::Fail);
+    assert_eq!(f.caused_by, Some(Cause::gpu(memory, 0)));
+    // With an application's Xid beside it, this finding says more than memory.errors: its own.
+    let f = gpu0(vec![ev("0000:00:06", 48), ev("0000:00:06", 13)]);
+    assert!(f.caused_by.is_none(), "{f:#?}");
+    // An application's Xid alone: memory.errors has nothing to say, no cause.
+    assert!(gpu0(vec![ev("0000:00:06", 13)]).caused_by.is_none());
+}
