@@ -162,7 +162,7 @@ fn judge(info: Option<&XidInfo>, code: u32, events: &[&XidEvent]) -> (Status, St
             Status::Info,
             format!("an application error (a warning from {REPEAT_LIMIT} on one GPU)"),
         ),
-        XidJudge::Info => (Status::Info, "information: nothing to do now".into()),
+        XidJudge::Info => (Status::Info, "nothing to do now".into()),
         XidJudge::Warn => (Status::Warn, format!("NVIDIA's action: {}", info.immediate)),
         XidJudge::Fail => (Status::Fail, format!("NVIDIA's action: {}", info.immediate)),
         XidJudge::Recovery => {
@@ -244,9 +244,15 @@ fn describe(c: &CodeTally) -> String {
         format!("{} times", c.count)
     };
     match catalog.get(c.code) {
+        // The verdict starts a sentence after the catalog's meaning.
         Some(i) => format!(
             "Xid {} {} ({}{when}): {} {}; {}",
-            c.code, times, i.name, i.meaning, c.verdict, i.resolution
+            c.code,
+            times,
+            i.name,
+            i.meaning,
+            sentence_case(&c.verdict),
+            i.resolution
         ),
         None => format!("Xid {} {times}{when}: {}", c.code, c.verdict),
     }
@@ -458,6 +464,15 @@ fn check(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         ));
     }
     out
+}
+
+/// `s` with its first letter in upper case.
+fn sentence_case(s: &str) -> String {
+    let mut c = s.chars();
+    match c.next() {
+        Some(f) => f.to_uppercase().chain(c).collect(),
+        None => String::new(),
+    }
 }
 
 #[cfg(test)]

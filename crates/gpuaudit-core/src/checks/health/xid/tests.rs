@@ -398,3 +398,15 @@ fn fault_xids_memory_errors_judges_are_caused_by_it() {
     // An application's Xid alone: memory.errors has nothing to say, no cause.
     assert!(gpu0(vec![ev("0000:00:06", 13)]).caused_by.is_none());
 }
+
+#[test]
+fn the_verdict_starts_a_sentence() {
+    assert_eq!(sentence_case("nothing to do now"), "Nothing to do now");
+    assert_eq!(sentence_case(""), "");
+    let f = gpu0(vec![ev("0000:00:06", 13)]);
+    assert!(
+        f.message.contains(". An application error"),
+        "{}",
+        f.message
+    );
+}
