@@ -282,7 +282,9 @@ fn redact_replaces_the_hosts_of_every_report_and_file() {
         // Wrapped in the table: the words in order.
         let words = out.split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(
-            words.contains("redacted: hostnames, IPs, serials, UUIDs and user names replaced"),
+            words.contains(
+                "redacted: hosts, addresses, serials, UUIDs, users, paths and ids replaced"
+            ),
             "{format}: {out}"
         );
     }

@@ -18,7 +18,8 @@ use std::str::FromStr;
 pub use table::TableOptions;
 
 /// The line every view shows for a report `--redact` made (`audit.redacted`).
-pub const REDACTED_NOTE: &str = "redacted: hostnames, IPs, serials, UUIDs and user names replaced";
+pub const REDACTED_NOTE: &str =
+    "redacted: hosts, addresses, serials, UUIDs, users, paths and ids replaced";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {

@@ -144,6 +144,18 @@ pub fn thousands(n: usize) -> String {
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_bounds_are_the_ones_design_lists() {
+        // DESIGN "Bounds on what is read" and the CLI's one-line refusals name these.
+        assert_eq!(MAX_REPORT_BYTES, 67_108_864);
+        assert_eq!(MAX_TEXT_BYTES, 65_536);
+        assert_eq!(MAX_FINDINGS, 100_000);
+        assert_eq!(MAX_GPUS, 1_024);
+        assert_eq!(MAX_MEASUREMENTS, 100_000);
+        assert_eq!(MAX_DEPTH, 64);
+        assert_eq!(MAX_FLEET_FILES, 100_000);
+    }
+
     fn cut(t: &str, max: usize) -> String {
         bound_text_to(t, max, 8).unwrap().into_owned()
     }

@@ -56,7 +56,9 @@ impl Aligned {
     }
 }
 
-fn free_bytes(dir: &Path) -> Option<u64> {
+/// The bytes an unprivileged writer may still put on `dir`'s file system (statvfs: blocks
+/// available to non-root users), or `None` where it cannot be asked.
+pub(crate) fn free_bytes(dir: &Path) -> Option<u64> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
     // SAFETY: `c` is a valid C string; `st` is a plain struct the call fills.

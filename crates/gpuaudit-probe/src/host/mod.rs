@@ -16,7 +16,7 @@ mod container;
 mod env;
 mod fabric;
 mod graphics;
-mod iobench;
+pub(crate) mod iobench;
 mod jupyter;
 mod libraries;
 mod loopback;

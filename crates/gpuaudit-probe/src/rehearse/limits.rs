@@ -11,6 +11,7 @@
 
 use super::loader;
 use super::Options;
+use crate::host::iobench::free_bytes;
 use std::path::{Path, PathBuf};
 
 /// The most host memory a rehearsal's CPU stages may hold, whatever the machine has.
@@ -54,19 +55,6 @@ pub fn mem_available(meminfo: &str) -> Option<u64> {
             .ok()?;
         kb.checked_mul(1024)
     })
-}
-
-fn free_bytes(dir: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
-    // SAFETY: `c` is a valid C string; `st` is a plain struct the call fills.
-    unsafe {
-        let mut st: libc::statvfs = std::mem::zeroed();
-        if libc::statvfs(c.as_ptr(), &mut st) != 0 {
-            return None;
-        }
-        Some((st.f_bavail as u64).saturating_mul(st.f_frsize as u64))
-    }
 }
 
 /// A rehearsal refused: what it would have needed, and the bound it is past.
