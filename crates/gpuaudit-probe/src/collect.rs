@@ -343,7 +343,7 @@ fn collect_toolkits(c: &mut Collector) {
 
 /// Only the NVIDIA XID lines of the kernel log go into the snapshot.
 fn collect_xids(c: &mut Collector) {
-    match c.src.kernel_log_lines("NVRM: Xid") {
+    match c.src.kernel_log_lines(gpuaudit_core::parse::xid::NEEDLE) {
         Ok(text) => c.write("cmd/dmesg-xid.txt", text),
         Err(e) => c
             .summary

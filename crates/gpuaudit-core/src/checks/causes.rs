@@ -98,7 +98,10 @@ pub fn xid_names(bus_id: &str, xid_bus: &str) -> bool {
 pub fn xids_at(facts: &Facts, bus_id: &str) -> Vec<u32> {
     let mut codes: Vec<u32> = Vec::new();
     for e in facts.xid_events.value().into_iter().flatten() {
-        if e.bus_id.as_deref().is_some_and(|b| xid_names(bus_id, b)) && !codes.contains(&e.code) {
+        if !e.switch
+            && e.bus_id.as_deref().is_some_and(|b| xid_names(bus_id, b))
+            && !codes.contains(&e.code)
+        {
             codes.push(e.code);
         }
     }
@@ -178,6 +181,7 @@ mod tests {
             bus_id: bus.map(str::to_string),
             code,
             text: String::new(),
+            ..Default::default()
         };
         let f = Machine::healthy("h200-sxm-141gb", 2)
             .with(|f| {

@@ -12,6 +12,7 @@ pub mod container;
 pub mod cuda;
 pub mod env;
 pub mod gpu;
+pub mod health;
 pub mod host;
 pub mod kernel;
 pub mod memory;

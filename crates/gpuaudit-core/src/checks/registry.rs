@@ -37,6 +37,7 @@ pub const ALL: &[&Check] = &[
     &os::graphics::CHECK,
     &memory::ecc::CHECK,
     &memory::errors::CHECK,
+    &health::xid::CHECK,
     &memory::bandwidth::CHECK,
     &compute::gemm::CHECK,
     &stability::burn::CHECK,

@@ -292,13 +292,23 @@ impl TopoLink {
 
 /// One NVIDIA XID line of the kernel log ("NVRM: Xid (PCI:0000:00:06): 79, pid=..., GPU has
 /// fallen off the bus.").
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct XidEvent {
     /// The PCI address as the line gives it ("0000:00:06" or "0000:00:06.0"), lower case.
     pub bus_id: Option<String>,
     pub code: u32,
     /// The line, trimmed.
     pub text: String,
+    /// The line's time stamp as written ("2024-08-30T11:43:09+0000", "Fri Aug 30 11:43:09
+    /// 2024", "5107.644336" seconds after boot, "May 18 19:02:39"); absent where it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
+    /// That time in seconds since 1970 (UTC), where the stamp names a date with its year.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<i64>,
+    /// An NVSwitch "SXid" line ("nvidia-nvswitch0: SXid (PCI:...): 12028, ..."), not a GPU's.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub switch: bool,
 }
 
 #[cfg(test)]

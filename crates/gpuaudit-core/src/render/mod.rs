@@ -71,6 +71,7 @@ fn area_title(area: &str) -> &str {
         "kernel" => "Kernel",
         "os" => "Operating system",
         "memory" => "GPU memory",
+        "health" => "Health history",
         "compute" => "Compute",
         "stability" => "Stability",
         "net" => "Network",

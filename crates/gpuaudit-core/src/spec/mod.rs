@@ -11,6 +11,7 @@ pub mod cuda;
 mod expect;
 mod names;
 mod raw;
+pub mod xid;
 
 pub use cuda::{
     cuda_table, ArchSupport, BadDriverVersion, CudaTable, CudaTableError, DriverSupport,

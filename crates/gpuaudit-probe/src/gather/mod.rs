@@ -596,7 +596,7 @@ fn apply_nvlink_status(facts: &mut Facts, text: &str) {
 
 /// NVIDIA XID lines from /dev/kmsg, read without blocking (needs root or CAP_SYSLOG).
 fn live_xids() -> Reading<Vec<XidEvent>> {
-    match RootFs::live().kernel_log_lines("NVRM: Xid") {
+    match RootFs::live().kernel_log_lines(gpuaudit_core::parse::xid::NEEDLE) {
         Ok(text) => Reading::Value(files::xids_from_text(&text)),
         Err(e) => Reading::Unavailable(e),
     }

@@ -627,6 +627,7 @@ mod tests {
             bus_id: Some("0000:00:07".into()),
             code,
             text: String::new(),
+            ..Default::default()
         };
         let x = one_missing(|f| f.xid_events = Reading::Value(vec![xid(79)]));
         assert_eq!(

@@ -127,12 +127,13 @@ fn errors(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         let orphan: Vec<&XidEvent> = x
             .iter()
             .filter(|e| {
-                e.bus_id.as_ref().is_some_and(|b| {
-                    !facts
-                        .gpu_list()
-                        .iter()
-                        .any(|g| bus_matches(&g.pci_bus_id, b))
-                })
+                !e.switch
+                    && e.bus_id.as_ref().is_some_and(|b| {
+                        !facts
+                            .gpu_list()
+                            .iter()
+                            .any(|g| bus_matches(&g.pci_bus_id, b))
+                    })
             })
             .collect();
         if !orphan.is_empty() {
@@ -389,9 +390,10 @@ fn kernel_log(g: &GpuFacts, xids: &Reading<Vec<XidEvent>>, ev: &mut Evidence, t:
     let mine: Vec<&XidEvent> = x
         .iter()
         .filter(|e| {
-            e.bus_id
-                .as_ref()
-                .is_some_and(|b| bus_matches(&g.pci_bus_id, b))
+            !e.switch
+                && e.bus_id
+                    .as_ref()
+                    .is_some_and(|b| bus_matches(&g.pci_bus_id, b))
         })
         .collect();
     if mine.is_empty() {
@@ -429,6 +431,15 @@ fn kernel_log(g: &GpuFacts, xids: &Reading<Vec<XidEvent>>, ev: &mut Evidence, t:
             ),
         ));
     }
+}
+
+/// Whether memory.errors has a problem on `g`: health.xid reads the same fault Xids and names
+/// this finding as their cause (memory.errors judges them with the ECC counters), so that one
+/// cause is one problem.
+pub fn gpu_has_problem(g: &GpuFacts, xids: &Reading<Vec<XidEvent>>) -> bool {
+    errors_one(g, xids)
+        .iter()
+        .any(|f| matches!(f.status, Status::Fail | Status::Warn))
 }
 
 fn errors_one(g: &GpuFacts, xids: &Reading<Vec<XidEvent>>) -> Vec<Finding> {
@@ -511,6 +522,7 @@ mod tests {
             bus_id: Some(bus.into()),
             code,
             text: format!("NVRM: Xid (PCI:{bus}): {code}, ..."),
+            ..Default::default()
         }
     }
 
