@@ -308,3 +308,66 @@ pub fn as_nobody(cmd: &mut std::process::Command) {
         });
     }
 }
+
+/// The process `cmd` starts may map at most `bytes` of address space (RLIMIT_AS, set between
+/// fork and exec): a reader that grows without bound fails in it instead of taking the
+/// machine. With one malloc arena (`MALLOC_ARENA_MAX=1`), since each reserves 64 MB a thread.
+pub fn limit_address_space(cmd: &mut std::process::Command, bytes: u64) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            let lim = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+}
+
+/// `child`'s exit status, or `None` where it ran past `deadline` (then it is killed and
+/// reaped): a test that would hang fails instead.
+pub fn wait_within(
+    child: &mut std::process::Child,
+    deadline: std::time::Duration,
+) -> Option<std::process::ExitStatus> {
+    let t0 = std::time::Instant::now();
+    loop {
+        if let Some(s) = child.try_wait().expect("the child can be waited for") {
+            return Some(s);
+        }
+        if t0.elapsed() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A rehearsal small enough for a shared CI machine (`gpuaudit rehearse` with these flags).
+pub const SMALL_REHEARSAL: &[&str] = &[
+    "rehearse",
+    "--seconds",
+    "5",
+    "--dataset-mb",
+    "2",
+    "--batch",
+    "4",
+    "--sample-kb",
+    "16",
+    "--tensor-kb",
+    "16",
+    "--readers",
+    "1",
+    "--workers",
+    "1",
+    "--transform-cost",
+    "1",
+    "--format",
+    "json",
+];

@@ -7,12 +7,13 @@
 //! bounded size. Sizes prove the bound and the linear time, not speed: nothing is timed
 //! but the deadline, which only a hang or a quadratic step reaches.
 
+mod common;
+
 use serde_json::Value;
 use std::fs;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Long enough for a debug build on a busy machine; a blocked open() never ends.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -46,31 +47,10 @@ fn run(args: &[&std::ffi::OsStr], env: &[(&str, &str)]) -> Run {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            let lim = libc::rlimit {
-                rlim_cur: MEMORY_LIMIT,
-                rlim_max: MEMORY_LIMIT,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    common::limit_address_space(&mut cmd, MEMORY_LIMIT);
     let mut child = cmd.spawn().expect("gpuaudit starts");
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if t0.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("gpuaudit {args:?} did not end within {DEADLINE:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(status) = common::wait_within(&mut child, DEADLINE) else {
+        panic!("gpuaudit {args:?} did not end within {DEADLINE:?}");
     };
     let out_len = fs::metadata(&out_path).unwrap().len();
     let mut head = Vec::new();

@@ -8,10 +8,9 @@ mod common;
 
 use std::fs;
 use std::os::unix::fs::{symlink, PermissionsExt};
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Long enough for a debug build on a busy machine; a blocked open() never ends.
 const DEADLINE: Duration = Duration::from_secs(20);
@@ -137,39 +136,18 @@ fn run_once(root: &Path, format: &str, other: Option<&common::OtherUser>, walk: 
         .stdin(Stdio::null())
         .stdout(fs::File::create(&out_path).unwrap())
         .stderr(fs::File::create(&err_path).unwrap());
-    // SAFETY: only async-signal-safe calls between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            let lim = libc::rlimit {
-                rlim_cur: MEMORY_LIMIT,
-                rlim_max: MEMORY_LIMIT,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &lim) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
+    common::limit_address_space(&mut cmd, MEMORY_LIMIT);
     if let Some(o) = other {
         common::as_nobody(&mut cmd);
         // The working directory must be one nobody can enter.
         cmd.current_dir(o.dir.path());
     }
     let mut child = cmd.spawn().expect("gpuaudit starts");
-    let t0 = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if t0.elapsed() > DEADLINE {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "{}: gpuaudit still running after {DEADLINE:?}; killed",
-                root.display()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(status) = common::wait_within(&mut child, DEADLINE) else {
+        panic!(
+            "{}: gpuaudit still running after {DEADLINE:?}; killed",
+            root.display()
+        );
     };
     let read = |p: &Path| String::from_utf8_lossy(&fs::read(p).unwrap_or_default()).into_owned();
     Run {

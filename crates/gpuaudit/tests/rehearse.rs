@@ -5,28 +5,7 @@ mod common;
 
 use serde_json::Value;
 
-/// A rehearsal small enough for a shared CI machine.
-const SMALL: &[&str] = &[
-    "rehearse",
-    "--seconds",
-    "5",
-    "--dataset-mb",
-    "2",
-    "--batch",
-    "4",
-    "--sample-kb",
-    "16",
-    "--tensor-kb",
-    "16",
-    "--readers",
-    "1",
-    "--workers",
-    "1",
-    "--transform-cost",
-    "1",
-    "--format",
-    "json",
-];
+use common::SMALL_REHEARSAL as SMALL;
 
 fn run(extra: &[&str], tmp: &std::path::Path) -> (i32, Value, String) {
     let out = common::gpuaudit()

@@ -3,33 +3,14 @@
 //! goes through the one writer (a full disk is one line and exit 2, a closed pipe is quiet).
 //! The real binary, a private TMPDIR each, a deadline on every run.
 
+mod common;
+
 use std::io::Read;
 use std::path::Path;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-/// A rehearsal small enough for a shared CI machine.
-const SMALL: &[&str] = &[
-    "rehearse",
-    "--seconds",
-    "5",
-    "--dataset-mb",
-    "1",
-    "--batch",
-    "4",
-    "--sample-kb",
-    "16",
-    "--tensor-kb",
-    "16",
-    "--readers",
-    "1",
-    "--workers",
-    "1",
-    "--transform-cost",
-    "1",
-    "--format",
-    "json",
-];
+use common::SMALL_REHEARSAL as SMALL;
 
 fn gpuaudit(args: &[&str], tmp: &Path) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_gpuaudit"));
@@ -43,17 +24,8 @@ fn gpuaudit(args: &[&str], tmp: &Path) -> Command {
 /// Waits for `child` at most `limit` (killed past it: the test fails instead of hanging),
 /// then reads what it wrote on stderr (piped).
 fn finish(mut child: Child, limit: Duration) -> (ExitStatus, String) {
-    let end = Instant::now() + limit;
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if Instant::now() > end {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("gpuaudit rehearse ran past {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    let Some(status) = common::wait_within(&mut child, limit) else {
+        panic!("gpuaudit rehearse ran past {limit:?}");
     };
     let mut err = String::new();
     if let Some(mut e) = child.stderr.take() {
