@@ -74,8 +74,10 @@ pub fn from_json(text: &str) -> Result<Report, ReadError> {
 }
 
 /// A finding as a summary reads it: check, status, GPU and cause; its evidence only for the checks
-/// in `keep` (read where `check` comes before `evidence`, as gpuaudit writes them), no message
-/// and no fix. Skipping what is not read is most of the time a fleet spends on a report.
+/// in `keep` (read where `check` comes before `evidence`, as gpuaudit writes them); message and
+/// fix only of a problem (warn or fail), which `ProblemCounts` groups by them as the verdict
+/// does (one cause on several GPUs once, two faults of one check twice). Skipping what is not
+/// read is most of the time a fleet spends on a report.
 struct SummaryFinding(Finding);
 
 struct SummaryFindingSeed<'a>(&'a [&'a str]);
@@ -97,9 +99,12 @@ impl<'de> serde::de::Visitor<'de> for SummaryFindingSeed<'_> {
         let (mut check, mut status, mut gpu) = (None::<String>, None::<Status>, None::<u32>);
         let mut evidence = Evidence::new();
         let mut caused_by = None;
+        let (mut message, mut fix) = (String::new(), None::<String>);
         while let Some(key) = m.next_key::<String>()? {
             match key.as_str() {
                 "check" => check = Some(m.next_value()?),
+                "message" => message = m.next_value()?,
+                "fix" => fix = m.next_value()?,
                 "status" => status = Some(m.next_value()?),
                 "gpu" => gpu = m.next_value()?,
                 // The fleet counts problems as causes: it needs what explains what.
@@ -112,13 +117,18 @@ impl<'de> serde::de::Visitor<'de> for SummaryFindingSeed<'_> {
                 }
             }
         }
+        let status = status.ok_or_else(|| A::Error::missing_field("status"))?;
+        if !matches!(status, Status::Warn | Status::Fail) {
+            message = String::new();
+            fix = None;
+        }
         Ok(SummaryFinding(Finding {
             check: check.ok_or_else(|| A::Error::missing_field("check"))?,
-            status: status.ok_or_else(|| A::Error::missing_field("status"))?,
+            status,
             gpu,
-            message: String::new(),
+            message,
             evidence,
-            fix: None,
+            fix,
             caused_by,
         }))
     }
@@ -243,6 +253,36 @@ mod tests {
     use crate::testing::Machine;
     use crate::Policy;
 
+    /// The summary counts problems as the verdict does: two faults of one check on two GPUs
+    /// are two problems, one fault on both GPUs is one (the messages group them).
+    #[test]
+    fn a_summary_counts_the_problems_the_verdict_counts() {
+        use crate::finding::Finding;
+        use crate::report::ProblemCounts;
+        let base = Report::build(
+            &Machine::healthy("h200-sxm-141gb", 2).build(),
+            &Policy::default(),
+        );
+        for (messages, problems) in [(["a", "b"], 2), (["same", "same"], 1)] {
+            let mut r = base.clone();
+            r.findings
+                .retain(|f| !matches!(f.status, Status::Warn | Status::Fail));
+            for (i, m) in messages.iter().enumerate() {
+                let bus = ["00:06.0", "00:07.0"][i];
+                r.findings.push(
+                    Finding::fail("memory.errors", format!("GPU {i} ({bus}): {m}"))
+                        .gpu(i as u32)
+                        .fix("replace it"),
+                );
+            }
+            let text = serde_json::to_string(&r).unwrap();
+            let full = ProblemCounts::of(&from_json(&text).unwrap());
+            assert_eq!(full.fail, problems, "{messages:?}");
+            let summary = ProblemCounts::of(&from_json_for_summary(&text, &[]).unwrap());
+            assert_eq!(summary, full, "{messages:?}");
+        }
+    }
+
     /// Every figure to its last digit: ratios the H200's report held came back one unit in
     /// the last place off before serde_json's float_roundtrip.
     #[test]
@@ -299,8 +339,10 @@ mod tests {
         let mut want = from_json(&text).unwrap();
         want.series = Default::default();
         for f in want.findings.iter_mut() {
-            f.message.clear();
-            f.fix = None;
+            if !matches!(f.status, Status::Warn | Status::Fail) {
+                f.message.clear();
+                f.fix = None;
+            }
             if f.check != "pcie.link" {
                 f.evidence = Evidence::new();
             }
