@@ -58,6 +58,15 @@ struct Latest {
 }
 
 impl Latest {
+    /// Encodes the metrics of all the above into `exposition` (outside any lock: a `Latest`
+    /// is made whole, then swapped in).
+    fn encode(&mut self) {
+        self.exposition = Bytes::from(metrics::encode_metrics(
+            self.report.as_deref(),
+            &self.state(),
+        ));
+    }
+
     fn state(&self) -> ExporterState {
         ExporterState {
             last_audit_unix: self.finished_at.map(unix),
@@ -76,17 +85,6 @@ fn unix(t: SystemTime) -> f64 {
     t.duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
         .unwrap_or(0.0)
-}
-
-/// Encodes `latest`'s metrics outside its lock and leaves them there. Only the auditing
-/// thread changes `latest` (and, before it starts, `run`), so nothing changes in between.
-fn publish(latest: &Mutex<Latest>) {
-    let (report, state) = {
-        let l = lock(latest);
-        (l.report.clone(), l.state())
-    };
-    let text = metrics::encode_metrics(report.as_deref(), &state);
-    lock(latest).exposition = Bytes::from(text);
 }
 
 /// What the audits are made of (fixed for the exporter's life).
@@ -156,8 +154,9 @@ pub fn run(args: &ServeArgs) -> Result<u8> {
     ));
     let log = http::Log::start().context("cannot start the log thread")?;
 
-    let latest = Arc::new(Mutex::new(Latest::default()));
-    publish(&latest);
+    let mut first = Latest::default();
+    first.encode();
+    let latest = Arc::new(Mutex::new(first));
     let interval = config.interval;
     catch_audit_panics();
     {
@@ -238,7 +237,7 @@ fn catch_audit_panics() {
     }));
 }
 
-/// Audit, publish, wait an interval (or until told to stop), again.
+/// Audit, encode, swap in, wait an interval (or until told to stop), again.
 fn audit_loop(config: &Config, latest: &Mutex<Latest>, stop: &AtomicBool, log: &http::Log) {
     let mut measured: Option<(MeasuredFacts, Instant)> = None;
     while !stop.load(Ordering::SeqCst) {
@@ -267,7 +266,7 @@ fn audit_loop(config: &Config, latest: &Mutex<Latest>, stop: &AtomicBool, log: &
                 Some(why)
             }
         };
-        l.exposition = Bytes::from(metrics::encode_metrics(l.report.as_deref(), &l.state()));
+        l.encode();
         // The previous report is dropped after the lock is let go.
         let previous = std::mem::replace(&mut *lock(latest), l);
         drop(previous);
