@@ -10,6 +10,9 @@
 //! a dangling reference never hides a problem; a cycle likewise ends at the finding it
 //! started from. Linear in the findings: references are looked up by (check, GPU).
 
+// "0000:00:07.0", "00000000:00:07.0" and "00:07.0" name one device (case aside): addresses
+// are compared in the facts' canonical form.
+use crate::facts::normalize_bus_id;
 use crate::finding::{Cause, Finding, Status};
 use std::collections::HashMap;
 
@@ -26,21 +29,9 @@ fn is_problem(s: Status) -> bool {
     matches!(s, Status::Warn | Status::Fail)
 }
 
-/// "0000:00:07.0" and "00:07.0" name one device (case aside): domain 0 may be left out.
-fn norm_bus_id(s: &str) -> String {
-    let s = s.trim().to_ascii_lowercase();
-    match s.split_once(':') {
-        // A domain (four or more hex digits, as nvidia-smi writes eight) of zero is dropped.
-        Some((dom, rest)) if rest.contains(':') && dom.bytes().all(|b| b == b'0') => {
-            rest.to_string()
-        }
-        _ => s,
-    }
-}
-
 #[cfg(test)]
 fn same_bus_id(a: &str, b: &str) -> bool {
-    norm_bus_id(a) == norm_bus_id(b)
+    normalize_bus_id(a) == normalize_bus_id(b)
 }
 
 impl Causes {
@@ -79,7 +70,7 @@ impl Causes {
                 .add(i, uncaused);
             if let Some(bus) = f.evidence.get("pci_bus_id").and_then(|v| v.as_str()) {
                 by_bus
-                    .entry((f.check.as_str(), f.gpu, norm_bus_id(bus)))
+                    .entry((f.check.as_str(), f.gpu, normalize_bus_id(bus)))
                     .or_default()
                     .add(i, uncaused);
             }
@@ -88,7 +79,7 @@ impl Causes {
             match &c.pci_bus_id {
                 None => by.get(&(c.check.as_str(), c.gpu))?.pick(i),
                 Some(bus) => by_bus
-                    .get(&(c.check.as_str(), c.gpu, norm_bus_id(bus)))?
+                    .get(&(c.check.as_str(), c.gpu, normalize_bus_id(bus)))?
                     .pick(i),
             }
         };
