@@ -340,6 +340,18 @@ mod tests {
     }
 
     #[test]
+    fn the_json_names_the_count_of_same_hostname_files_only_where_there_are_some() {
+        let n = nodes(&[
+            input("a", Some("h")),
+            input("b", Some("h")),
+            input("c", Some("x")),
+        ]);
+        let json = |node: &Node| serde_json::to_value(node).unwrap_or_default();
+        assert_eq!(json(&n[0])["same_hostname_others"], 1);
+        assert!(json(&n[2]).get("same_hostname_others").is_none());
+    }
+
+    #[test]
     fn an_unread_file_fails_and_keeps_its_reason() {
         let bad = Input {
             file: "x.json".into(),

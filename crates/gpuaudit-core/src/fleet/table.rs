@@ -349,6 +349,26 @@ mod tests {
     }
 
     #[test]
+    fn each_section_has_its_title_line_after_a_blank_line_bold_in_colour() {
+        let bad = Input {
+            file: "x.json".into(),
+            stem: "x".into(),
+            report: Err("not JSON".into()),
+        };
+        let f = Fleet::summarise(&[bad]);
+        let plain = table(&f, 80, false);
+        assert!(plain.contains("\n\nNodes\n"), "{plain}");
+        assert!(plain.contains("\n\nMeasured figures\n"), "{plain}");
+        let coloured = table(&f, 80, true);
+        let bold_nodes = "Nodes".bold().to_string();
+        assert_ne!(bold_nodes, "Nodes");
+        assert!(
+            coloured.contains(&format!("\n{bold_nodes}\n")),
+            "{coloured}"
+        );
+    }
+
+    #[test]
     fn hostile_measurement_names_and_units_are_written_out() {
         use crate::testing::{measured, Machine};
         use crate::{Policy, Reading, Report};
