@@ -7,6 +7,8 @@
 #   full    gpuaudit --full (all measurements and a 60 s burn), timed
 #   bench   scripts/bench-device.sh: gpuaudit bench and the anchors side by side, the ratio table
 #   burn    gpuaudit burn $BURN_SECS
+#   health  issue 21's checks (kernel log, AER, ACS, placement, fabric, security versions) live,
+#           as root and as nobody, beside the raw files they read
 #
 #   STEPS="facts collect quick" OUT=/tmp/o scripts/device-run.sh .dev/gpuaudit
 #   BABELSTREAM=/path/to/babelstream STEPS=bench scripts/device-run.sh .dev/gpuaudit
@@ -99,6 +101,43 @@ if has burn; then
   echo "== burn ${BURN_SECS:-15} s"
   t=$(now); timeout 300 "$BIN" burn "${BURN_SECS:-15}" --format table >"$W/burn.txt" 2>"$W/burn.err"; rc=$?
   timed "burn: $(secs "$t") s, exit $rc"; tail -40 "$W/burn.txt"; tail -5 "$W/burn.err"
+fi
+
+if has health; then
+  echo "== issue 21's checks as root and as nobody"
+  echo "dmesg_restrict=$(cat /proc/sys/kernel/dmesg_restrict 2>&1) kptr_restrict=$(cat /proc/sys/kernel/kptr_restrict 2>&1)"
+  for d in $(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader 2>/dev/null); do
+    # nvidia-smi's 00000000:18:00.0 is sysfs's 0000:18:00.0.
+    b=/sys/bus/pci/devices/$(echo "$d" | tr 'A-F' 'a-f' | sed 's/^0000//')
+    echo "GPU $d -> $b -> $(readlink -f "$b" 2>&1)"
+    [ -e "$b" ] && ls "$b" | grep -E '^aer_|numa_node' | tr '\n' ' ' && echo
+    p=$(readlink -f "$b")
+    while [ -n "$p" ] && [ "$p" != /sys/devices ]; do
+      [ -e "$p/aer_dev_correctable" ] && echo "  ${p##*/}: $(head -c 300 "$p/aer_dev_correctable" | tr '\n' ' ')"
+      p=${p%/*}
+    done
+    [ -e "$b" ] && echo "config: $(stat -c %s "$b/config") bytes; as nobody readable: $(runuser -u nobody -- head -c 4096 "$b/config" 2>/dev/null | wc -c) bytes"
+  done
+  echo "journalctl -k lines (root): $(journalctl -k --since=-7d -o short-iso --no-pager 2>&1 | wc -l)"
+  echo "dpkg: $(dpkg-query -W -f '${Package} ${Version}\n' 2>/dev/null | grep -Ei 'nvidia|cuda|runc|containerd|docker' | tr '\n' ';' | head -c 1500)"
+  ls /dev/nvidia-nvswitch* /var/log/fabricmanager.log 2>&1 | head -3
+  NB=$(mktemp -d /tmp/gpuaudit-nobody.XXXXXX); chmod 755 "$NB"; cp "$BIN" "$NB/gpuaudit"; chmod 755 "$NB/gpuaudit"
+  for who in root nobody; do
+    if [ $who = root ]; then run=("$BIN"); else run=(runuser -u nobody -- "$NB/gpuaudit"); fi
+    (cd "$NB" && "${run[@]}" --facts-only --format json >"$W/health-$who.json" 2>"$W/health-$who.err"); echo "$who: exit $?"
+    (cd "$NB" && "${run[@]}" --facts-only -v --format table --color never >"$W/health-$who.txt" 2>&1)
+    python3 - "$W/health-$who.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+new = ("health.", "pcie.aer", "pcie.acs", "net.placement", "nvlink.fabric", "security.")
+for f in r["findings"]:
+    if f["check"].startswith(new):
+        print(f'  {f["status"]:4} {f["check"]:16} {f["gpu"] if f["gpu"] is not None else "-"}  {f["message"][:300]}')
+PY
+  done
+  for id in health.xid pcie.aer pcie.acs net.placement nvlink.fabric security.versions; do
+    "$BIN" explain "$id" >"$W/explain-$id.txt" 2>&1 || echo "explain $id: exit $?"
+  done
 fi
 
 if has bench; then
