@@ -92,8 +92,8 @@ fn stamp(prefix: &str) -> (Option<String>, Option<i64>) {
     if let Some(open) = p.rfind('[') {
         if let Some(inner) = p[open + 1..].split(']').next() {
             let inner = inner.trim();
-            if !inner.is_empty()
-                && inner.len() <= 20
+            // An empty or dotted-only inner part fails to parse: no test of its own.
+            if inner.len() <= 20
                 && inner.chars().all(|c| c.is_ascii_digit() || c == '.')
                 && inner.parse::<f64>().is_ok()
             {
@@ -185,6 +185,42 @@ fn ctime(p: &str) -> Option<(String, i64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_clock_time_is_hours_minutes_seconds_with_a_leap_second() {
+        assert_eq!(hms("23:59:60"), Some((23, 59, 60)));
+        assert_eq!(hms("00:00:00"), Some((0, 0, 0)));
+        assert_eq!(hms("24:00:00"), None);
+        assert_eq!(hms("00:60:00"), None);
+        assert_eq!(hms("00:00:61"), None);
+        assert_eq!(hms("23:59"), None);
+        assert_eq!(hms("1:2:3:4"), None);
+    }
+
+    #[test]
+    fn dates_in_january_and_february_count_from_the_year_before_in_the_civil_algorithm() {
+        assert_eq!(unix(2024, 1, 1, (0, 0, 0)), Some(1_704_067_200));
+        assert_eq!(unix(2024, 2, 29, (12, 0, 0)), Some(1_709_208_000));
+        assert_eq!(unix(2024, 3, 1, (0, 0, 0)), Some(1_709_251_200));
+        assert_eq!(unix(1970, 1, 1, (0, 0, 1)), Some(1));
+    }
+
+    #[test]
+    fn a_seconds_after_boot_stamp_is_digits_and_dots_of_twenty_characters_at_most() {
+        assert_eq!(
+            stamp("[ 5107.644336]"),
+            (Some("5107.644336 s after boot".into()), None)
+        );
+        let twenty = "1".repeat(20);
+        assert_eq!(
+            stamp(&format!("[{twenty}]")).0,
+            Some(format!("{twenty} s after boot"))
+        );
+        assert_eq!(stamp(&format!("[{twenty}1]")), (None, None));
+        assert_eq!(stamp("[1e5]"), (None, None));
+        assert_eq!(stamp("[1.2.3]"), (None, None));
+        assert_eq!(stamp("[ ]"), (None, None));
+    }
 
     #[test]
     fn reads_xid_lines() {
