@@ -436,7 +436,8 @@ fn registration(g: &GpuFacts, fm_down: bool) -> Option<Finding> {
                 "{who}: fabric registration {state}{status}: no NVLink to the other GPUs, and \
                  CUDA may refuse to start (cudaErrorSystemNotReady)"
             ),
-        ),
+        )
+        .fix("Start the fabric manager with the driver's version (`sudo systemctl enable --now nvidia-fabricmanager`; in a VM, the host's: ask the provider); the registration then completes within a minute."),
         State::Completed | State::NotSupported => Finding::fail(
             ID,
             format!(
@@ -448,7 +449,8 @@ fn registration(g: &GpuFacts, fm_down: bool) -> Option<Finding> {
         State::Other => Finding::warn(
             ID,
             format!("{who}: fabric registration state '{state}'{status} is not one gpuaudit knows"),
-        ),
+        )
+        .fix("Check `nvidia-smi -q | grep -A5 Fabric` and `sudo tail -n 50 /var/log/fabricmanager.log`; a registration that is not Completed leaves this GPU without NVLink."),
     };
     let finding = if fm_down {
         // The fabric manager's finding is the cause: one problem, its fix once.

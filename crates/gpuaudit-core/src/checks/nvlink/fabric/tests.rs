@@ -149,6 +149,11 @@ fn no_fabric_manager_installed_fails_and_is_the_cause_of_the_gpus() {
         let g = of(&out, i).expect("a finding per GPU");
         assert_eq!(g.status, Status::Fail, "{g:#?}");
         assert_eq!(g.caused_by, Some(Cause::check(ID)));
+        assert!(g
+            .fix
+            .as_deref()
+            .unwrap()
+            .contains("enable --now nvidia-fabricmanager"));
     }
     let causes = Causes::of(&out);
     assert_eq!(
