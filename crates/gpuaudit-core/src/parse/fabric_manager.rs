@@ -163,6 +163,12 @@ mod tests {
         );
         assert_eq!(version_token("(550.90.07)").as_deref(), Some("550.90.07"));
         assert_eq!(version_token("550"), None);
+        // The version is the third word after "version" at the latest.
+        assert_eq!(
+            version_after("version is : 1.2", "version").as_deref(),
+            Some("1.2")
+        );
+        assert_eq!(version_after("version a b c 1.2", "version"), None);
     }
 
     #[test]
@@ -219,6 +225,8 @@ mod tests {
             "request to query NVSwitch device information failed"
         ));
         assert!(is_error("[FATAL] x"));
+        assert!(is_error("detected NVSwitch fatal error 20034 on fid 0"));
+        assert!(is_error("[Error] x"));
         assert!(!is_error("[INFO] multicast group 0 is freed."));
     }
 

@@ -396,6 +396,15 @@ mod tests {
     }
 
     #[test]
+    fn device_nodes_are_the_numbered_ones() {
+        assert!(is_node("nvidia-nvswitch0"));
+        assert!(is_node("nvidia-nvswitch12"));
+        assert!(!is_node("nvidia-nvswitch"));
+        assert!(!is_node("nvidia-nvswitchctl"));
+        assert!(!is_node("nvidia0"));
+    }
+
+    #[test]
     fn processes_are_found_by_their_comm_where_proc_lists_them() {
         let d = tempfile::tempdir().unwrap();
         let r = d.path();

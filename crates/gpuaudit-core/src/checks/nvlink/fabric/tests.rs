@@ -519,3 +519,41 @@ fn in_a_container_the_hosts_fabric_manager_is_not_judged() {
     f.nvswitch.fabric_manager.running = Reading::Value(false);
     assert_eq!(run(&f)[0].status, Status::Fail);
 }
+
+#[test]
+fn log_errors_are_said_only_where_the_gpus_are_registered() {
+    let f = board()
+        .gpu(0, |g| g.fabric = fabric("In Progress", None, None))
+        .with(|f| {
+            f.nvswitch.fabric_manager.log = Reading::Value(FabricManagerLog {
+                errors: vec!["x".into()],
+                error_count: 1,
+                ..Default::default()
+            })
+        })
+        .build();
+    let out = run(&f);
+    assert_eq!(out[0].status, Status::Info);
+    assert!(!out[0].message.contains("error line"), "{}", out[0].message);
+}
+
+#[test]
+fn a_logged_mismatch_counts_where_the_drivers_version_is_not_known() {
+    let mut f = board().build();
+    f.driver.version = Reading::unavailable("not read");
+    f.nvswitch.fabric_manager.version = Reading::unavailable("not read");
+    f.nvswitch.fabric_manager.log = Reading::Value(FabricManagerLog {
+        mismatch: Some(("575.51.03".into(), "575.51.02".into())),
+        ..Default::default()
+    });
+    let out = run(&f);
+    assert_eq!(out[0].status, Status::Fail);
+    assert!(
+        out[0]
+            .message
+            .contains("575.51.03 is not the driver's 575.51.02"),
+        "{}",
+        out[0].message
+    );
+    assert!(out[0].fix.as_deref().unwrap().contains("575.51.02"));
+}
