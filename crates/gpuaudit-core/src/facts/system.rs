@@ -313,6 +313,7 @@ impl NvSwitchFacts {
                 unit_file: Reading::unavailable(reason),
                 enabled: Reading::unavailable(reason),
                 running: Reading::unavailable(reason),
+                nvlsm_running: Reading::unavailable(reason),
                 version: Reading::unavailable(reason),
                 log: Reading::unavailable(reason),
             },
@@ -342,6 +343,10 @@ pub struct FabricManager {
     /// Whether an `nv-fabricmanager` process runs (from /proc/<pid>/comm).
     #[serde(default)]
     pub running: Reading<bool>,
+    /// Whether the NVLink Subnet Manager runs (an `nvlsm` process): the fabric manager needs
+    /// it on NVLink 5 boards (HGX/DGX B200, B300).
+    #[serde(default)]
+    pub nvlsm_running: Reading<bool>,
     /// Its version as `nv-fabricmanager --version` prints it ("550.90.07").
     #[serde(default)]
     pub version: Reading<String>,

@@ -31,6 +31,8 @@ pub const BINARY: &str = "usr/bin/nv-fabricmanager";
 /// The kernel keeps 15 characters of a process's name: "nv-fabricmanager" is
 /// "nv-fabricmanage" in /proc/<pid>/comm.
 pub const COMM: &str = "nv-fabricmanage";
+/// The NVLink Subnet Manager's process name (NVLink 5 boards).
+pub const NVLSM_COMM: &str = "nvlsm";
 pub const LOG: &str = "var/log/fabricmanager.log";
 /// The log's first bytes read (its start names the version) and its last (the newest lines).
 pub const LOG_HEAD_BYTES: u64 = 64 << 10;
@@ -117,8 +119,8 @@ pub fn enabled(root: &RootFs) -> Reading<bool> {
     }
 }
 
-/// The nv-fabricmanager processes, "PID COMM" each: from /proc where it lists processes, else
-/// from a snapshot's list.
+/// The nv-fabricmanager and nvlsm processes, "PID COMM" each: from /proc where it lists
+/// processes, else from a snapshot's list.
 pub fn processes(root: &RootFs) -> Reading<Vec<String>> {
     if !root.is_live() {
         match root.read_text(PROCESSES) {
@@ -156,8 +158,9 @@ pub fn processes(root: &RootFs) -> Reading<Vec<String>> {
     {
         // A process that ended meanwhile has no comm to read: it is not running.
         if let Ok(Some(comm)) = root.read_text(&format!("proc/{pid}/comm")) {
-            if comm.trim() == COMM {
-                out.push(format!("{pid} {COMM}"));
+            let comm = comm.trim();
+            if comm == COMM || comm == NVLSM_COMM {
+                out.push(format!("{pid} {comm}"));
             }
         }
     }
@@ -212,15 +215,22 @@ pub fn log(root: &RootFs) -> Reading<FabricManagerLog> {
     }
 }
 
+/// A process line ("PID COMM") of the process named `comm`.
+fn named(line: &str, comm: &str) -> bool {
+    line.split_whitespace().nth(1) == Some(comm)
+}
+
 /// Everything nvlink.fabric reads; `version` from the command (live) or its copy.
 pub fn read(root: &RootFs, version: Reading<String>) -> NvSwitchFacts {
+    let procs = processes(root);
     NvSwitchFacts {
         switches: switches(root),
         device_nodes: device_nodes(root),
         fabric_manager: FabricManager {
             unit_file: unit_file(root),
             enabled: enabled(root),
-            running: processes(root).map(|p| !p.is_empty()),
+            running: procs.clone().map(|p| p.iter().any(|l| named(l, COMM))),
+            nvlsm_running: procs.map(|p| p.iter().any(|l| named(l, NVLSM_COMM))),
             version,
             log: log(root),
         },

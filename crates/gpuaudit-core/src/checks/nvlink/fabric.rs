@@ -27,6 +27,10 @@ use crate::spec::NvlinkKind;
 
 const ID: &str = "nvlink.fabric";
 
+/// The NVLink version from which an NVSwitch board needs the NVLink Subnet Manager beside
+/// the fabric manager (NVIDIA's Fabric Manager user guide: DGX/HGX B200 and B100 and later).
+pub const NVLSM_FROM: u32 = 5;
+
 /// At most this many of the log's last error lines go into a finding (each escaped and cut).
 pub const MAX_LOG_LINES_SHOWN: usize = 3;
 
@@ -47,7 +51,7 @@ pub const CHECK: Check = Check {
                boards need no fabric manager). Then the fabric manager: its systemd unit \
                (nvidia-fabricmanager.service under /etc, /usr/lib or /lib/systemd/system), \
                whether an nv-fabricmanager process runs (/proc/<pid>/comm, readable without \
-               root), its version (`nv-fabricmanager --version`, else the log) against the \
+               root; on NVLink 5 boards, B200 and B300, an nvlsm process beside it), its version (`nv-fabricmanager --version`, else the log) against the \
                driver's, and the last error lines of /var/log/fabricmanager.log (its first \
                64 KiB and last 256 KiB, each line escaped and cut). Then each GPU's fabric \
                registration from NVML (nvmlDeviceGetGpuFabricInfo) or `nvidia-smi -q`'s Fabric \
@@ -63,7 +67,8 @@ pub const CHECK: Check = Check {
               later. Judged: a fabric manager not installed or not running on an NVSwitch \
               system fails; a version other than the driver's fails (the fabric manager \
               refuses to start: 'fabric manager NVIDIA GPU driver interface version X don't \
-              match with driver version Y'); a GPU whose registration is 'Not Started', or \
+              match with driver version Y'); on an NVLink 5 board (B200, B300) a fabric \
+              manager running without the NVLink Subnet Manager (nvlsm) fails; a GPU whose registration is 'Not Started', or \
               'Completed' with a status other than Success, fails; 'In Progress' warns (the \
               fabric is still being trained: re-run in a minute), and fails where the fabric \
               manager is down, which is then the cause; GPUs of one machine in different \
@@ -72,14 +77,18 @@ pub const CHECK: Check = Check {
         verify: "lspci -d 10de: -nn | grep -i bridge   # NVSwitches: Bridge [0680]\n\
                  ls /dev/nvidia-nvswitch*\n\
                  systemctl is-active nvidia-fabricmanager\n\
+                 pgrep -a nvlsm   # B200, B300\n\
                  nv-fabricmanager --version\n\
                  cat /proc/driver/nvidia/version\n\
                  nvidia-smi -q | grep -A5 Fabric\n\
                  sudo tail -n 50 /var/log/fabricmanager.log",
-        fix: "Install the fabric manager of exactly the driver's version (Ubuntu: `sudo apt-get \
-              install nvidia-fabricmanager-<branch>=<driver version>-1`; RHEL: `sudo dnf \
-              install nvidia-fabric-manager-<driver version>`; hold it with the driver: `sudo \
-              apt-mark hold`), then `sudo systemctl enable --now nvidia-fabricmanager`; on \
+        fix: "Install the fabric manager of exactly the driver's version, `V=$(nvidia-smi \
+              --query-gpu=driver_version --format=csv,noheader | head -1)` (Ubuntu, NVIDIA's \
+              CUDA repository: `sudo apt-get install nvidia-fabricmanager-${V%%.*}=${V}-1`, from \
+              R580 on `sudo apt-get install nvidia-fabricmanager=${V}-1`; RHEL: `sudo dnf \
+              install nvidia-fabric-manager-${V}`; hold it with the driver: `sudo apt-mark hold \
+              nvidia-fabricmanager-${V%%.*}`), then `sudo systemctl enable --now \
+              nvidia-fabricmanager`; on \
               Blackwell (B200, B300) its NVLink Subnet Manager (nvlsm) too. A GPU still 'In \
               Progress' a few minutes after the fabric manager started: restart it (`sudo \
               systemctl restart nvidia-fabricmanager`), then reset the GPUs or reboot. In a \
@@ -134,6 +143,9 @@ struct Switches {
     /// Of those, GPUs on a board with its switches (B200, B300, V100 SXM3; not a superchip of
     /// an NVL72 rack, whose switches are in switch trays of their own).
     board_switch_models: usize,
+    /// Of those, GPUs with NVLink 5 (B200, B300): the fabric manager needs the NVLink Subnet
+    /// Manager (nvlsm) beside it.
+    nvlink5_boards: usize,
 }
 
 impl Switches {
@@ -157,6 +169,16 @@ impl Switches {
                 .filter(|g| {
                     spec_of(g).is_some_and(|s| {
                         s.nvlink_kind() == NvlinkKind::Switch && s.form_factor != "superchip"
+                    })
+                })
+                .count(),
+            nvlink5_boards: gpus
+                .iter()
+                .filter(|g| {
+                    spec_of(g).is_some_and(|s| {
+                        s.nvlink_kind() == NvlinkKind::Switch
+                            && s.form_factor != "superchip"
+                            && s.nvlink.as_ref().is_some_and(|n| n.version >= NVLSM_FROM)
                     })
                 })
                 .count(),
@@ -211,7 +233,7 @@ fn check(facts: &Facts, policy: &Policy) -> Vec<Finding> {
         }
     };
     let fm_finding = if here {
-        manager(facts, fm, &mut ev)
+        manager(facts, fm, sw.nvlink5_boards > 0, &mut ev)
     } else {
         None
     };
@@ -269,7 +291,12 @@ fn evidence(facts: &Facts, sw: &Switches) -> Evidence {
 
 /// The fabric manager's own finding, where it fails (or cannot be judged at all); `None`
 /// where it runs with the driver's version (the summary then says so).
-fn manager(facts: &Facts, fm: &FabricManager, ev: &mut Evidence) -> Option<Finding> {
+fn manager(
+    facts: &Facts,
+    fm: &FabricManager,
+    needs_nvlsm: bool,
+    ev: &mut Evidence,
+) -> Option<Finding> {
     let log = fm.log.value();
     match &fm.unit_file {
         Reading::Value(Some(u)) => ev.insert("unit_file", escape_line(u)),
@@ -323,9 +350,24 @@ fn manager(facts: &Facts, fm: &FabricManager, ev: &mut Evidence) -> Option<Findi
         .map(|e| format!("; its log's last error: \"{e}\""))
         .unwrap_or_default();
     let fix = |driver: Option<&str>| {
-        let v = driver.unwrap_or("<driver version>");
+        // A version of digits and dots only goes into a command; anything else is asked for.
+        let plain =
+            driver.filter(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.'));
+        let (v, branch, named) = match plain {
+            Some(v) => (
+                v.to_string(),
+                v.split('.').next().unwrap_or(v).to_string(),
+                format!(" {v}"),
+            ),
+            None => (
+                "${V}".to_string(),
+                "${V%%.*}".to_string(),
+                " (`V=$(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)`)"
+                    .to_string(),
+            ),
+        };
         format!(
-            "Install the fabric manager of exactly the driver's version {v} (Ubuntu: `sudo apt-get install nvidia-fabricmanager-<branch>={v}-1`; RHEL: `sudo dnf install nvidia-fabric-manager-{v}`), then `sudo systemctl enable --now nvidia-fabricmanager`; check with `nv-fabricmanager --version` and `nvidia-smi -q | grep -A5 Fabric`."
+            "Install the fabric manager of exactly the driver's version{named} (Ubuntu, NVIDIA's CUDA repository: `sudo apt-get install nvidia-fabricmanager-{branch}={v}-1`, from R580 on `sudo apt-get install nvidia-fabricmanager={v}-1`; RHEL: `sudo dnf install nvidia-fabric-manager-{v}`), then `sudo systemctl enable --now nvidia-fabricmanager`; check with `nv-fabricmanager --version` and `nvidia-smi -q | grep -A5 Fabric`."
         )
     };
     // A version other than the driver's: the fabric manager refuses to start.
@@ -397,7 +439,28 @@ fn manager(facts: &Facts, fm: &FabricManager, ev: &mut Evidence) -> Option<Findi
             if fm_version.is_none() {
                 ev.insert("version_not_compared", true);
             }
-            None
+            if !needs_nvlsm {
+                return None;
+            }
+            match &fm.nvlsm_running {
+                Reading::Value(true) => {
+                    ev.insert("nvlsm_running", true);
+                    None
+                }
+                Reading::Value(false) => Some(
+                    Finding::fail(
+                        ID,
+                        "the fabric manager runs without the NVLink Subnet Manager (no nvlsm \
+                         process): on NVLink 5 boards (HGX/DGX B200, B300) the switches stay \
+                         unprogrammed without it and the GPUs never finish registering",
+                    )
+                    .fix("Install the fabric manager's nvlsm package of the driver's version and start both through the fabric manager's unit (`sudo systemctl restart nvidia-fabricmanager`: its start script starts nvlsm on NVLink 5 systems); check with `pgrep -a nvlsm`."),
+                ),
+                Reading::Unavailable(r) => {
+                    ev.insert("nvlsm_running_unavailable", escape_line(r));
+                    None
+                }
+            }
         }
     }
 }

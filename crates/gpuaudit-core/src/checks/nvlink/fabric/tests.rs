@@ -144,7 +144,34 @@ fn no_fabric_manager_installed_fails_and_is_the_cause_of_the_gpus() {
         "{}",
         m.message
     );
-    assert!(m.fix.as_deref().unwrap().contains(DRIVER_VERSION));
+    let fix = m.fix.as_deref().unwrap();
+    assert!(
+        fix.contains("`sudo apt-get install nvidia-fabricmanager-580=580.159.04-1`"),
+        "{fix}"
+    );
+    assert!(
+        fix.contains("`sudo dnf install nvidia-fabric-manager-580.159.04`"),
+        "{fix}"
+    );
+    // The driver's version not known, or not a plain version: the command asks for it.
+    for v in [
+        Reading::unavailable("x"),
+        Reading::Value("5; rm -rf /".to_string()),
+    ] {
+        let mut g = f.clone();
+        g.driver.version = v;
+        let out = run(&g);
+        let fix = out[0].fix.as_deref().unwrap();
+        assert!(
+            fix.contains("nvidia-fabricmanager-${V%%.*}=${V}-1"),
+            "{fix}"
+        );
+        assert!(
+            fix.contains("`V=$(nvidia-smi --query-gpu=driver_version"),
+            "{fix}"
+        );
+        assert!(!fix.contains("rm -rf"), "{fix}");
+    }
     for i in 0..8 {
         let g = of(&out, i).expect("a finding per GPU");
         assert_eq!(g.status, Status::Fail, "{g:#?}");
@@ -556,4 +583,48 @@ fn a_logged_mismatch_counts_where_the_drivers_version_is_not_known() {
         out[0].message
     );
     assert!(out[0].fix.as_deref().unwrap().contains("575.51.02"));
+}
+
+#[test]
+fn an_nvlink5_board_needs_nvlsm_beside_the_fabric_manager() {
+    let f = Machine::healthy("b200", 8)
+        .gpus(|g| g.fabric = fabric("In Progress", Some("N/A"), None))
+        .with(|f| {
+            f.nvswitch.switches = Reading::Value(vec![]);
+            let fm = &mut f.nvswitch.fabric_manager;
+            fm.unit_file = Reading::Value(Some(
+                "/usr/lib/systemd/system/nvidia-fabricmanager.service".into(),
+            ));
+            fm.running = Reading::Value(true);
+            fm.nvlsm_running = Reading::Value(false);
+            fm.version = Reading::Value(DRIVER_VERSION.into());
+        })
+        .build();
+    let out = run(&f);
+    assert_eq!(out[0].status, Status::Fail, "{out:#?}");
+    assert!(out[0].message.contains("without the NVLink Subnet Manager"));
+    assert_eq!(of(&out, 0).unwrap().caused_by, Some(Cause::check(ID)));
+    let mut g = f.clone();
+    g.nvswitch.fabric_manager.nvlsm_running = Reading::Value(true);
+    let out = run(&g);
+    assert_ne!(out[0].status, Status::Fail, "{out:#?}");
+    assert_eq!(out[0].evidence.get("nvlsm_running"), Some(&true.into()));
+    g.nvswitch.fabric_manager.nvlsm_running = Reading::unavailable("not known");
+    assert_ne!(run(&g)[0].status, Status::Fail);
+    // A Hopper board needs none.
+    let mut h = board().build();
+    h.nvswitch.fabric_manager.nvlsm_running = Reading::Value(false);
+    assert_eq!(run(&h)[0].status, Status::Pass);
+    // Nor the superchips of an NVL72 (its switch trays run it), where a fabric manager runs.
+    let c = Machine::healthy("gb200", 4)
+        .gpus(|g| g.fabric = fabric("Completed", Some("Success"), Some(7)))
+        .with(|f| {
+            f.nvswitch.switches = Reading::Value(vec![]);
+            let fm = &mut f.nvswitch.fabric_manager;
+            fm.running = Reading::Value(true);
+            fm.nvlsm_running = Reading::Value(false);
+            fm.version = Reading::Value(DRIVER_VERSION.into());
+        })
+        .build();
+    assert_eq!(run(&c)[0].status, Status::Pass, "{:#?}", run(&c));
 }
