@@ -242,6 +242,7 @@ pub fn collect_base(c: &mut Collector, description: &str, timeout: Duration) {
         );
     }
     collect_xids(c);
+    crate::gather::nvswitch::collect(c, timeout);
 }
 
 /// The firmware's DMI strings the report shows, copied (a missing one is left out, as the
@@ -258,7 +259,7 @@ pub fn collect_host(c: &mut Collector, opts: &crate::host::HostOptions) {
     crate::host::collect_into(c, opts);
 }
 
-fn collect_pci(c: &mut Collector) {
+pub(crate) fn collect_pci(c: &mut Collector) {
     let Ok(devs) = c.src.list("sys/bus/pci/devices") else {
         return;
     };

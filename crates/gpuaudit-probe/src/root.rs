@@ -27,7 +27,7 @@ use gpuaudit_core::parse::fact_line;
 use gpuaudit_core::parse::host::mounts::normalize_path;
 use std::ffi::{CString, OsStr};
 use std::fs::File;
-use std::io::{self, Read};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -211,20 +211,26 @@ impl RootFs {
     /// The file, open for reading, after checking that it is a regular file no larger than the
     /// cap. `Ok(None)`: it does not exist.
     fn open_regular(&self, rel: &str) -> Result<Option<File>, String> {
+        self.open_file(rel, true)
+    }
+
+    /// [`open_regular`](Self::open_regular), with the size cap or without it (a log read by
+    /// its head and tail only).
+    fn open_file(&self, rel: &str, capped: bool) -> Result<Option<File>, String> {
         let err = |e: io::Error| format!("{}: {}", abs(rel), io_reason(&e));
         let first = match self.stat_io(rel) {
             Ok(s) => s,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(err(e)),
         };
-        check_regular(rel, &first)?;
+        check_regular(rel, &first, capped)?;
         // Opened again for reading only now that it is known to be a regular file; the second
         // look makes sure it is still the same one.
         let fd = self
             .open(rel, libc::O_RDONLY | libc::O_NONBLOCK | libc::O_NOCTTY)
             .map_err(err)?;
         let now = fstat(&fd).map(|st| FileStat::of(&st)).map_err(err)?;
-        check_regular(rel, &now)?;
+        check_regular(rel, &now, capped)?;
         if now.identity != first.identity {
             return Err(format!("{}: changed while being read", abs(rel)));
         }
@@ -254,6 +260,50 @@ impl RootFs {
             }
         }
         Ok(Some(buf))
+    }
+
+    /// The first `head` and the last `tail` bytes of a file of any size, each cut to whole
+    /// lines and joined, as text (invalid UTF-8 replaced); the whole file where it is no
+    /// larger than `head + tail`, so that the excerpt read again is the same excerpt.
+    /// `Ok(None)`: it does not exist.
+    pub fn read_head_tail(
+        &self,
+        rel: &str,
+        head: u64,
+        tail: u64,
+    ) -> Result<Option<String>, String> {
+        let Some(mut f) = self.open_file(rel, false)? else {
+            return Ok(None);
+        };
+        let err = |e: io::Error| format!("{}: {}", abs(rel), io_reason(&e));
+        let size = f.metadata().map_err(err)?.len();
+        let mut buf = Vec::new();
+        if size <= head.saturating_add(tail) {
+            (&mut f)
+                .take(head.saturating_add(tail))
+                .read_to_end(&mut buf)
+                .map_err(err)?;
+        } else {
+            (&mut f).take(head).read_to_end(&mut buf).map_err(err)?;
+            if let Some(i) = buf.iter().rposition(|b| *b == b'\n') {
+                buf.truncate(i + 1);
+            }
+            f.seek(SeekFrom::Start(size - tail)).map_err(err)?;
+            let mut t = Vec::new();
+            f.take(tail).read_to_end(&mut t).map_err(err)?;
+            // The tail starts after its first line break (a line cut in two is dropped).
+            let start = t
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(t.len(), |i| i + 1);
+            buf.extend_from_slice(&t[start..]);
+        }
+        if !self.is_live() {
+            if let Some(reason) = buf.strip_prefix(UNREADABLE_MARK.as_bytes()) {
+                return Err(fact_line(&String::from_utf8_lossy(reason)));
+            }
+        }
+        Ok(Some(String::from_utf8_lossy(&buf).into_owned()))
     }
 
     /// The file as text (invalid UTF-8 replaced); `Ok(None)` where it does not exist.
@@ -467,7 +517,7 @@ impl RootFs {
     }
 }
 
-fn check_regular(rel: &str, st: &FileStat) -> Result<(), String> {
+fn check_regular(rel: &str, st: &FileStat, capped: bool) -> Result<(), String> {
     if st.kind != FileKind::File {
         return Err(format!(
             "{}: {}, not a regular file: not read",
@@ -475,7 +525,7 @@ fn check_regular(rel: &str, st: &FileStat) -> Result<(), String> {
             st.kind.article_name()
         ));
     }
-    if st.size > MAX_FILE_BYTES {
+    if capped && st.size > MAX_FILE_BYTES {
         return Err(format!("{}: {TOO_LARGE}", abs(rel)));
     }
     Ok(())

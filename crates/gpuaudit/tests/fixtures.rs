@@ -93,9 +93,15 @@ fn every_cause_names_a_problem_of_its_report() {
             "h200-x2-old-driver" => one("cuda.driver"),
             "h200-x2-gpu-lost" => one("gpu.present"),
             "h200-x2-power-capped" => one("power.limit"),
+            // The GPUs' fabric registration (nvlink.fabric) is why their NVLink is down.
             "h200-x8-nvswitch-fabric-down"
             | "h200-x2-nvlink-down"
-            | "h200-x8-nvswitch-one-pcie" => one("nvlink.status"),
+            | "h200-x8-fm-down"
+            | "h200-x8-fm-missing"
+            | "h200-x8-fm-mismatch"
+            | "h200-x8-fabric-in-progress"
+            | "h200-x8-two-cliques" => one("nvlink.fabric"),
+            "h200-x8-nvswitch-one-pcie" => one("nvlink.status"),
             _ => {}
         }
     }
@@ -215,6 +221,27 @@ fn each_fault_shows_under_its_check() {
             "pass",
         ),
         ("h200-x8-nvswitch-one-pcie", "nvlink.status", None, "warn"),
+        ("h200-x8-nvswitch", "nvlink.fabric", None, "pass"),
+        (
+            "h200-x8-nvswitch-fabric-down",
+            "nvlink.fabric",
+            Some(0),
+            "warn",
+        ),
+        ("h200-x8-fm-ok", "nvlink.fabric", None, "pass"),
+        ("h200-x8-fm-down", "nvlink.fabric", None, "fail"),
+        ("h200-x8-fm-down", "nvlink.fabric", Some(7), "fail"),
+        ("h200-x8-fm-missing", "nvlink.fabric", None, "fail"),
+        ("h200-x8-fm-mismatch", "nvlink.fabric", None, "fail"),
+        (
+            "h200-x8-fabric-in-progress",
+            "nvlink.fabric",
+            Some(3),
+            "warn",
+        ),
+        ("h200-x8-two-cliques", "nvlink.fabric", None, "warn"),
+        ("h200-x2-vm", "nvlink.fabric", None, "pass"),
+        ("rtx4090-x8-pcie", "nvlink.fabric", None, "pass"),
     ];
     let mut failures = Vec::new();
     for (fixture, check, gpu, want) in cases {
@@ -396,6 +423,52 @@ fn fabric_manager_down_on_eight_gpus() {
         t["evidence"]["fabric_unregistered_gpus"],
         serde_json::json!([0, 1, 2, 3, 4, 5, 6, 7])
     );
+}
+
+/// nvlink.fabric on the 8-GPU NVSwitch board: each fabric manager case says its cause.
+#[test]
+fn the_fabric_managers_cases() {
+    let machine = |fixture: &str| -> serde_json::Value {
+        let (_, r) = audit(fixture, &[]);
+        findings(&r, "nvlink.fabric")
+            .into_iter()
+            .find(|f| f["gpu"].is_null())
+            .cloned()
+            .unwrap_or_default()
+    };
+    let msg = |f: &serde_json::Value| f["message"].as_str().unwrap_or("").to_string();
+    let ok = machine("h200-x8-fm-ok");
+    assert!(
+        msg(&ok).contains("the fabric manager runs (version 580.159.04, the driver's)"),
+        "{ok}"
+    );
+    assert_eq!(
+        ok["evidence"]["nvswitches"][0],
+        "0000:00:10.0 22a3 LS10 (H100 generation)"
+    );
+    let m = machine("h200-x8-fm-mismatch");
+    assert!(
+        msg(&m).contains("version 570.172.08 is not the driver's 580.159.04"),
+        "{m}"
+    );
+    assert!(msg(&m).contains("(it is not running)"), "{m}");
+    assert!(msg(&machine("h200-x8-fm-missing")).contains("without the fabric manager"));
+    let down = machine("h200-x8-fm-down");
+    assert!(msg(&down).contains("installed but not running"), "{down}");
+    assert!(
+        msg(&down).contains("detected NVSwitch fatal error 20034"),
+        "{down}"
+    );
+    // A VM given GPUs but not the switches: the host's fabric manager, not judged here.
+    assert!(msg(&machine("h200-x8-nvswitch")).contains("the host runs the fabric manager"));
+    assert!(msg(&machine("h200-x8-two-cliques")).contains("8 of 8 GPUs registered"));
+    let (_, r) = audit("h200-x8-two-cliques", &[]);
+    let w: Vec<_> = findings(&r, "nvlink.fabric")
+        .into_iter()
+        .filter(|f| f["status"] == "warn")
+        .collect();
+    assert_eq!(w.len(), 1, "{w:?}");
+    assert!(msg(w[0]).contains("2 NVLink partitions"), "{}", w[0]);
 }
 
 #[test]

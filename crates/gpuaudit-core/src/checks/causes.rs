@@ -4,7 +4,7 @@
 //! when the check it names fails for that reason, so that the reference resolves (the
 //! fixtures' test `every_cause_names_a_problem_of_its_report` holds every reference to that).
 
-use crate::facts::{normalize_bus_id, short_bus_id, Facts, PciFunction};
+use crate::facts::{normalize_bus_id, short_bus_id, Fabric, Facts, GpuFacts, PciFunction};
 use crate::finding::Cause;
 use crate::reading::Reading;
 
@@ -12,6 +12,29 @@ use crate::reading::Reading;
 pub const BINDING: &str = "gpu.driver-binding";
 /// kernel.modules' id.
 pub const MODULES: &str = "kernel.modules";
+
+/// nvlink.fabric's id.
+pub const FABRIC: &str = "nvlink.fabric";
+
+/// A GPU's NVSwitch fabric registration where it is not what a working fabric shows (not
+/// "Completed" with "Success"; "Not Supported" is no fabric at all). nvlink.fabric has a
+/// finding about exactly these GPUs (warn or fail), which nvlink.status's fabric findings name
+/// as their cause.
+pub fn fabric_unregistered(g: &GpuFacts) -> Option<&Fabric> {
+    let f = g.fabric.value()?;
+    let state_ok =
+        f.state.eq_ignore_ascii_case("completed") || f.state.eq_ignore_ascii_case("not supported");
+    let status_ok = f
+        .status
+        .as_deref()
+        .is_none_or(|s| s.eq_ignore_ascii_case("success") || s.eq_ignore_ascii_case("n/a"));
+    (!state_ok || !status_ok).then_some(f)
+}
+
+/// nvlink.fabric's finding about GPU `g`'s registration, where it has one.
+pub fn fabric_cause(g: &GpuFacts) -> Option<Cause> {
+    fabric_unregistered(g).map(|_| Cause::gpu(FABRIC, g.index))
+}
 
 /// A PCI function held by another driver than nvidia: gpu.driver-binding fails on it.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -22,6 +22,7 @@ pub const ALL: &[&Check] = &[
     &clocks::throttle::CHECK,
     &clocks::max::CHECK,
     &nvlink::status::CHECK,
+    &nvlink::fabric::CHECK,
     &p2p::bandwidth::CHECK,
     &nccl::allreduce::CHECK,
     &cuda::driver::CHECK,

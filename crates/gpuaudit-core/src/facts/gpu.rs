@@ -419,12 +419,28 @@ pub struct NvLink {
     pub remote_bus_id: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Fabric {
     /// "Completed", "In Progress", "Not Started", "Not Supported".
     pub state: String,
     /// "Success" or an error.
     pub status: Option<String>,
+    /// The NVLink partition (clique) the GPU belongs to, where the driver gives one
+    /// (`CliqueId`; NVML `cliqueId`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clique_id: Option<u32>,
+    /// The fabric cluster's UUID (`ClusterUUID`), where it is not all zeros.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_uuid: Option<String>,
+}
+
+/// A fabric cluster UUID as the driver prints it, `None` where it is all zeros (no cluster:
+/// a single-node NVSwitch board) or not a UUID's hex digits. Bounded: at most 64 characters.
+pub fn fabric_cluster_uuid(text: &str) -> Option<String> {
+    let t = text.trim();
+    let hex = t.chars().filter(|c| *c != '-').collect::<String>();
+    let valid = !hex.is_empty() && t.len() <= 64 && hex.chars().all(|c| c.is_ascii_hexdigit());
+    (valid && hex.chars().any(|c| c != '0')).then(|| t.to_ascii_lowercase())
 }
 
 /// An NVIDIA PCI function seen in sysfs (`/sys/bus/pci/devices/<bus-id>`).

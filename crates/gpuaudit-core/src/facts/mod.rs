@@ -66,6 +66,9 @@ pub struct Facts {
     pub net: NetFacts,
     /// NVIDIA XID events from the kernel log, where it is readable (root, or a snapshot).
     pub xid_events: Reading<Vec<XidEvent>>,
+    /// NVSwitches and the fabric manager (nvlink.fabric).
+    #[serde(default)]
+    pub nvswitch: NvSwitchFacts,
     /// The software stack and the host around the GPU (libraries, containers, storage, ...).
     pub host: HostFacts,
     /// What was measured on the GPUs (empty on a snapshot or a facts-only audit).
@@ -88,6 +91,7 @@ impl Facts {
                 somaxconn: Reading::unavailable(reason),
             },
             xid_events: Reading::unavailable(reason),
+            nvswitch: NvSwitchFacts::unread(reason),
             host: HostFacts::unread(reason),
             measured: MeasuredFacts::not_run(reason),
         }

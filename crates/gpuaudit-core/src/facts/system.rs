@@ -290,6 +290,96 @@ impl TopoLink {
     }
 }
 
+/// The NVSwitch side of an NVLink fabric: the switches the host sees and the NVIDIA Fabric
+/// Manager that programs them (nvlink.fabric judges it with each GPU's fabric registration).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NvSwitchFacts {
+    /// NVSwitch PCI functions on the bus (vendor 0x10de, an NVSwitch device id), in bus order.
+    #[serde(default)]
+    pub switches: Reading<Vec<NvSwitch>>,
+    /// The NVSwitch driver's device nodes (`/dev/nvidia-nvswitch0`, ...), names only.
+    #[serde(default)]
+    pub device_nodes: Reading<Vec<String>>,
+    #[serde(default)]
+    pub fabric_manager: FabricManager,
+}
+
+impl NvSwitchFacts {
+    pub fn unread(reason: &str) -> Self {
+        NvSwitchFacts {
+            switches: Reading::unavailable(reason),
+            device_nodes: Reading::unavailable(reason),
+            fabric_manager: FabricManager {
+                unit_file: Reading::unavailable(reason),
+                enabled: Reading::unavailable(reason),
+                running: Reading::unavailable(reason),
+                nvlsm_running: Reading::unavailable(reason),
+                version: Reading::unavailable(reason),
+                log: Reading::unavailable(reason),
+            },
+        }
+    }
+}
+
+/// One NVSwitch PCI function.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NvSwitch {
+    /// "0000:05:00.0".
+    pub bus_id: String,
+    /// PCI device id (0x1af1: A100 generation; 0x22a3: H100 generation).
+    pub device: u16,
+}
+
+/// The NVIDIA Fabric Manager (`nv-fabricmanager`, service `nvidia-fabricmanager`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FabricManager {
+    /// Its systemd unit file, where one is installed (`Value(None)`: none of the unit
+    /// directories has it).
+    #[serde(default)]
+    pub unit_file: Reading<Option<String>>,
+    /// Whether the unit is enabled (a `*.wants/nvidia-fabricmanager.service` link).
+    #[serde(default)]
+    pub enabled: Reading<bool>,
+    /// Whether an `nv-fabricmanager` process runs (from /proc/<pid>/comm).
+    #[serde(default)]
+    pub running: Reading<bool>,
+    /// Whether the NVLink Subnet Manager runs (an `nvlsm` process): the fabric manager needs
+    /// it on NVLink 5 boards (HGX/DGX B200, B300).
+    #[serde(default)]
+    pub nvlsm_running: Reading<bool>,
+    /// Its version as `nv-fabricmanager --version` prints it ("550.90.07").
+    #[serde(default)]
+    pub version: Reading<String>,
+    /// What its log (/var/log/fabricmanager.log) says, from a bounded head and tail.
+    #[serde(default)]
+    pub log: Reading<FabricManagerLog>,
+}
+
+/// The fabric manager's log, as far as it was read.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FabricManagerLog {
+    /// Lines read (the head and the tail of the file).
+    pub lines: usize,
+    /// The version the log names ("Fabric Manager version 550.90.07 ..."), the last one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The last version-mismatch line: (fabric manager's version, driver's version), from
+    /// "fabric manager NVIDIA GPU driver interface version X don't match with driver
+    /// version Y".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mismatch: Option<(String, String)>,
+    /// The last error lines ([ERROR], "failed", "fatal"), escaped and bounded, oldest first.
+    #[serde(default)]
+    pub errors: Vec<String>,
+    /// Error lines seen in all (beyond those kept).
+    #[serde(default)]
+    pub error_count: usize,
+    /// Whether the log says the switches were configured ("Successfully configured all the
+    /// available NVSwitches"), after its last error.
+    #[serde(default)]
+    pub configured: bool,
+}
+
 /// One NVIDIA XID line of the kernel log ("NVRM: Xid (PCI:0000:00:06): 79, pid=..., GPU has
 /// fallen off the bus.").
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

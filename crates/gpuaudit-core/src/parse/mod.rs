@@ -1,6 +1,7 @@
 //! Parsers: text the machine gives (procfs, sysfs, nvidia-smi output, toolkit files) into
 //! facts. Pure functions of their input; they never panic, whatever the bytes.
 
+pub mod fabric_manager;
 pub mod gpu_information;
 pub mod host;
 pub mod nvlink;

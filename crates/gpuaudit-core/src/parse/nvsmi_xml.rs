@@ -879,6 +879,10 @@ fn fabric(g: &Gpu) -> Reading<Fabric> {
         .map(|state| Fabric {
             state,
             status: plain_text(path(g.0, &["fabric", "status"])),
+            clique_id: plain_text_ref(path(g.0, &["fabric", "cliqueId"]))
+                .and_then(|t| t.parse::<u32>().ok()),
+            cluster_uuid: plain_text(path(g.0, &["fabric", "clusterUuid"]))
+                .and_then(|u| crate::facts::fabric_cluster_uuid(&u)),
         })
 }
 

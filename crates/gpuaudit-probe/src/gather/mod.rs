@@ -3,6 +3,7 @@
 //! commands) and the snapshot holds the answers under `cmd/`.
 
 pub mod files;
+pub mod nvswitch;
 
 use crate::command;
 use crate::host::{self, HostOptions};
@@ -188,6 +189,7 @@ pub fn snapshot(dir: &Path, opts: &GatherOptions) -> Result<Facts, SnapshotError
         // Unreadable (permission denied, a FIFO, the unreadable marker) is not absent.
         Err(e) => Reading::Unavailable(format!("kernel log extract not read: {e}")),
     };
+    facts.nvswitch = nvswitch::read(&root, nvswitch::snapshot_version(&root));
     facts.host = host::gather(&root, &opts.host);
     // No toolkit directory in a snapshot without a host part: nobody looked for one.
     if !host::has_host_part(&root) && facts.toolkit.value().is_some_and(Vec::is_empty) {
@@ -371,6 +373,7 @@ pub fn live_deferred(opts: &GatherOptions) -> (Facts, PendingHost) {
         apply_files_fallback(&root, &mut facts, failed);
     }
     facts.xid_events = live_xids();
+    facts.nvswitch = nvswitch::read(&root, nvswitch::live_version(&root, t));
     facts.topology = topology_from(
         topo_job
             .join()

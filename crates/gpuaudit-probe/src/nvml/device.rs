@@ -374,9 +374,21 @@ fn fabric(d: &Device) -> Reading<Fabric> {
     } else {
         None
     };
+    let uuid: String = info
+        .clusterUuid
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let dash = if matches!(i, 4 | 6 | 8 | 10) { "-" } else { "" };
+            format!("{dash}{b:02x}")
+        })
+        .collect();
     Reading::Value(Fabric {
         state: state.to_string(),
         status,
+        // The clique and cluster are only meaningful once the registration completed.
+        clique_id: (info.state == 3).then_some(info.cliqueId),
+        cluster_uuid: gpuaudit_core::facts::fabric_cluster_uuid(&uuid),
     })
 }
 

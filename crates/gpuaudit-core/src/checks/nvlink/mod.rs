@@ -1,3 +1,4 @@
 //! NVLink and the GPU-to-GPU topology.
 
+pub mod fabric;
 pub mod status;

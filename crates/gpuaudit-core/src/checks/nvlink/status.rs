@@ -18,6 +18,7 @@
 //! two bridged pairs of cards reach each other over PCIe), and a fault or a missing bridge
 //! otherwise.
 
+use crate::checks::causes::{fabric_cause, fabric_unregistered};
 use crate::checks::common::{count_of, no_gpu_reason, pct, plural, selected, spec_of};
 use crate::checks::{Check, CheckDoc, CheckKind, ProfileEffect};
 use crate::facts::{Fabric, Facts, GpuFacts, TopoLink, Topology, NVML_NOT_SUPPORTED};
@@ -327,14 +328,7 @@ fn some_links_down(facts: &Facts, g: &GpuFacts) -> bool {
 
 /// The fabric registration, where it is not what a working NVSwitch system shows.
 fn fabric_problem(g: &GpuFacts) -> Option<&Fabric> {
-    let f = g.fabric.value()?;
-    let state_ok =
-        f.state.eq_ignore_ascii_case("completed") || f.state.eq_ignore_ascii_case("not supported");
-    let status_ok = f
-        .status
-        .as_deref()
-        .is_none_or(|s| s.eq_ignore_ascii_case("success") || s.eq_ignore_ascii_case("n/a"));
-    (!state_ok || !status_ok).then_some(f)
+    fabric_unregistered(g)
 }
 
 const FIX_LINKS_DOWN: &str = "A hardware fault or the fabric: reseat, check `nvidia-smi nvlink -s`; on a cloud instance, report it.";
@@ -409,6 +403,9 @@ fn per_gpu(facts: &Facts, policy: &Policy, g: &GpuFacts, multi: bool) -> Finding
             ),
         )
         .evidence(ev)
+        // nvlink.fabric judges the registration (and the fabric manager behind it): its
+        // finding on this GPU is the problem, this one what it does to NVLink.
+        .caused_by_opt(fabric_cause(g))
         .fix(FIX_FABRIC);
     }
     let who = g.label();

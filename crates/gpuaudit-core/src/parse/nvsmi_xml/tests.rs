@@ -112,9 +112,24 @@ fn h200_fixture_fills_every_field() {
         v(&g.fabric),
         Fabric {
             state: "Completed".into(),
-            status: Some("Success".into())
+            status: Some("Success".into()),
+            // A single-node board: clique 0, the all-zero cluster UUID is no cluster.
+            clique_id: Some(0),
+            cluster_uuid: None,
         }
     );
+    assert_eq!(
+        crate::facts::fabric_cluster_uuid("DC6E40C4-d722-4357-9ba6-5291dd461278").as_deref(),
+        Some("dc6e40c4-d722-4357-9ba6-5291dd461278")
+    );
+    assert_eq!(
+        crate::facts::fabric_cluster_uuid("00000000-0000-0000-0000-000000000000"),
+        None
+    );
+    assert_eq!(crate::facts::fabric_cluster_uuid("N/A"), None);
+    assert_eq!(crate::facts::fabric_cluster_uuid(""), None);
+    assert_eq!(crate::facts::fabric_cluster_uuid(&"a".repeat(65)), None);
+    assert!(crate::facts::fabric_cluster_uuid(&"a".repeat(64)).is_some());
 }
 
 #[test]

@@ -459,6 +459,7 @@ fn a_fabric_that_did_not_register_fails() {
             g.fabric = Reading::Value(Fabric {
                 state: "In Progress".into(),
                 status: Some("N/A".into()),
+                ..Default::default()
             })
         })
         .build();
@@ -471,6 +472,7 @@ fn a_fabric_that_did_not_register_fails() {
             g.fabric = Reading::Value(Fabric {
                 state: "Completed".into(),
                 status: Some("Success".into()),
+                ..Default::default()
             })
         })
         .build();
@@ -1155,6 +1157,7 @@ fn what_the_topology_finding_adds_about_links_and_the_fabric() {
             g.fabric = Reading::Value(Fabric {
                 state: "In Progress".into(),
                 status: Some("N/A".into()),
+                ..Default::default()
             })
         })
         .build();
@@ -1172,6 +1175,7 @@ fn pairs_without_a_registered_fabric_are_caused_by_the_first_gpu_without_it() {
         g.fabric = Reading::Value(Fabric {
             state: "In Progress".into(),
             status: None,
+            ..Default::default()
         })
     };
     let f = Machine::healthy("h200-sxm-141gb", 3)
@@ -1184,7 +1188,11 @@ fn pairs_without_a_registered_fabric_are_caused_by_the_first_gpu_without_it() {
     assert_eq!(pairs.caused_by, Some(crate::finding::Cause::gpu(ID, 1)));
     let cause = of(&findings, 1);
     assert_eq!(cause.status, Status::Fail);
-    assert!(cause.caused_by.is_none());
+    // nvlink.fabric's finding on that GPU is its root (the registration, the fabric manager).
+    assert_eq!(
+        cause.caused_by,
+        Some(crate::finding::Cause::gpu(crate::checks::causes::FABRIC, 1))
+    );
     // A healthy machine's topology finding has no cause.
     let f = Machine::healthy("h200-sxm-141gb", 3).build();
     assert!(machine_level(&general(&f)).caused_by.is_none());
