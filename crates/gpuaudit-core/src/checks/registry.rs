@@ -18,6 +18,7 @@ pub const ALL: &[&Check] = &[
     &gpu::driver_binding::CHECK,
     &pcie::link::CHECK,
     &pcie::bandwidth::CHECK,
+    &pcie::acs::CHECK,
     &power::limit::CHECK,
     &clocks::throttle::CHECK,
     &clocks::max::CHECK,

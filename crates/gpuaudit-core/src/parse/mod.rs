@@ -5,6 +5,7 @@ pub mod gpu_information;
 pub mod host;
 pub mod nvlink;
 pub mod nvsmi_xml;
+pub mod pci_config;
 pub mod procfs;
 #[cfg(test)]
 mod robustness;
