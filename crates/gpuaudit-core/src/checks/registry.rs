@@ -45,6 +45,7 @@ pub const ALL: &[&Check] = &[
     &net::somaxconn::CHECK,
     &net::loopback::CHECK,
     &net::fabric::CHECK,
+    &net::placement::CHECK,
     &storage::mounts::CHECK,
     &storage::throughput::CHECK,
     &workload::pipeline::CHECK,
