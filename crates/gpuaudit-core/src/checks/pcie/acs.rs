@@ -206,7 +206,10 @@ fn run_acs(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     if facts.machine.hypervisor.value() == Some(&true) {
         return vec![Finding::info(
             ID,
-            "in a virtual machine: the GPUs sit on the VM's virtual PCIe tree, so the ACS of the host's PCIe switches cannot be seen from inside, and the hypervisor decides whether GPUs may reach each other over PCIe (it often does not: check with `nvidia-smi topo -p2p r`); NVLink between GPUs is not affected by ACS",
+            format!(
+                "in a virtual machine: what can be seen is the VM's own virtual PCIe tree ({} above the GPUs and NICs, in the evidence); the ACS of the host's PCIe switches cannot be seen from inside, and the hypervisor decides whether GPUs may reach each other over PCIe (it often does not: check with `nvidia-smi topo -p2p r`); NVLink between GPUs is not affected by ACS",
+                count_of(tree.ports.len() as u64, "virtual bridge")
+            ),
         )
         .with("virtual_ports", port_evidence(tree))
         .with("iommu", &iommu)];
