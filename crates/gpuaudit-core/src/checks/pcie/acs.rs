@@ -5,7 +5,7 @@
 
 use crate::checks::common::count_of;
 use crate::checks::{Check, CheckDoc, CheckKind};
-use crate::facts::{EndpointRole, Facts, PcieEndpoint, PcieTree};
+use crate::facts::{EndpointRole, Facts, PcieEndpoint, PcieTree, TopoLink};
 use crate::finding::Finding;
 use crate::parse::pci_config::{acs_bit_names, acs_lspci, port_type_name, ACS_CR, ACS_EC, ACS_RR};
 use crate::policy::Policy;
@@ -39,8 +39,9 @@ pub const CHECK: Check = Check {
                (/sys/devices/.../config, beyond the first 256 bytes: root only; a reader \
                without root gets 64 bytes) and its control bits SV, TB, RR, CR, UF, EC, DT; \
                and the IOMMU (/sys/class/iommu, the iommu=, intel_iommu=, amd_iommu= \
-               parameters of /proc/cmdline). In a VM (the CPU's hypervisor flag) the host's \
-               switches are not visible.",
+               parameters of /proc/cmdline). GPU pairs that `nvidia-smi topo -m` joins with \
+               NVLink are left aside: their traffic takes NVLink. In a VM (the CPU's \
+               hypervisor flag) the host's switches are not visible.",
         why: "With ACS P2P Request Redirect or Completion Redirect (or Egress Control) on a \
               switch's downstream port, GPU-to-GPU traffic over PCIe and GPUDirect RDMA \
               between a GPU and the NIC on the same switch is sent up to the root complex \
@@ -180,6 +181,30 @@ fn iommu_on(tree: &PcieTree) -> bool {
     tree.iommu.value().is_some_and(|io| !io.units.is_empty())
 }
 
+/// Whether `nvidia-smi topo -m` joins two GPUs (by bus id) with NVLink: their peer traffic
+/// takes it, not the PCIe switch, so ACS does not touch it.
+fn nvlinked(facts: &Facts, a: &str, b: &str) -> bool {
+    let Some(topo) = facts.topology.value() else {
+        return false;
+    };
+    let index = |bus: &str| {
+        let g = facts
+            .gpu_list()
+            .iter()
+            .find(|g| crate::facts::normalize_bus_id(&g.pci_bus_id) == bus)?;
+        topo.gpus
+            .iter()
+            .position(|l| *l == format!("GPU{}", g.index))
+    };
+    match (index(a), index(b)) {
+        (Some(i), Some(j)) => matches!(
+            topo.links.get(i).and_then(|r| r.get(j)),
+            Some(TopoLink::NvLink(_))
+        ),
+        _ => false,
+    }
+}
+
 fn run_acs(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     let tree = match &facts.pcie_tree {
         Reading::Value(t) => t,
@@ -204,14 +229,26 @@ fn run_acs(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     }
     let iommu = iommu_words(tree);
     if facts.machine.hypervisor.value() == Some(&true) {
+        let not_read: Vec<String> = tree
+            .endpoints
+            .iter()
+            .filter_map(|e| e.upstream.reason().map(|r| format!("{}: {r}", name(e))))
+            .collect();
+        let seen = match not_read.len() {
+            1.. => "its paths were not read, see the evidence".to_string(),
+            0 => format!(
+                "{} above the GPUs and NICs",
+                count_of(tree.ports.len() as u64, "virtual bridge")
+            ),
+        };
         return vec![Finding::info(
             ID,
             format!(
-                "in a virtual machine: what can be seen is the VM's own virtual PCIe tree ({} above the GPUs and NICs, in the evidence); the ACS of the host's PCIe switches cannot be seen from inside, and the hypervisor decides whether GPUs may reach each other over PCIe (it often does not: check with `nvidia-smi topo -p2p r`); NVLink between GPUs is not affected by ACS",
-                count_of(tree.ports.len() as u64, "virtual bridge")
+                "in a VM: the host's PCIe switches and their ACS cannot be seen, only the VM's own virtual PCIe tree ({seen}); the hypervisor decides whether GPUs reach each other over PCIe (`nvidia-smi topo -p2p r` shows it); NVLink is not affected by ACS"
             ),
         )
         .with("virtual_ports", port_evidence(tree))
+        .with("paths_not_known", &not_read)
         .with("iommu", &iommu)];
     }
     if gpus.len() == 1 && nics == 0 {
@@ -226,11 +263,19 @@ fn run_acs(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     }
     // Every pair of a GPU with a later GPU or with a NIC.
     let mut meetings = Vec::new();
+    let mut over_nvlink = 0usize;
     // (device, why its path is not known)
     let mut unknown: Vec<(String, String)> = Vec::new();
     for (i, a) in tree.endpoints.iter().enumerate() {
         for b in &tree.endpoints[i + 1..] {
             if a.role != EndpointRole::Gpu && b.role != EndpointRole::Gpu {
+                continue;
+            }
+            if a.role == EndpointRole::Gpu
+                && b.role == EndpointRole::Gpu
+                && nvlinked(facts, &a.bus_id, &b.bus_id)
+            {
+                over_nvlink += 1;
                 continue;
             }
             match meeting(a, b) {
@@ -266,6 +311,7 @@ fn run_acs(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     }
     let ev = |f: Finding| {
         f.with("ports", port_evidence(tree))
+            .with("gpu_pairs_over_nvlink", over_nvlink)
             .with("iommu", &iommu)
             .with(
                 "paths_not_known",
@@ -363,7 +409,12 @@ fn run_acs(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
     vec![ev(Finding::info(
         ID,
         format!(
-            "no two of the {} and {} share a PCIe switch: their traffic crosses the root complex (or NVLink) whatever the switches' ACS says",
+            "{}no two of the {} and {} share a PCIe switch: their traffic crosses the root complex (or NVLink) whatever the switches' ACS says",
+            if over_nvlink > 0 {
+                "apart from GPU pairs joined by NVLink (their traffic takes NVLink), "
+            } else {
+                ""
+            },
             count_of(gpus.len() as u64, "GPU"),
             count_of(nics as u64, "RDMA NIC")
         ),

@@ -1,5 +1,5 @@
 use super::*;
-use crate::facts::{Acs, Iommu, PciePort};
+use crate::facts::{Acs, Iommu, PciePort, TopoLink};
 use crate::finding::Status;
 use crate::testing::Machine;
 
@@ -333,9 +333,35 @@ fn one_gpu_alone_and_a_vm_inform() {
     let r = run_acs(&m, &Policy::default());
     assert_eq!(r.len(), 1);
     assert_eq!(r[0].status, Status::Info);
-    assert!(r[0].message.starts_with("in a virtual machine: what can be seen is the VM's own virtual PCIe tree (4 virtual bridges"), "{}", r[0].message);
+    assert!(
+        r[0].message.starts_with("in a VM: the host's PCIe switches and their ACS cannot be seen, only the VM's own virtual PCIe tree (4 virtual bridges above the GPUs and NICs)"),
+        "{}",
+        r[0].message
+    );
+    if let Reading::Value(t) = &mut m.pcie_tree {
+        t.endpoints[0].upstream = Reading::unavailable("/sys/bus/pci/devices/x: does not resolve");
+    }
+    let r = run_acs(&m, &Policy::default());
+    assert!(
+        r[0].message
+            .contains("(its paths were not read, see the evidence)"),
+        "{}",
+        r[0].message
+    );
+    assert!(r[0]
+        .evidence
+        .get("paths_not_known")
+        .unwrap()
+        .to_string()
+        .contains("does not resolve"));
     // Hypervisor unknown: judged as bare metal.
     m.machine.hypervisor = Reading::unavailable("no cpuinfo");
+    m.pcie_tree = Reading::Value(switch(
+        Reading::Value(Some(0x1d)),
+        Reading::Value(Some(0x1d)),
+        &[],
+        &[],
+    ));
     assert_eq!(run_acs(&m, &Policy::default())[0].status, Status::Warn);
 }
 
@@ -370,4 +396,72 @@ fn words_and_bounds() {
     assert_eq!(port_evidence(&big).len(), MAX_PORTS_SHOWN);
     let n = nic("mlx5_\u{1b}[31m", "0000:04:00.0", &[]);
     assert!(!name(&n).contains('\u{1b}'), "{}", name(&n));
+}
+
+/// Two H200s joined by NVLink (the healthy machine's matrix says NV18) behind one switch:
+/// their peer traffic takes NVLink, so the switch's ACS does not touch it; with a NIC beside
+/// them the GPU-NIC pairs still count.
+#[test]
+fn gpu_pairs_joined_by_nvlink_are_left_aside() {
+    let g0 = crate::testing::bus_id(0);
+    let g1 = crate::testing::bus_id(1);
+    let mut m = Machine::healthy("h200-sxm-141gb", 2).build();
+    let tree = PcieTree {
+        endpoints: vec![gpu(&g0, &[RP, USP, DSP0]), gpu(&g1, &[RP, USP, DSP1])],
+        ports: vec![
+            port(DSP0, 6, Reading::Value(Some(0x1d))),
+            port(DSP1, 6, Reading::Value(Some(0x1d))),
+        ],
+        iommu: Reading::unavailable("not read"),
+    };
+    m.pcie_tree = Reading::Value(tree.clone());
+    let r = run_acs(&m, &Policy::default());
+    assert_eq!(r[0].status, Status::Info, "{}", r[0].message);
+    assert!(
+        r[0].message.starts_with("apart from GPU pairs joined by NVLink (their traffic takes NVLink), no two of the 2 GPUs and 0 RDMA NICs share a PCIe switch"),
+        "{}",
+        r[0].message
+    );
+    assert_eq!(
+        r[0].evidence
+            .get("gpu_pairs_over_nvlink")
+            .and_then(|v| v.as_u64()),
+        Some(1)
+    );
+    // Without NVLink between them (PCIe cards): judged.
+    if let Reading::Value(t) = &mut m.topology {
+        t.links[0][1] = TopoLink::Pix;
+        t.links[1][0] = TopoLink::Pix;
+    }
+    let r = run_acs(&m, &Policy::default());
+    assert_eq!(r[0].status, Status::Warn, "{}", r[0].message);
+    // No matrix: judged too (NVLink not known).
+    m.topology = Reading::unavailable("no nvidia-smi");
+    assert_eq!(run_acs(&m, &Policy::default())[0].status, Status::Warn);
+    // A NIC beside NVLinked GPUs: the GPU-NIC pairs warn.
+    let mut m = Machine::healthy("h200-sxm-141gb", 2).build();
+    let mut t = tree;
+    t.endpoints
+        .push(nic("mlx5_0", "0000:04:00.0", &[RP, USP, "0000:02:02.0"]));
+    t.ports
+        .push(port("0000:02:02.0", 6, Reading::Value(Some(0))));
+    m.pcie_tree = Reading::Value(t);
+    let r = run_acs(&m, &Policy::default());
+    assert_eq!(r[0].status, Status::Warn, "{}", r[0].message);
+    assert!(
+        r[0].message.contains("at 2 of 3 PCIe switch ports"),
+        "{}",
+        r[0].message
+    );
+    assert!(
+        !r[0].message.contains(&format!("GPU {g0} ↔ GPU {g1}")),
+        "{}",
+        r[0].message
+    );
+    assert!(
+        r[0].message
+            .contains(&format!("GPU {g0} ↔ mlx5_0 (0000:04:00.0)")),
+        "{}",
+        r[0].message
+    );
 }
