@@ -318,3 +318,23 @@ fn words_and_order() {
         f.message
     );
 }
+
+/// A NIC whose node only a NODE path tells (no GPU has it on its switch) still counts on
+/// that node: two NICs on NUMA 0, none on GPU1's node 1.
+#[test]
+fn a_nic_reached_through_the_node_counts_on_that_node() {
+    let t = "\tGPU0\tGPU1\tNIC0\tNIC1\tCPU Affinity\tNUMA Affinity\n\
+GPU0\t X \tNV4\tPIX\tNODE\t0-31\t0\n\
+GPU1\tNV4\t X \tSYS\tSYS\t32-63\t1\n\
+\nNIC Legend:\n\n  NIC0: mlx5_0\n  NIC1: mlx5_1\n";
+    let f = on(t, 2);
+    assert_eq!(f.status, Status::Warn, "{}", f.message);
+    assert!(
+        f.message.ends_with("while NUMA 0 holds 2 (mlx5_0, mlx5_1)"),
+        "{}",
+        f.message
+    );
+    // A NIC SYS to every GPU has no node known: no crowd.
+    let t2 = t.replace("GPU0\t X \tNV4\tPIX\tNODE", "GPU0\t X \tNV4\tPIX\tSYS");
+    assert_eq!(on(&t2, 2).status, Status::Info);
+}
