@@ -109,6 +109,24 @@ impl<'a> Collector<'a> {
         }
     }
 
+    /// A relative symbolic link at `rel` to `target` (sysfs links the snapshot keeps, so that
+    /// it resolves them as sysfs does); its parent directories are made.
+    pub fn link(&mut self, rel: &str, target: &str) {
+        let p = self.out.join(normalize(rel));
+        let r = p
+            .parent()
+            .map_or(Ok(()), fs::create_dir_all)
+            .and_then(|_| std::os::unix::fs::symlink(target, &p));
+        match r {
+            Ok(()) => self.summary.files += 1,
+            Err(e) => self.summary.failed.push(format!(
+                "could not write {}: {}",
+                p.display(),
+                io_reason(&e)
+            )),
+        }
+    }
+
     /// The unreadable marker with its reason, in place of a file that could not be read.
     pub fn mark(&mut self, rel: &str, reason: &str) {
         self.write(rel, format!("{UNREADABLE_MARK}{reason}\n"));
@@ -202,6 +220,8 @@ pub fn collect_base(c: &mut Collector, description: &str, timeout: Duration) {
             c.copy(&format!("proc/driver/nvidia/gpus/{g}/information"));
         }
     }
+    // Before the PCI function files: the links it writes are where those files then go.
+    crate::gather::pcie_tree::collect(c, &nvidia_display_functions(c.src));
     collect_pci(c);
     collect_toolkits(c);
 
@@ -257,6 +277,16 @@ fn collect_dmi(c: &mut Collector) {
 /// The host and software-stack files (see `host::collect_into`).
 pub fn collect_host(c: &mut Collector, opts: &crate::host::HostOptions) {
     crate::host::collect_into(c, opts);
+}
+
+/// The bus ids of the NVIDIA display and 3D functions (the GPUs, as `pci_gpus` lists them).
+fn nvidia_display_functions(src: &RootFs) -> Vec<String> {
+    crate::gather::files::pci_gpus(src)
+        .into_value()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| p.bus_id)
+        .collect()
 }
 
 pub(crate) fn collect_pci(c: &mut Collector) {

@@ -6,6 +6,7 @@
 mod gpu;
 mod host;
 mod measured;
+mod pcie;
 pub mod plausible;
 mod rehearsal;
 mod system;
@@ -13,6 +14,7 @@ mod system;
 pub use gpu::*;
 pub use host::*;
 pub use measured::*;
+pub use pcie::*;
 pub use rehearsal::*;
 pub use system::*;
 
@@ -69,6 +71,9 @@ pub struct Facts {
     /// NVSwitches and the fabric manager (nvlink.fabric).
     #[serde(default)]
     pub nvswitch: NvSwitchFacts,
+    /// The PCIe paths above the GPUs and RDMA NICs, their bridges' ACS, the IOMMU.
+    #[serde(default)]
+    pub pcie_tree: Reading<PcieTree>,
     /// The software stack and the host around the GPU (libraries, containers, storage, ...).
     pub host: HostFacts,
     /// What was measured on the GPUs (empty on a snapshot or a facts-only audit).
@@ -92,6 +97,7 @@ impl Facts {
             },
             xid_events: Reading::unavailable(reason),
             nvswitch: NvSwitchFacts::unread(reason),
+            pcie_tree: Reading::unavailable(reason),
             host: HostFacts::unread(reason),
             measured: MeasuredFacts::not_run(reason),
         }

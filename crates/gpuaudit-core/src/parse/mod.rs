@@ -6,6 +6,7 @@ pub mod gpu_information;
 pub mod host;
 pub mod nvlink;
 pub mod nvsmi_xml;
+pub mod pci_config;
 pub mod procfs;
 #[cfg(test)]
 mod robustness;

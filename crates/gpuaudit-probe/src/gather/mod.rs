@@ -4,6 +4,7 @@
 
 pub mod files;
 pub mod nvswitch;
+pub mod pcie_tree;
 
 use crate::command;
 use crate::host::{self, HostOptions};
@@ -414,6 +415,11 @@ fn read_files(
 ) {
     facts.machine = files::machine(root, libc);
     facts.pci_gpus = files::pci_gpus(root);
+    let gpu_ids = facts
+        .pci_gpus
+        .as_ref()
+        .map(|p| p.iter().map(|f| f.bus_id.clone()).collect::<Vec<_>>());
+    facts.pcie_tree = pcie_tree::read(root, &gpu_ids);
     facts.modules = files::modules(root);
     facts.toolkit = files::toolkits(root, nvcc);
     facts.net = NetFacts {

@@ -2,4 +2,5 @@
 
 pub mod fabric;
 pub mod loopback;
+pub mod placement;
 pub mod somaxconn;

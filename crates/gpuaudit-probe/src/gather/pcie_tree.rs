@@ -1,0 +1,323 @@
+//! The PCIe paths above the GPUs and the RDMA NICs, their bridges' ACS registers and the
+//! IOMMU (pcie.acs, net.placement). The same code reads the live machine and a snapshot:
+//! `collect` keeps the sysfs links it follows (`sys/bus/pci/devices/<bdf>`,
+//! `sys/class/infiniband/<hca>/device`) as relative links into `sys/devices/...`, and there
+//! the files read (`config`, binary, and `numa_node`).
+
+use crate::collect::Collector;
+use crate::root::RootFs;
+use gpuaudit_core::facts::{
+    normalize_bus_id, Acs, EndpointRole, Iommu, PcieEndpoint, PciePort, PcieTree,
+};
+use gpuaudit_core::parse::{pci_config, sysfs};
+use gpuaudit_core::Reading;
+
+pub const PCI_DEVICES: &str = "sys/bus/pci/devices";
+pub const IB: &str = "sys/class/infiniband";
+pub const IOMMU: &str = "sys/class/iommu";
+pub const CMDLINE: &str = "proc/cmdline";
+/// The kernel parameters kept from /proc/cmdline (collect writes these only).
+pub const CMDLINE_KEYS: &[&str] = &[
+    "iommu",
+    "intel_iommu",
+    "amd_iommu",
+    "iommu.passthrough",
+    "iommu.strict",
+    "pcie_acs_override",
+    "pci",
+];
+/// At most this many functions on one path (PCIe allows 256 buses; real paths have 2 to 6).
+const MAX_DEPTH: usize = 32;
+/// At most this many RDMA devices are followed.
+const MAX_NICS: usize = 256;
+
+/// Whether a path component names a PCI function ("0000:1b:00.0").
+fn is_function(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.len() == 12
+        && b[4] == b':'
+        && b[7] == b':'
+        && b[10] == b'.'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_hexdigit())
+}
+
+/// Where a device sits: its sysfs directory and the PCI functions from the root port down
+/// to the device itself (the last).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PciPath {
+    /// "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0".
+    pub sysfs: String,
+    pub functions: Vec<String>,
+}
+
+impl PciPath {
+    /// The sysfs directory (relative to the root) of `functions[i]`.
+    pub fn dir_of(&self, i: usize) -> Option<String> {
+        let name = self.functions.get(i)?;
+        let at = self.sysfs.find(&format!("/{name}"))?;
+        Some(
+            self.sysfs[..at + 1 + name.len()]
+                .trim_start_matches('/')
+                .to_string(),
+        )
+    }
+}
+
+/// The one walk up a device's path: resolve the sysfs link `rel`
+/// (`sys/bus/pci/devices/<bdf>`, `sys/class/infiniband/<hca>/device`) and take the PCI
+/// functions after the host bridge (`pciDDDD:BB`).
+pub fn upstream(root: &RootFs, rel: &str) -> Result<PciPath, String> {
+    let real = root
+        .real_path(rel)
+        .ok_or_else(|| format!("{}: does not resolve", root.display(rel)))?;
+    let comps: Vec<&str> = real.split('/').filter(|c| !c.is_empty()).collect();
+    let bridge = comps.iter().rposition(|c| {
+        c.strip_prefix("pci")
+            .is_some_and(|r| r.len() == 7 && r.as_bytes()[4] == b':')
+    });
+    let Some(bridge) = bridge.filter(|_| comps.first() == Some(&"sys")) else {
+        return Err(format!(
+            "{} resolves to {}, not to a device under a PCI host bridge (/sys/devices/pci…){}",
+            root.display(rel),
+            gpuaudit_core::parse::host::truncate(&real, 200),
+            if root.is_live() {
+                ""
+            } else {
+                " (a snapshot collected before the PCIe paths were kept)"
+            }
+        ));
+    };
+    let functions: Vec<String> = comps[bridge + 1..]
+        .iter()
+        .take_while(|c| is_function(c))
+        .take(MAX_DEPTH)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if functions.is_empty() {
+        return Err(format!(
+            "{} resolves to {}, which names no PCI function",
+            root.display(rel),
+            gpuaudit_core::parse::host::truncate(&real, 200)
+        ));
+    }
+    Ok(PciPath {
+        sysfs: format!("/{}", comps[..=bridge + functions.len()].join("/")),
+        functions,
+    })
+}
+
+/// The GPUs' bus ids (NVIDIA display and 3D functions, as `pci_gpus` lists them) and the RDMA
+/// devices: (role, link to resolve, bus id where known before resolving).
+fn endpoint_links(root: &RootFs, gpus: &[String]) -> Vec<(EndpointRole, String)> {
+    let mut out: Vec<(EndpointRole, String)> = gpus
+        .iter()
+        .map(|g| (EndpointRole::Gpu, format!("{PCI_DEVICES}/{g}")))
+        .collect();
+    for dev in root.children(IB).into_iter().take(MAX_NICS) {
+        out.push((
+            EndpointRole::Nic {
+                device: gpuaudit_core::parse::fact_line(&dev),
+            },
+            format!("{IB}/{dev}/device"),
+        ));
+    }
+    out
+}
+
+fn config_reading(root: &RootFs, rel: &str) -> (Reading<u8>, Reading<Option<Acs>>) {
+    let path = root.display(rel);
+    let bytes = match root.read_bytes(rel) {
+        Ok(Some(b)) => b,
+        Ok(None) => {
+            let why = format!("{path}: no such file");
+            return (Reading::unavailable(&why), Reading::Unavailable(why));
+        }
+        Err(e) => return (Reading::unavailable(&e), Reading::Unavailable(e)),
+    };
+    let c = pci_config::parse(&bytes);
+    let port_type = match c.port_type {
+        Some(t) => Reading::Value(t),
+        None if bytes.len() <= pci_config::UNPRIVILEGED_BYTES => Reading::unavailable(format!(
+            "{path}: only the first {} bytes were readable: the capabilities need root (permission denied)",
+            bytes.len()
+        )),
+        None => Reading::unavailable(format!("{path}: no PCI Express capability")),
+    };
+    let acs = if c.has_extended() {
+        Reading::Value(c.acs.map(|(capability, control)| Acs {
+            capability,
+            control,
+        }))
+    } else if bytes.len() <= pci_config::UNPRIVILEGED_BYTES {
+        Reading::unavailable(format!(
+            "{path}: only the first {} bytes were readable: extended config space needs root (permission denied)",
+            bytes.len()
+        ))
+    } else {
+        Reading::unavailable(format!(
+            "{path}: {} bytes, no extended config space (where ACS would be)",
+            bytes.len()
+        ))
+    };
+    (port_type, acs)
+}
+
+fn iommu(root: &RootFs) -> Reading<Iommu> {
+    let units = if root.exists(IOMMU) {
+        match root.list(IOMMU) {
+            Ok(u) => u
+                .into_iter()
+                .take(64)
+                .map(|u| gpuaudit_core::parse::fact_line(&u))
+                .collect(),
+            Err(e) => return Reading::Unavailable(e),
+        }
+    } else if root.is_live() {
+        Vec::new()
+    } else {
+        return Reading::unavailable("snapshot has no sys/class/iommu");
+    };
+    let cmdline = match root.read_text(CMDLINE) {
+        Ok(Some(t)) => Reading::Value(cmdline_params(&t)),
+        Ok(None) => Reading::unavailable(format!("{}: no such file", root.display(CMDLINE))),
+        Err(e) => Reading::Unavailable(e),
+    };
+    Reading::Value(Iommu { units, cmdline })
+}
+
+/// The IOMMU and ACS parameters of a kernel command line, as written (at most 16, 120
+/// characters each).
+pub fn cmdline_params(text: &str) -> Vec<String> {
+    text.split_whitespace()
+        .filter(|t| {
+            let key = t.split('=').next().unwrap_or("");
+            CMDLINE_KEYS.contains(&key)
+        })
+        .take(16)
+        .map(|t| gpuaudit_core::parse::host::truncate(t, 120))
+        .collect()
+}
+
+/// The tree above `gpus` (bus ids of the NVIDIA functions) and the RDMA devices.
+pub fn read(root: &RootFs, gpus: &Reading<Vec<String>>) -> Reading<PcieTree> {
+    let gpus = match gpus {
+        Reading::Value(g) => g,
+        Reading::Unavailable(r) => return Reading::Unavailable(r.clone()),
+    };
+    let mut tree = PcieTree {
+        iommu: iommu(root),
+        ..PcieTree::default()
+    };
+    for (role, link) in endpoint_links(root, gpus) {
+        let path = upstream(root, &link);
+        let bus_id = match (&path, &role) {
+            (Ok(p), _) => p.functions.last().cloned().unwrap_or_default(),
+            (Err(_), EndpointRole::Gpu) => {
+                normalize_bus_id(link.rsplit('/').next().unwrap_or_default())
+            }
+            (Err(_), EndpointRole::Nic { .. }) => {
+                root.link_name(&link).ok().flatten().unwrap_or_default()
+            }
+        };
+        let numa_node = match root.read(&format!("{link}/numa_node")) {
+            Ok(t) => sysfs::parse_i32(&t).map(Reading::Value).unwrap_or_else(|| {
+                Reading::unavailable(format!(
+                    "{}: unreadable value",
+                    root.display(&format!("{link}/numa_node"))
+                ))
+            }),
+            Err(e) => Reading::Unavailable(e),
+        };
+        if let Ok(p) = &path {
+            for i in 0..p.functions.len().saturating_sub(1) {
+                let f = &p.functions[i];
+                if tree.port(f).is_some() {
+                    continue;
+                }
+                let Some(dir) = p.dir_of(i) else { continue };
+                let rel = format!("{dir}/config");
+                let (port_type, acs) = config_reading(root, &rel);
+                tree.ports.push(PciePort {
+                    bus_id: f.clone(),
+                    config_path: crate::root::abs(&rel),
+                    port_type,
+                    acs,
+                });
+            }
+        }
+        tree.endpoints.push(PcieEndpoint {
+            bus_id,
+            role,
+            upstream: match path {
+                Ok(mut p) => {
+                    p.functions.pop();
+                    Reading::Value(p.functions)
+                }
+                Err(e) => Reading::Unavailable(e),
+            },
+            numa_node,
+        });
+    }
+    tree.ports.sort_by(|a, b| a.bus_id.cmp(&b.bus_id));
+    Reading::Value(tree)
+}
+
+/// Keep in the snapshot what [`read`] reads: each followed link as a relative link into
+/// `sys/devices/...` (so the snapshot resolves it as sysfs does), each function's `vendor`,
+/// the bridges' `config` (as read: 64 bytes for a reader without root), the endpoints'
+/// `numa_node`, `sys/class/iommu`'s
+/// entries (empty directories) and /proc/cmdline reduced to [`CMDLINE_KEYS`]. Runs before
+/// the PCI function files are written, which then land in the linked directories.
+pub fn collect(c: &mut Collector, gpus: &[String]) {
+    let links = endpoint_links(c.src, gpus);
+    let mut linked = std::collections::BTreeSet::new();
+    for (_, link) in links {
+        let Ok(p) = upstream(c.src, &link) else {
+            continue;
+        };
+        let depth = link.split('/').count() - 1;
+        let up = "../".repeat(depth);
+        for i in 0..p.functions.len() {
+            let Some(dir) = p.dir_of(i) else { continue };
+            c.dir(&dir);
+            let f = &p.functions[i];
+            if !linked.insert(f.clone()) {
+                continue;
+            }
+            // sys/bus/pci/devices/<bdf> -> ../../../../sys/devices/pci.../<bdf>
+            c.link(&format!("{PCI_DEVICES}/{f}"), &format!("../../../../{dir}"));
+            // Every function under sys/bus/pci/devices says what it is (pci_gpus reads each).
+            c.copy(&format!("{dir}/vendor"));
+            if i + 1 < p.functions.len() {
+                c.copy(&format!("{dir}/config"));
+            } else {
+                c.copy(&format!("{dir}/numa_node"));
+            }
+        }
+        if link.starts_with(IB) {
+            if let Some(dir) = p.dir_of(p.functions.len() - 1) {
+                c.link(&link, &format!("{up}{dir}"));
+            }
+        }
+    }
+    c.dir(IOMMU);
+    for u in c.src.children(IOMMU).into_iter().take(64) {
+        c.dir(&format!("{IOMMU}/{u}"));
+    }
+    match c.src.read_text(CMDLINE) {
+        Ok(Some(t)) => {
+            let kept = cmdline_params(&t).join(" ");
+            c.write(CMDLINE, format!("{kept}\n"));
+        }
+        Ok(None) => {}
+        Err(e) => {
+            c.summary.notes.push(e.clone());
+            c.mark(CMDLINE, &e);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
