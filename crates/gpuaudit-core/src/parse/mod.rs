@@ -5,6 +5,7 @@ pub mod gpu_information;
 pub mod host;
 pub mod nvlink;
 pub mod nvsmi_xml;
+pub mod packages;
 pub mod procfs;
 #[cfg(test)]
 mod robustness;
@@ -13,6 +14,7 @@ mod text;
 pub use text::{fact_line, FACT_LINE_CHARS};
 pub mod toolkit;
 pub mod topo;
+pub mod version;
 pub mod xid;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
