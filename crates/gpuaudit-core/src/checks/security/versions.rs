@@ -80,7 +80,8 @@ pub const CHECK: Check = Check {
              containerd's and Docker Engine's advisories), each with its affected and fixed \
              versions and source. A version inside an affected range fails where the bulletin \
              is a container escape rated high or critical, warns for other high or critical \
-             ones and informs for medium and low ones; a driver branch a bulletin lists no fix \
+             ones and informs for medium and low ones (and for the CUDA toolkit's, which concern tools \
+             a person runs on files of their choosing); a driver branch a bulletin lists no fix \
              for (end of life) is said to be possibly affected, with the branch to move to. A \
              build of the distribution (Ubuntu, Debian, Red Hat ...) may carry the fix without \
              the upstream version: it warns instead of failing. Inside a container the host's \
@@ -277,9 +278,14 @@ pub(crate) struct Hit {
 }
 
 /// The status a bulletin gives an affected version: a container escape rated high or
-/// critical fails, other high or critical bulletins warn, medium and low ones inform.
+/// critical fails, other high or critical bulletins warn, medium and low ones inform. The CUDA
+/// toolkit's bulletins inform whatever their rating: they concern tools a person runs on a
+/// file of their choosing (nvdisasm, cuobjdump, nvJPEG, Nsight scripts), which neither a
+/// tenant's container nor a GPU job reaches.
 pub(crate) fn bulletin_status(b: &Bulletin) -> Status {
-    if b.escape && b.severity >= Severity::High {
+    if b.product == Product::CudaToolkit {
+        Status::Info
+    } else if b.escape && b.severity >= Severity::High {
         Status::Fail
     } else if b.severity >= Severity::High {
         Status::Warn
