@@ -413,11 +413,14 @@ fn judge(table: &SecurityTable, i: &Installed, note: Option<&str>) -> Finding {
     };
     if hits.is_empty() {
         let n = table.of(i.product).count();
+        let none = if n == 1 {
+            format!("the table's one {name} bulletin does not concern it")
+        } else {
+            format!("none of the {n} {name} bulletins of the table concerns it")
+        };
         return ev(Finding::pass(
             ID,
-            with_note(format!(
-                "{name} {version} ({source}): none of the {n} {name} bulletins of the table concerns it"
-            )),
+            with_note(format!("{name} {version} ({source}): {none}")),
         ));
     }
     let mut status = hits.iter().map(|h| h.status).max().unwrap_or(Status::Info);

@@ -125,6 +125,7 @@ fn fixed_versions_pass() {
         assert_eq!(of(&out, p).status, Status::Pass, "{p}: {out:#?}");
     }
     assert!(of(&out, "runc").message.contains("none of the 3 runc bulletins"));
+    assert!(of(&out, "containerd").message.ends_with("the table's one containerd bulletin does not concern it"));
     // The test machine's toolkit (13.0.88) is before the January 2026 CUDA toolkit fix.
     let cuda = of(&out, "CUDA toolkit");
     assert_eq!(cuda.status, Status::Info, "{cuda:#?}");
