@@ -4,7 +4,8 @@
 
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{Facts, Origin, Package, VirtualizationMode};
-use crate::finding::{Finding, Status};
+use crate::checks::cuda::driver::driver_is_old;
+use crate::finding::{Cause, Finding, Status};
 use crate::parse::version::{compare, Upstream};
 use crate::parse::xid::iso;
 use crate::policy::Policy;
@@ -504,7 +505,17 @@ pub(crate) fn judge_all(facts: &Facts, today: Option<i64>) -> Vec<Finding> {
         let note = (product == Product::Driver).then_some(driver_note.as_deref()).flatten();
         match found {
             Found::Installed(list) => {
-                out.extend(list.iter().map(|i| judge(table, i, note)));
+                // A driver cuda.driver finds too old is one problem: its upgrade is also what
+                // these bulletins ask for.
+                let old = product == Product::Driver && driver_is_old(facts);
+                out.extend(list.iter().map(|i| {
+                    let f = judge(table, i, note);
+                    if old && f.status >= Status::Warn {
+                        f.caused_by(Cause::check(crate::checks::cuda::driver::CHECK.id))
+                    } else {
+                        f
+                    }
+                }));
             }
             Found::Absent => absent.push(product.name()),
             Found::Unknown(r) => unknown.push((product, r)),

@@ -199,6 +199,11 @@ fn driver_branches() {
     assert_eq!(d.status, Status::Warn);
     assert!(d.message.contains("no fix on this branch: may be affected, move to"), "{}", d.message);
     assert_eq!(of(&run(&with_driver("595.71.05")), "NVIDIA driver").status, Status::Pass);
+    assert_eq!(d.caused_by, None);
+    // A driver cuda.driver finds too old for the GPUs (R470 on Hopper): one problem.
+    let d = of(&run(&with_driver("470.256.02")), "NVIDIA driver").clone();
+    assert_eq!(d.status, Status::Warn);
+    assert_eq!(d.caused_by, Some(Cause::check("cuda.driver")));
     // An unknown driver version skips with why.
     let mut f = facts(vec![], vec![]);
     f.driver.version = Reading::unavailable("NVML: driver not loaded");
