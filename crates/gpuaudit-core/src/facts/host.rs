@@ -105,7 +105,9 @@ impl InstalledPackages {
 
     /// The packages whose names start with `prefix` ("nvidia-fabricmanager").
     pub fn with_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = &'a Package> + 'a {
-        self.packages.iter().filter(move |p| p.name.starts_with(prefix))
+        self.packages
+            .iter()
+            .filter(move |p| p.name.starts_with(prefix))
     }
 }
 

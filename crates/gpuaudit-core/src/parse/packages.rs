@@ -204,7 +204,10 @@ Package: docker-ce\nStatus: hold ok installed\nMaintainer: Docker <support@docke
     fn dpkg_status_keeps_installed_watched_packages() {
         let p = parse_dpkg_status(STATUS);
         let names: Vec<&str> = p.iter().map(|p| p.name.as_str()).collect();
-        assert_eq!(names, ["nvidia-container-toolkit", "containerd.io", "docker-ce"]);
+        assert_eq!(
+            names,
+            ["nvidia-container-toolkit", "containerd.io", "docker-ce"]
+        );
         assert_eq!(p[0].version, "1.16.1-1");
         assert_eq!(p[0].arch.as_deref(), Some("amd64"));
         assert_eq!(
@@ -216,9 +219,15 @@ Package: docker-ce\nStatus: hold ok installed\nMaintainer: Docker <support@docke
         assert_eq!(parse_dpkg_status(&format_dpkg_status(&p)), p);
         // A stanza without a version, or not installed, is left out; CRLF line ends read.
         assert!(parse_dpkg_status("Package: runc\nStatus: install ok installed\n").is_empty());
-        assert!(parse_dpkg_status("Package: runc\nStatus: install ok half-installed\nVersion: 1\n").is_empty());
+        assert!(parse_dpkg_status(
+            "Package: runc\nStatus: install ok half-installed\nVersion: 1\n"
+        )
+        .is_empty());
         assert_eq!(
-            parse_dpkg_status("Package: runc\r\nStatus: install ok installed\r\nVersion: 1.1.12\r\n").len(),
+            parse_dpkg_status(
+                "Package: runc\r\nStatus: install ok installed\r\nVersion: 1.1.12\r\n"
+            )
+            .len(),
             1
         );
         assert!(watched("nvidia-fabricmanager-570") && watched("nvidia-fabric-manager"));
@@ -227,7 +236,8 @@ Package: docker-ce\nStatus: hold ok installed\nMaintainer: Docker <support@docke
 
     #[test]
     fn rpm_listing() {
-        let t = "runc\t1.1.12-1.el9\tx86_64\tRed Hat, Inc.\nbash\t5.1.8-9.el9\tx86_64\tRed Hat, Inc.\n\
+        let t =
+            "runc\t1.1.12-1.el9\tx86_64\tRed Hat, Inc.\nbash\t5.1.8-9.el9\tx86_64\tRed Hat, Inc.\n\
 nvidia-container-toolkit\t1.17.8-1\tx86_64\t(none)\nbroken line\ncontainerd.io\t1.7.27-3.1.el9\n";
         let p = parse_rpm_listing(t);
         assert_eq!(p.len(), 3);
@@ -240,7 +250,9 @@ nvidia-container-toolkit\t1.17.8-1\tx86_64\t(none)\nbroken line\ncontainerd.io\t
     #[test]
     fn bounded() {
         let many: String = (0..MAX_PACKAGES + 10)
-            .map(|i| format!("Package: nvidia-driver-{i}\nStatus: install ok installed\nVersion: 1\n\n"))
+            .map(|i| {
+                format!("Package: nvidia-driver-{i}\nStatus: install ok installed\nVersion: 1\n\n")
+            })
             .collect();
         assert_eq!(parse_dpkg_status(&many).len(), MAX_PACKAGES);
         let rpm: String = (0..MAX_PACKAGES + 10)

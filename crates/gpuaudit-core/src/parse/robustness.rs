@@ -304,14 +304,23 @@ pub(crate) fn run_all(text: &str) {
     {
         assert!(packages::watched(&p.name) && !p.version.is_empty());
     }
-    for program in ["runc", "containerd", "dockerd", "nvidia-ctk", "nvidia-container-cli"] {
+    for program in [
+        "runc",
+        "containerd",
+        "dockerd",
+        "nvidia-ctk",
+        "nvidia-container-cli",
+    ] {
         if let Some(v) = version::program_version(program, text) {
             assert!(version::Upstream::parse(&v).is_some(), "{v:?}");
         }
     }
     if let Some(u) = version::Upstream::parse(text) {
         assert!(!u.version.is_empty());
-        assert_eq!(version::compare(&u.version, &u.version), std::cmp::Ordering::Equal);
+        assert_eq!(
+            version::compare(&u.version, &u.version),
+            std::cmp::Ordering::Equal
+        );
     }
     if let Ok(c) = procfs::parse_cpuinfo(text) {
         assert!(c.logical_cpus > 0);

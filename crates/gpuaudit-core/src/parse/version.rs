@@ -37,7 +37,9 @@ impl Upstream {
         }
         let s = s.strip_prefix('v').unwrap_or(s);
         let s = match s.split_once(':') {
-            Some((epoch, rest)) if !epoch.is_empty() && epoch.bytes().all(|b| b.is_ascii_digit()) => {
+            Some((epoch, rest))
+                if !epoch.is_empty() && epoch.bytes().all(|b| b.is_ascii_digit()) =>
+            {
                 rest
             }
             Some(_) => return None,
@@ -192,10 +194,15 @@ mod tests {
             Some("0ubuntu2".to_string())
         );
         assert_eq!(Upstream::parse("27.1.1").and_then(|u| u.revision), None);
-        for bad in ["", "abc", "x:1.0", ":1.0", "1.0-", "-1", "1.0 beta", "1.0;rm", "v"] {
+        for bad in [
+            "", "abc", "x:1.0", ":1.0", "1.0-", "-1", "1.0 beta", "1.0;rm", "v",
+        ] {
             assert_eq!(Upstream::parse(bad), None, "{bad}");
         }
-        assert_eq!(Upstream::parse(&"1".repeat(MAX_VERSION_CHARS)).map(|_| ()), Some(()));
+        assert_eq!(
+            Upstream::parse(&"1".repeat(MAX_VERSION_CHARS)).map(|_| ()),
+            Some(())
+        );
         assert_eq!(Upstream::parse(&"1".repeat(MAX_VERSION_CHARS + 1)), None);
     }
 
@@ -245,8 +252,11 @@ mod tests {
         let runc = "runc version 1.1.12\ncommit: v1.1.12-0-g51d5e946\nspec: 1.0.2-dev\ngo: go1.20.13\nlibseccomp: 2.5.4\n";
         assert_eq!(program_version("runc", runc).as_deref(), Some("1.1.12"));
         assert_eq!(
-            program_version("runc", "runc version 1.1.7-0ubuntu1~22.04.2\nspec: 1.0.2-dev\n")
-                .as_deref(),
+            program_version(
+                "runc",
+                "runc version 1.1.7-0ubuntu1~22.04.2\nspec: 1.0.2-dev\n"
+            )
+            .as_deref(),
             Some("1.1.7-0ubuntu1~22.04.2")
         );
         assert_eq!(
@@ -289,6 +299,9 @@ mod tests {
         assert_eq!(program_version("containerd", "containerd"), None);
         assert_eq!(program_version("containerd", "ctr x 1.6.0"), None);
         assert_eq!(program_version("crio", "crio version 1.30"), None);
-        assert_eq!(program_version("dockerd", "Docker version dev, build x"), None);
+        assert_eq!(
+            program_version("dockerd", "Docker version dev, build x"),
+            None
+        );
     }
 }

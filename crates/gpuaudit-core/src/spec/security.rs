@@ -124,7 +124,9 @@ pub enum Exposure {
 
 impl Bulletin {
     fn upstream(v: &str) -> String {
-        Upstream::parse(v).map(|u| u.version).unwrap_or_else(|| v.to_string())
+        Upstream::parse(v)
+            .map(|u| u.version)
+            .unwrap_or_else(|| v.to_string())
     }
 
     /// How this bulletin concerns the upstream `version` ([`Upstream::version`]).
@@ -163,7 +165,10 @@ impl Bulletin {
             Some(n) if compare(version, &n) == Ordering::Less => {}
             _ => return Exposure::Unaffected,
         }
-        let fix = self.move_to.clone().unwrap_or_else(|| self.next_fix(version));
+        let fix = self
+            .move_to
+            .clone()
+            .unwrap_or_else(|| self.next_fix(version));
         match self.unlisted {
             Unlisted::Affected => Exposure::Affected { fix },
             Unlisted::Maybe => Exposure::Maybe { fix },
@@ -228,7 +233,10 @@ impl SecurityTable {
         let raw: Raw = toml::from_str(text)?;
         let bad = |m: String| Err(SecurityTableError::Invalid(m));
         if !is_date(&raw.checked) {
-            return bad(format!("checked {:?} is not a date (YYYY-MM-DD)", raw.checked));
+            return bad(format!(
+                "checked {:?} is not a date (YYYY-MM-DD)",
+                raw.checked
+            ));
         }
         let mut ids = std::collections::HashSet::new();
         for b in &raw.bulletin {
@@ -249,9 +257,15 @@ impl SecurityTable {
             }
             for r in &b.ranges {
                 if r.fixed.is_none() && r.last_affected.is_none() {
-                    return bad(format!("{} {}: neither fixed nor last_affected", b.id, r.branch));
+                    return bad(format!(
+                        "{} {}: neither fixed nor last_affected",
+                        b.id, r.branch
+                    ));
                 }
-                for v in [&r.fixed, &r.last_affected, &r.introduced].into_iter().flatten() {
+                for v in [&r.fixed, &r.last_affected, &r.introduced]
+                    .into_iter()
+                    .flatten()
+                {
                     if Upstream::parse(v).is_none() {
                         return bad(format!("{} {}: {v:?} is not a version", b.id, r.branch));
                     }

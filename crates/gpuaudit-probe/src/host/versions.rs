@@ -12,8 +12,7 @@ use crate::command;
 use crate::root::{abs, RootFs};
 use gpuaudit_core::facts::{InstalledPackages, ProgramVersion, VersionFacts};
 use gpuaudit_core::parse::packages::{
-    format_dpkg_status, format_rpm_listing, parse_dpkg_status, parse_rpm_listing,
-    RPM_QUERY_FORMAT,
+    format_dpkg_status, format_rpm_listing, parse_dpkg_status, parse_rpm_listing, RPM_QUERY_FORMAT,
 };
 use gpuaudit_core::parse::version::program_version;
 use gpuaudit_core::reading::Reading;
@@ -37,15 +36,28 @@ pub const PROGRAMS: &[(&str, &[&str])] = &[
             "usr/local/sbin/runc",
         ],
     ),
-    ("containerd", &["usr/bin/containerd", "usr/local/bin/containerd"]),
+    (
+        "containerd",
+        &["usr/bin/containerd", "usr/local/bin/containerd"],
+    ),
     (
         "dockerd",
-        &["usr/bin/dockerd", "usr/sbin/dockerd", "usr/local/bin/dockerd"],
+        &[
+            "usr/bin/dockerd",
+            "usr/sbin/dockerd",
+            "usr/local/bin/dockerd",
+        ],
     ),
-    ("nvidia-ctk", &["usr/bin/nvidia-ctk", "usr/local/bin/nvidia-ctk"]),
+    (
+        "nvidia-ctk",
+        &["usr/bin/nvidia-ctk", "usr/local/bin/nvidia-ctk"],
+    ),
     (
         "nvidia-container-cli",
-        &["usr/bin/nvidia-container-cli", "usr/local/bin/nvidia-container-cli"],
+        &[
+            "usr/bin/nvidia-container-cli",
+            "usr/local/bin/nvidia-container-cli",
+        ],
     ),
 ];
 
@@ -268,8 +280,15 @@ mod tests {
         assert_eq!(v.packages.reason(), Some(NO_DATABASE));
         let p = v.programs.value().unwrap();
         assert_eq!(p[0].version, Reading::Value("1.1.11".to_string()));
-        assert!(p[1].version.reason().unwrap().contains("printed no version"));
-        assert_eq!(p[2].version.reason(), Some("/usr/bin/dockerd: timed out after 5 s"));
+        assert!(p[1]
+            .version
+            .reason()
+            .unwrap()
+            .contains("printed no version"));
+        assert_eq!(
+            p[2].version.reason(),
+            Some("/usr/bin/dockerd: timed out after 5 s")
+        );
         // An rpm listing; then a dpkg status file, which wins.
         fs::write(
             d.path().join(RPM_FILE),
@@ -297,7 +316,11 @@ mod tests {
             Some("/var/lib/dpkg/status: permission denied")
         );
         fs::write(d.path().join(PROGRAMS_FILE), "{not json").unwrap();
-        assert!(read(&root).programs.reason().unwrap().contains("not a list"));
+        assert!(read(&root)
+            .programs
+            .reason()
+            .unwrap()
+            .contains("not a list"));
     }
 
     #[test]

@@ -2,9 +2,9 @@
 //! Docker Engine versions against the fixed versions of their security bulletins
 //! (`data/security.toml`).
 
+use crate::checks::cuda::driver::driver_is_old;
 use crate::checks::{Check, CheckDoc, CheckKind};
 use crate::facts::{Facts, Origin, Package, VirtualizationMode};
-use crate::checks::cuda::driver::driver_is_old;
 use crate::finding::{Cause, Finding, Status};
 use crate::parse::version::{compare, Upstream};
 use crate::parse::xid::iso;
@@ -30,7 +30,10 @@ pub const NAMED: usize = 3;
 
 /// Programs that answer for a product, in the order they are believed.
 const PROGRAMS: &[(Product, &[&str])] = &[
-    (Product::ContainerToolkit, &["nvidia-ctk", "nvidia-container-cli"]),
+    (
+        Product::ContainerToolkit,
+        &["nvidia-ctk", "nvidia-container-cli"],
+    ),
     (Product::Runc, &["runc"]),
     (Product::Containerd, &["containerd"]),
     (Product::Docker, &["dockerd"]),
@@ -48,8 +51,14 @@ const PACKAGES: &[(Product, &[&str])] = &[
         ],
     ),
     (Product::Runc, &["runc", "moby-runc"]),
-    (Product::Containerd, &["containerd.io", "containerd", "moby-containerd"]),
-    (Product::Docker, &["docker-ce", "docker.io", "moby-engine", "docker"]),
+    (
+        Product::Containerd,
+        &["containerd.io", "containerd", "moby-containerd"],
+    ),
+    (
+        Product::Docker,
+        &["docker-ce", "docker.io", "moby-engine", "docker"],
+    ),
 ];
 
 /// The products only the host sees: inside a container, these are the image's, not what
@@ -319,7 +328,7 @@ pub(crate) fn hits(table: &SecurityTable, product: Product, version: &str) -> Ve
         .collect();
     // The worst first; among equals, the newest bulletin (the table lists them oldest first).
     out.reverse();
-    out.sort_by(|a, b| b.status.cmp(&a.status));
+    out.sort_by_key(|h| std::cmp::Reverse(h.status));
     out
 }
 
@@ -433,7 +442,11 @@ fn judge(table: &SecurityTable, i: &Installed, note: Option<&str>) -> Finding {
     let mut msg = format!(
         "{name} {version} ({source}): {} {} concern{} it: {}",
         hits.len(),
-        if hits.len() == 1 { "bulletin" } else { "bulletins" },
+        if hits.len() == 1 {
+            "bulletin"
+        } else {
+            "bulletins"
+        },
         if hits.len() == 1 { "s" } else { "" },
         parts.join("; ")
     );
@@ -476,7 +489,12 @@ fn run_versions(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
 pub(crate) fn judge_all(facts: &Facts, today: Option<i64>) -> Vec<Finding> {
     let table = match security_table() {
         Ok(t) => t,
-        Err(e) => return vec![Finding::skip(ID, format!("the bulletin table could not be read: {e}"))],
+        Err(e) => {
+            return vec![Finding::skip(
+                ID,
+                format!("the bulletin table could not be read: {e}"),
+            )]
+        }
     };
     let mut out = Vec::new();
     let inside = facts.host.container.inside.value().cloned().flatten();
@@ -488,7 +506,10 @@ pub(crate) fn judge_all(facts: &Facts, today: Option<i64>) -> Vec<Finding> {
         Some("this is a vGPU guest: the host's Virtual GPU Manager has bulletins of its own and is not visible from here (host only)".to_string())
     } else {
         inside.as_ref().map(|k| {
-            format!("inside a {} container: this is the host's driver (the kernel module is shared)", escape_line(k))
+            format!(
+                "inside a {} container: this is the host's driver (the kernel module is shared)",
+                escape_line(k)
+            )
         })
     };
     let mut absent = Vec::new();
@@ -502,7 +523,9 @@ pub(crate) fn judge_all(facts: &Facts, today: Option<i64>) -> Vec<Finding> {
             Product::CudaToolkit => toolkits(facts),
             p => stack(facts, p),
         };
-        let note = (product == Product::Driver).then_some(driver_note.as_deref()).flatten();
+        let note = (product == Product::Driver)
+            .then_some(driver_note.as_deref())
+            .flatten();
         match found {
             Found::Installed(list) => {
                 // A driver cuda.driver finds too old is one problem: its upgrade is also what
@@ -535,8 +558,11 @@ pub(crate) fn judge_all(facts: &Facts, today: Option<i64>) -> Vec<Finding> {
     }
     for (r, n) in said.iter().zip(&names) {
         out.push(
-            Finding::skip(ID, format!("{}: version not known: {}", n.join(", "), escape_line(r)))
-                .with("products", n),
+            Finding::skip(
+                ID,
+                format!("{}: version not known: {}", n.join(", "), escape_line(r)),
+            )
+            .with("products", n),
         );
     }
     if let Some(k) = &inside {

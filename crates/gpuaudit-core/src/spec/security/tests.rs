@@ -67,7 +67,13 @@ fn every_range_fixed_passes_and_the_version_before_fails() {
     for b in &table().bulletins {
         for r in &b.ranges {
             if let Some(f) = &r.fixed {
-                assert_eq!(b.exposure(&up(f)), Exposure::Unaffected, "{} {} fixed {f}", b.id, r.branch);
+                assert_eq!(
+                    b.exposure(&up(f)),
+                    Exposure::Unaffected,
+                    "{} {} fixed {f}",
+                    b.id,
+                    r.branch
+                );
                 let below = just_below(f);
                 assert!(
                     matches!(b.exposure(&up(&below)), Exposure::Affected { .. }),
@@ -117,7 +123,10 @@ fn runc_bulletins_per_branch() {
     // CVE-2024-21626: ">= v1.0.0-rc93, < 1.1.12".
     assert_eq!(exposure("CVE-2024-21626", "1.1.11"), affected("1.1.12"));
     assert_eq!(exposure("CVE-2024-21626", "1.0.0-rc93"), affected("1.1.12"));
-    assert_eq!(exposure("CVE-2024-21626", "1.0.0-rc92"), Exposure::Unaffected);
+    assert_eq!(
+        exposure("CVE-2024-21626", "1.0.0-rc92"),
+        Exposure::Unaffected
+    );
     assert_eq!(exposure("CVE-2024-21626", "1.1.12"), Exposure::Unaffected);
     assert_eq!(exposure("CVE-2024-21626", "1.2.0"), Exposure::Unaffected);
     // The November 2025 trio: fixed in 1.2.8, 1.3.3, 1.4.0-rc.3; "affects all known runc
@@ -136,7 +145,10 @@ fn runc_bulletins_per_branch() {
     // CVE-2026-41579: 1.3.6, 1.4.3, 1.5.0-rc.3; 1.2 gets no fix (may be affected).
     assert_eq!(exposure("CVE-2026-41579", "1.3.5"), affected("1.3.6"));
     assert_eq!(exposure("CVE-2026-41579", "1.4.2"), affected("1.4.3"));
-    assert_eq!(exposure("CVE-2026-41579", "1.5.0-rc.2"), affected("1.5.0-rc.3"));
+    assert_eq!(
+        exposure("CVE-2026-41579", "1.5.0-rc.2"),
+        affected("1.5.0-rc.3")
+    );
     assert_eq!(exposure("CVE-2026-41579", "1.2.9"), maybe("1.3.6"));
     assert_eq!(exposure("CVE-2026-41579", "1.5.0"), Exposure::Unaffected);
 }
@@ -156,7 +168,10 @@ fn containerd_and_docker_per_branch() {
     // CVE-2024-41110: the affected ranges of its advisory; 27.1.1 fixes it.
     let id = "CVE-2024-41110";
     assert_eq!(exposure(id, "27.1.0"), affected("27.1.1"));
-    assert_eq!(exposure(id, "5:27.1.1-1~ubuntu.22.04~jammy"), Exposure::Unaffected);
+    assert_eq!(
+        exposure(id, "5:27.1.1-1~ubuntu.22.04~jammy"),
+        Exposure::Unaffected
+    );
     assert_eq!(exposure(id, "27.0.3"), affected("27.1.1"));
     assert_eq!(exposure(id, "25.0.5"), affected("27.1.1"));
     assert_eq!(exposure(id, "25.0.6"), Exposure::Unaffected);
@@ -173,21 +188,72 @@ fn containerd_and_docker_per_branch() {
 #[test]
 fn driver_bulletins_per_branch() {
     let cases: &[(&str, &[(&str, &str)])] = &[
-        ("NVIDIA-5520", &[("470", "470.239.06"), ("535", "535.161.07"), ("550", "550.54.14")]),
-        ("NVIDIA-5551", &[("470", "470.256.02"), ("535", "535.183.01"), ("550", "550.90.07")]),
-        ("NVIDIA-5586", &[("535", "535.216.01"), ("550", "550.127.05")]),
-        ("NVIDIA-5614", &[("535", "535.230.02"), ("550", "550.144.03"), ("570", "570.86.15")]),
+        (
+            "NVIDIA-5520",
+            &[
+                ("470", "470.239.06"),
+                ("535", "535.161.07"),
+                ("550", "550.54.14"),
+            ],
+        ),
+        (
+            "NVIDIA-5551",
+            &[
+                ("470", "470.256.02"),
+                ("535", "535.183.01"),
+                ("550", "550.90.07"),
+            ],
+        ),
+        (
+            "NVIDIA-5586",
+            &[("535", "535.216.01"), ("550", "550.127.05")],
+        ),
+        (
+            "NVIDIA-5614",
+            &[
+                ("535", "535.230.02"),
+                ("550", "550.144.03"),
+                ("570", "570.86.15"),
+            ],
+        ),
         (
             "NVIDIA-5630",
-            &[("535", "535.247.01"), ("550", "550.163.01"), ("570", "570.133.07"), ("575", "575.51.02")],
+            &[
+                ("535", "535.247.01"),
+                ("550", "550.163.01"),
+                ("570", "570.133.07"),
+                ("575", "575.51.02"),
+            ],
         ),
-        ("NVIDIA-5670", &[("535", "535.261.03"), ("570", "570.172.08")]),
-        ("NVIDIA-5703", &[("535", "535.274.02"), ("570", "570.195.03"), ("580", "580.95.05")]),
+        (
+            "NVIDIA-5670",
+            &[("535", "535.261.03"), ("570", "570.172.08")],
+        ),
+        (
+            "NVIDIA-5703",
+            &[
+                ("535", "535.274.02"),
+                ("570", "570.195.03"),
+                ("580", "580.95.05"),
+            ],
+        ),
         (
             "NVIDIA-5747",
-            &[("535", "535.288.01"), ("570", "570.211.01"), ("580", "580.126.09"), ("590", "590.48.01")],
+            &[
+                ("535", "535.288.01"),
+                ("570", "570.211.01"),
+                ("580", "580.126.09"),
+                ("590", "590.48.01"),
+            ],
         ),
-        ("NVIDIA-5821", &[("535", "535.309.01"), ("580", "580.159.03"), ("595", "595.71.05")]),
+        (
+            "NVIDIA-5821",
+            &[
+                ("535", "535.309.01"),
+                ("580", "580.159.03"),
+                ("595", "595.71.05"),
+            ],
+        ),
     ];
     for (id, branches) in cases {
         let b = bulletin(id);
@@ -197,7 +263,11 @@ fn driver_bulletins_per_branch() {
             let r = b.ranges.iter().find(|r| r.branch == *branch).expect(branch);
             assert_eq!(r.fixed.as_deref(), Some(*fixed), "{id} R{branch}");
             assert_eq!(b.exposure(fixed), Exposure::Unaffected);
-            assert_eq!(b.exposure(&just_below(fixed)), affected(fixed), "{id} R{branch}");
+            assert_eq!(
+                b.exposure(&just_below(fixed)),
+                affected(fixed),
+                "{id} R{branch}"
+            );
         }
     }
     // October 2025: R550 is end of life (no fix listed): may be affected, move to R570's fix;

@@ -88,23 +88,52 @@ fn old_container_toolkit_and_runc_fail() {
             program("nvidia-ctk", "/usr/bin/nvidia-ctk", "1.16.1"),
             program("runc", "/usr/bin/runc", "1.1.11"),
         ],
-        vec![pkg("nvidia-container-toolkit", "1.16.1-1", Some("NVIDIA CORPORATION <cudatools@nvidia.com>"))],
+        vec![pkg(
+            "nvidia-container-toolkit",
+            "1.16.1-1",
+            Some("NVIDIA CORPORATION <cudatools@nvidia.com>"),
+        )],
     );
     let out = run(&f);
     let t = of(&out, "NVIDIA Container Toolkit");
     assert_eq!(t.status, Status::Fail, "{t:#?}");
-    assert!(t.message.contains("`nvidia-ctk --version` (/usr/bin/nvidia-ctk)"), "{}", t.message);
+    assert!(
+        t.message
+            .contains("`nvidia-ctk --version` (/usr/bin/nvidia-ctk)"),
+        "{}",
+        t.message
+    );
     assert!(t.message.contains("CVE-2025-23266"), "{}", t.message);
-    assert!(t.message.contains("move to 1.19.1 or later"), "{}", t.message);
+    assert!(
+        t.message.contains("move to 1.19.1 or later"),
+        "{}",
+        t.message
+    );
     assert!(t.message.contains("3 more bulletins"), "{}", t.message);
-    assert!(t.fix.as_deref().unwrap().contains("sudo apt-get install --only-upgrade nvidia-container-toolkit"));
+    assert!(t
+        .fix
+        .as_deref()
+        .unwrap()
+        .contains("sudo apt-get install --only-upgrade nvidia-container-toolkit"));
     let r = of(&out, "runc");
     assert_eq!(r.status, Status::Fail);
-    assert!(r.message.contains("CVE-2024-21626 (high, container escape)"), "{}", r.message);
+    assert!(
+        r.message
+            .contains("CVE-2024-21626 (high, container escape)"),
+        "{}",
+        r.message
+    );
     assert!(r.message.contains("fixed in 1.1.12"), "{}", r.message);
-    assert!(r.message.contains("move to 1.3.6 or later"), "{}", r.message);
+    assert!(
+        r.message.contains("move to 1.3.6 or later"),
+        "{}",
+        r.message
+    );
     // Not found at all: containerd and Docker.
-    let absent = out.iter().find(|f| f.message.starts_with("not installed")).unwrap();
+    let absent = out
+        .iter()
+        .find(|f| f.message.starts_with("not installed"))
+        .unwrap();
     assert_eq!(absent.status, Status::Pass);
     assert_eq!(absent.message, "not installed: containerd, Docker Engine");
 }
@@ -121,11 +150,21 @@ fn fixed_versions_pass() {
         vec![],
     );
     let out = run(&f);
-    for p in ["NVIDIA Container Toolkit", "runc", "containerd", "Docker Engine", "NVIDIA driver"] {
+    for p in [
+        "NVIDIA Container Toolkit",
+        "runc",
+        "containerd",
+        "Docker Engine",
+        "NVIDIA driver",
+    ] {
         assert_eq!(of(&out, p).status, Status::Pass, "{p}: {out:#?}");
     }
-    assert!(of(&out, "runc").message.contains("none of the 3 runc bulletins"));
-    assert!(of(&out, "containerd").message.ends_with("the table's one containerd bulletin does not concern it"));
+    assert!(of(&out, "runc")
+        .message
+        .contains("none of the 3 runc bulletins"));
+    assert!(of(&out, "containerd")
+        .message
+        .ends_with("the table's one containerd bulletin does not concern it"));
     // The test machine's toolkit (13.0.88) is before the January 2026 CUDA toolkit fix.
     let cuda = of(&out, "CUDA toolkit");
     assert_eq!(cuda.status, Status::Info, "{cuda:#?}");
@@ -140,33 +179,66 @@ fn the_program_is_believed_before_the_package() {
     );
     assert_eq!(of(&run(&f), "runc").status, Status::Pass);
     // Without a program answer, the package: its source says so.
-    let f = facts(vec![], vec![pkg("containerd.io", "1.6.28-1", Some("Containerd team <help@containerd.io>"))]);
+    let f = facts(
+        vec![],
+        vec![pkg(
+            "containerd.io",
+            "1.6.28-1",
+            Some("Containerd team <help@containerd.io>"),
+        )],
+    );
     let c = of(&run(&f), "containerd").clone();
     assert_eq!(c.status, Status::Info, "{c:#?}");
-    assert!(c.message.contains("package containerd.io (/var/lib/dpkg/status)"), "{}", c.message);
+    assert!(
+        c.message
+            .contains("package containerd.io (/var/lib/dpkg/status)"),
+        "{}",
+        c.message
+    );
     assert!(c.message.contains("CVE-2024-40635"));
     // A program that did not answer, and no package: the reason.
     let mut p = program("dockerd", "/usr/bin/dockerd", "");
     p.version = Reading::unavailable("/usr/bin/dockerd: timed out after 5 s");
     let out = run(&facts(vec![p.clone()], vec![]));
-    let s = out.iter().find(|f| f.message.starts_with("Docker Engine")).unwrap();
+    let s = out
+        .iter()
+        .find(|f| f.message.starts_with("Docker Engine"))
+        .unwrap();
     assert_eq!(s.status, Status::Skip);
     assert!(s.message.contains("timed out after 5 s"));
     // ... and with a package, the package.
-    let out = run(&facts(vec![p], vec![pkg("docker-ce", "5:27.1.0-1~ubuntu.22.04~jammy", Some("Docker <support@docker.com>"))]));
+    let out = run(&facts(
+        vec![p],
+        vec![pkg(
+            "docker-ce",
+            "5:27.1.0-1~ubuntu.22.04~jammy",
+            Some("Docker <support@docker.com>"),
+        )],
+    ));
     let d = of(&out, "Docker Engine");
     assert_eq!(d.status, Status::Warn, "{d:#?}");
     assert!(d.message.contains("CVE-2024-41110 (critical)"));
-    assert_eq!(d.evidence.get("distribution_build"), Some(&serde_json::Value::Null));
+    assert_eq!(
+        d.evidence.get("distribution_build"),
+        Some(&serde_json::Value::Null)
+    );
 }
 
 #[test]
 fn a_distribution_build_warns_instead_of_failing() {
-    let f = facts(vec![program("runc", "/usr/bin/runc", "1.1.7-0ubuntu1~22.04.2")], vec![]);
+    let f = facts(
+        vec![program("runc", "/usr/bin/runc", "1.1.7-0ubuntu1~22.04.2")],
+        vec![],
+    );
     let r = of(&run(&f), "runc").clone();
     assert_eq!(r.status, Status::Warn, "{r:#?}");
-    assert!(r.message.contains("distribution's build (revision 0ubuntu1~22.04.2)"));
-    let f = facts(vec![], vec![pkg("runc", "1.1.12-1.el9", Some("Red Hat, Inc."))]);
+    assert!(r
+        .message
+        .contains("distribution's build (revision 0ubuntu1~22.04.2)"));
+    let f = facts(
+        vec![],
+        vec![pkg("runc", "1.1.12-1.el9", Some("Red Hat, Inc."))],
+    );
     let r = of(&run(&f), "runc").clone();
     assert_eq!(r.status, Status::Warn);
     assert!(r.message.contains("(Red Hat, Inc.)"));
@@ -175,9 +247,14 @@ fn a_distribution_build_warns_instead_of_failing() {
     assert!(!distribution_revision("1~ubuntu.22.04~jammy"));
     assert!(!distribution_revision("ubuntu"));
     assert!(upstream_vendor("NVIDIA CORPORATION <cudatools@nvidia.com>"));
-    assert!(!upstream_vendor("Ubuntu Developers <ubuntu-devel-discuss@lists.ubuntu.com>"));
+    assert!(!upstream_vendor(
+        "Ubuntu Developers <ubuntu-devel-discuss@lists.ubuntu.com>"
+    ));
     // A medium bulletin stays information.
-    let f = facts(vec![], vec![pkg("containerd", "1.7.12-0ubuntu2~22.04.1", None)]);
+    let f = facts(
+        vec![],
+        vec![pkg("containerd", "1.7.12-0ubuntu2~22.04.1", None)],
+    );
     assert_eq!(of(&run(&f), "containerd").status, Status::Info);
 }
 
@@ -191,14 +268,27 @@ fn driver_branches() {
     // R580 before the May 2026 fix: a warning (no container escape), naming it.
     let d = of(&run(&with_driver("580.95.05")), "NVIDIA driver").clone();
     assert_eq!(d.status, Status::Warn, "{d:#?}");
-    assert!(d.message.contains("NVIDIA driver 580.95.05 (driver version from nvml)"), "{}", d.message);
+    assert!(
+        d.message
+            .contains("NVIDIA driver 580.95.05 (driver version from nvml)"),
+        "{}",
+        d.message
+    );
     assert!(d.message.contains("fixed in 580.159.03"));
     assert!(d.message.contains("move to 580.159.03 or later"));
     // R550 is end of life: no fix on its branch.
     let d = of(&run(&with_driver("550.163.01")), "NVIDIA driver").clone();
     assert_eq!(d.status, Status::Warn);
-    assert!(d.message.contains("no fix on this branch: may be affected, move to"), "{}", d.message);
-    assert_eq!(of(&run(&with_driver("595.71.05")), "NVIDIA driver").status, Status::Pass);
+    assert!(
+        d.message
+            .contains("no fix on this branch: may be affected, move to"),
+        "{}",
+        d.message
+    );
+    assert_eq!(
+        of(&run(&with_driver("595.71.05")), "NVIDIA driver").status,
+        Status::Pass
+    );
     assert_eq!(d.caused_by, None);
     // A driver cuda.driver finds too old for the GPUs (R470 on Hopper): one problem.
     let d = of(&run(&with_driver("470.256.02")), "NVIDIA driver").clone();
@@ -221,11 +311,18 @@ fn tenant_and_host() {
     let mut f = facts(vec![program("runc", "/usr/bin/runc", "1.1.11")], vec![]);
     f.host.container.inside = Reading::Value(Some("kubernetes".into()));
     let out = run(&f);
-    assert!(!out.iter().any(|x| x.evidence.get("product").and_then(|v| v.as_str()) == Some("runc")));
-    let host = out.iter().find(|x| x.message.starts_with("host only")).unwrap();
+    assert!(!out
+        .iter()
+        .any(|x| x.evidence.get("product").and_then(|v| v.as_str()) == Some("runc")));
+    let host = out
+        .iter()
+        .find(|x| x.message.starts_with("host only"))
+        .unwrap();
     assert_eq!(host.status, Status::Skip);
     assert!(host.message.contains("inside a kubernetes container"));
-    assert!(of(&out, "NVIDIA driver").message.contains("this is the host's driver"));
+    assert!(of(&out, "NVIDIA driver")
+        .message
+        .contains("this is the host's driver"));
     // A vGPU guest: the host's Virtual GPU Manager is not visible.
     let mut f = facts(vec![], vec![]);
     if let Reading::Value(g) = &mut f.gpus {
@@ -236,23 +333,43 @@ fn tenant_and_host() {
     // Versions not read (a snapshot collected before): one skip naming the products.
     let f = Machine::healthy("h200-sxm-141gb", 2).build();
     let out = run(&f);
-    let s = out.iter().find(|x| x.message.contains("versions not read")).unwrap();
-    assert!(s.message.starts_with("NVIDIA Container Toolkit, runc, containerd, Docker Engine: version not known"), "{}", s.message);
+    let s = out
+        .iter()
+        .find(|x| x.message.contains("versions not read"))
+        .unwrap();
+    assert!(
+        s.message.starts_with(
+            "NVIDIA Container Toolkit, runc, containerd, Docker Engine: version not known"
+        ),
+        "{}",
+        s.message
+    );
 }
 
 #[test]
 fn a_stale_table_is_said() {
     let f = facts(vec![], vec![]);
-    let stale = |day| judge_all(&f, Some(day)).into_iter().filter(|x| x.message.starts_with("the bulletin table")).count();
+    let stale = |day| {
+        judge_all(&f, Some(day))
+            .into_iter()
+            .filter(|x| x.message.starts_with("the bulletin table"))
+            .count()
+    };
     assert_eq!(day_of("2026-12-02"), Some(CHECKED_DAY));
     assert_eq!(stale(CHECKED_DAY + STALE_DAYS), 0);
     assert_eq!(stale(CHECKED_DAY + STALE_DAYS + 1), 1);
     assert_eq!(stale(CHECKED_DAY - 400), 0);
     let out = judge_all(&f, Some(CHECKED_DAY + 200));
-    let s = out.iter().find(|x| x.message.starts_with("the bulletin table")).unwrap();
+    let s = out
+        .iter()
+        .find(|x| x.message.starts_with("the bulletin table"))
+        .unwrap();
     assert_eq!(s.status, Status::Info);
     assert!(s.message.contains("2026-12-02, 200 days before this audit"));
-    assert_eq!(judge_all(&f, None).len(), judge_all(&f, Some(CHECKED_DAY)).len());
+    assert_eq!(
+        judge_all(&f, None).len(),
+        judge_all(&f, Some(CHECKED_DAY)).len()
+    );
     assert_eq!(day_of("2026-12-02T23:59:59Z"), Some(CHECKED_DAY));
 }
 
@@ -270,5 +387,9 @@ fn targets_and_descriptions() {
     assert!(describe(&h[2]).contains("may be affected, move to 1.3.6"));
     assert_eq!(target(&[]), None);
     let d = hits(t, Product::Driver, "535.100.01");
-    assert!(describe(&d[0]).contains("CVE-2025-33221, CVE-2026-24182 and 9 more (high)"), "{}", describe(&d[0]));
+    assert!(
+        describe(&d[0]).contains("CVE-2025-33221, CVE-2026-24182 and 9 more (high)"),
+        "{}",
+        describe(&d[0])
+    );
 }
