@@ -276,6 +276,8 @@ pub(crate) struct Hit {
     pub id: String,
     pub cves: Vec<String>,
     pub severity: &'static str,
+    #[serde(skip)]
+    pub rank: Severity,
     pub escape: bool,
     /// The version to move to.
     pub fix: String,
@@ -317,6 +319,7 @@ pub(crate) fn hits(table: &SecurityTable, product: Product, version: &str) -> Ve
                 id: b.id.clone(),
                 cves: b.cves.clone(),
                 severity: b.severity.as_str(),
+                rank: b.severity,
                 escape: b.escape,
                 fix,
                 maybe,
@@ -326,9 +329,10 @@ pub(crate) fn hits(table: &SecurityTable, product: Product, version: &str) -> Ve
             })
         })
         .collect();
-    // The worst first; among equals, the newest bulletin (the table lists them oldest first).
+    // The worst first, then the most severe; among equals, the newest bulletin (the table
+    // lists them oldest first).
     out.reverse();
-    out.sort_by_key(|h| std::cmp::Reverse(h.status));
+    out.sort_by_key(|h| std::cmp::Reverse((h.status, h.rank)));
     out
 }
 

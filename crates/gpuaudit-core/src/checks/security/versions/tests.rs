@@ -104,6 +104,22 @@ fn old_container_toolkit_and_runc_fail() {
         t.message
     );
     assert!(t.message.contains("CVE-2025-23266"), "{}", t.message);
+    // The critical escapes first: CVE-2025-23266 (the newest), then CVE-2024-0132.
+    let named: Vec<&str> = t
+        .evidence
+        .get("bulletins")
+        .and_then(|b| b.as_array())
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(named[..3], ["NVIDIA-5659", "NVIDIA-5582", "NVIDIA-5616"]);
+    assert!(
+        t.message
+            .contains("CVE-2024-0132, CVE-2024-0133 (critical, container escape)"),
+        "{}",
+        t.message
+    );
     assert!(
         t.message.contains("move to 1.19.1 or later"),
         "{}",
