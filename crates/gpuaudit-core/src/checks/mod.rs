@@ -23,6 +23,7 @@ pub mod os;
 pub mod p2p;
 pub mod pcie;
 pub mod power;
+pub mod security;
 pub mod stability;
 pub mod storage;
 pub mod workload;

@@ -52,6 +52,7 @@ pub const ALL: &[&Check] = &[
     &workload::pipeline::CHECK,
     &host::shm::CHECK,
     &container::runtime::CHECK,
+    &security::versions::CHECK,
     &env::jupyter::CHECK,
     &env::ssh::CHECK,
 ];

@@ -32,6 +32,10 @@ pub struct HostFacts {
     /// The graphics driver's loader files (Vulkan ICD manifests, glvnd EGL vendor files).
     #[serde(default)]
     pub graphics: Reading<GraphicsFiles>,
+    /// Installed versions of the stack around the GPU, where they came from (security.versions;
+    /// the fabric manager's package for the NVLink fabric checks).
+    #[serde(default)]
+    pub versions: VersionFacts,
 }
 
 impl HostFacts {
@@ -55,8 +59,80 @@ impl HostFacts {
                 authorized_keys: Reading::unavailable(reason),
             },
             graphics: Reading::unavailable(reason),
+            versions: VersionFacts::unread(reason),
         }
     }
+}
+
+/// What the package database and the programs themselves say about installed versions.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionFacts {
+    /// The watched packages of the package database (`parse::packages::WATCHED`):
+    /// dpkg's status file, or rpm's listing. `Unavailable` where there is no database, or it
+    /// could not be read.
+    pub packages: Reading<InstalledPackages>,
+    /// The container stack's programs that were found and asked `--version` (live), or
+    /// their answers as `collect` recorded them.
+    pub programs: Reading<Vec<ProgramVersion>>,
+}
+
+impl VersionFacts {
+    pub fn unread(reason: &str) -> Self {
+        VersionFacts {
+            packages: Reading::unavailable(reason),
+            programs: Reading::unavailable(reason),
+        }
+    }
+
+    /// The installed package of that name, where the database was read and lists it.
+    pub fn package(&self, name: &str) -> Option<&Package> {
+        self.packages.value()?.get(name)
+    }
+}
+
+/// Packages of the package database, and which database it was.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstalledPackages {
+    /// "/var/lib/dpkg/status" or "rpm -qa".
+    pub source: String,
+    pub packages: Vec<Package>,
+}
+
+impl InstalledPackages {
+    pub fn get(&self, name: &str) -> Option<&Package> {
+        self.packages.iter().find(|p| p.name == name)
+    }
+
+    /// The packages whose names start with `prefix` ("nvidia-fabricmanager").
+    pub fn with_prefix<'a>(&'a self, prefix: &'a str) -> impl Iterator<Item = &'a Package> + 'a {
+        self.packages
+            .iter()
+            .filter(move |p| p.name.starts_with(prefix))
+    }
+}
+
+/// One installed package.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Package {
+    pub name: String,
+    /// As the database writes it, epoch and revision included ("5:27.1.1-1~ubuntu.22.04~jammy").
+    pub version: String,
+    pub arch: Option<String>,
+    /// Who built it: dpkg's Maintainer, rpm's Vendor ("Docker <support@docker.com>",
+    /// "NVIDIA CORPORATION <cudatools@nvidia.com>", "Ubuntu Developers <...>", "Red Hat, Inc.").
+    pub vendor: Option<String>,
+}
+
+/// A program of the container stack and what it said of its version.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProgramVersion {
+    /// "runc", "containerd", "dockerd", "nvidia-ctk", "nvidia-container-cli".
+    pub program: String,
+    /// Where it is ("/usr/bin/runc").
+    pub path: String,
+    /// The version it printed ("1.1.12", "1.1.7-0ubuntu1~22.04.2"), or why there is none
+    /// ("runc: timed out after 5 s", "'--version' printed no version: ...").
+    pub version: Reading<String>,
 }
 
 /// The variables gpuaudit reads, and nothing else (no secrets travel into reports or

@@ -7,6 +7,7 @@ pub mod host;
 pub mod nvlink;
 pub mod nvsmi_xml;
 pub mod pci_config;
+pub mod packages;
 pub mod procfs;
 #[cfg(test)]
 mod robustness;
@@ -15,6 +16,7 @@ mod text;
 pub use text::{fact_line, FACT_LINE_CHARS};
 pub mod toolkit;
 pub mod topo;
+pub mod version;
 pub mod xid;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -21,6 +21,9 @@ const SEEDS: &[&str] = &[
     include_str!("testdata/topo-h100x8-nvswitch-nics.txt"),
     include_str!("testdata/topo-a100x4-ansi-tabs.txt"),
     include_str!("testdata/topo-old-mlx4-header.txt"),
+    "Package: runc\nStatus: install ok installed\nMaintainer: Ubuntu Developers\nVersion: 1.1.12-0ubuntu2~22.04.1\n\nPackage: docker-ce\nStatus: install ok installed\nVersion: 5:27.1.1-1~ubuntu.22.04~jammy\n",
+    "runc\t1.1.12-1.el9\tx86_64\tRed Hat, Inc.\nnvidia-container-toolkit\t1.17.8-1\tx86_64\t(none)\n",
+    "runc version 1.4.0-rc.3\ncommit: v1.4.0-rc.3-0-g1\n",
     "GPU 0: NVIDIA H200 (UUID: GPU-x)\n\t Link 0: 26.562 GB/s\n\t Link 1: <inactive>\n\
      GPU 1: NVIDIA H200 (UUID: GPU-y)\nNVML: Unable to retrieve NVLink information as all links are inActive\n",
     r#"{"cuda": {"name": "CUDA SDK", "version": "12.4.1"}, "cuda_cudart": {"version": "12.4.127"}}"#,
@@ -295,6 +298,30 @@ pub(crate) fn run_all(text: &str) {
         assert!(m.iter().all(|m| !m.name.is_empty()));
     }
     let _ = procfs::parse_meminfo_total_kib(text);
+    for p in packages::parse_dpkg_status(text)
+        .into_iter()
+        .chain(packages::parse_rpm_listing(text))
+    {
+        assert!(packages::watched(&p.name) && !p.version.is_empty());
+    }
+    for program in [
+        "runc",
+        "containerd",
+        "dockerd",
+        "nvidia-ctk",
+        "nvidia-container-cli",
+    ] {
+        if let Some(v) = version::program_version(program, text) {
+            assert!(version::Upstream::parse(&v).is_some(), "{v:?}");
+        }
+    }
+    if let Some(u) = version::Upstream::parse(text) {
+        assert!(!u.version.is_empty());
+        assert_eq!(
+            version::compare(&u.version, &u.version),
+            std::cmp::Ordering::Equal
+        );
+    }
     if let Ok(c) = procfs::parse_cpuinfo(text) {
         assert!(c.logical_cpus > 0);
     }

@@ -78,6 +78,7 @@ fn area_title(area: &str) -> &str {
         "storage" => "Storage",
         "host" => "Host",
         "container" => "Container",
+        "security" => "Security",
         "env" => "Environment",
         "workload" => "Workload",
         other => other,

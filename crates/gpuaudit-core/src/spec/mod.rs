@@ -11,6 +11,7 @@ pub mod cuda;
 mod expect;
 mod names;
 mod raw;
+pub mod security;
 pub mod xid;
 
 pub use cuda::{

@@ -4,7 +4,8 @@
 //! under `cmd/`; a reading that failed is written as the unreadable marker with its reason.
 
 use super::{
-    container, env, fabric, graphics, jupyter, libraries, python, ssh, storage, HostOptions,
+    container, env, fabric, graphics, jupyter, libraries, python, ssh, storage, versions,
+    HostOptions,
 };
 use crate::collect::Collector;
 use crate::root::join;
@@ -135,6 +136,9 @@ pub fn collect_into(w: &mut Collector, opts: &HostOptions) {
     for f in container::cdi_files(root) {
         w.copy(&f);
     }
+
+    // Installed versions: the package database (reduced), the programs' answers.
+    versions::collect_into(w);
 
     // Fabric.
     for dev in root.children(fabric::IB) {

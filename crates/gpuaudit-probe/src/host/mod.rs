@@ -23,6 +23,7 @@ mod loopback;
 mod python;
 mod ssh;
 mod storage;
+pub mod versions;
 
 use crate::root::RootFs;
 use gpuaudit_core::facts::HostFacts;
@@ -106,6 +107,7 @@ pub fn gather(root: &RootFs, opts: &HostOptions) -> HostFacts {
         jupyter: jupyter::read(root, &env_value, &sites),
         ssh: ssh::read(root),
         graphics: graphics::read(root),
+        versions: versions::read(root),
     };
     if !has_host_part(root) {
         absence_proves_nothing(&mut host);
