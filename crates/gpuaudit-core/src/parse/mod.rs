@@ -6,8 +6,8 @@ pub mod gpu_information;
 pub mod host;
 pub mod nvlink;
 pub mod nvsmi_xml;
-pub mod pci_config;
 pub mod packages;
+pub mod pci_config;
 pub mod procfs;
 #[cfg(test)]
 mod robustness;

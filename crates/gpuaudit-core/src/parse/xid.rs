@@ -140,7 +140,8 @@ pub fn iso(w: &str) -> Option<(String, i64)> {
     let y: i64 = d.next()?.parse().ok()?;
     let mo: i64 = d.next()?.parse().ok()?;
     let day: i64 = d.next()?.parse().ok()?;
-    if d.next().is_some() || time.len() < 8 {
+    // A time shorter than hh:mm:ss fails at `get(..8)`.
+    if d.next().is_some() {
         return None;
     }
     let clock = hms(time.get(..8)?)?;
@@ -185,6 +186,27 @@ fn ctime(p: &str) -> Option<(String, i64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_iso_time_reads_its_offset_east_and_west_and_without_one_as_utc() {
+        let at = |w: &str| iso(w).map(|x| x.1);
+        assert_eq!(at("2024-08-30T11:43:09"), Some(1_725_018_189));
+        assert_eq!(at("2024-08-30T11:43:09Z"), Some(1_725_018_189));
+        assert_eq!(at("2024-08-30T11:43:09.5+0000"), Some(1_725_018_189));
+        assert_eq!(
+            at("2024-08-30T11:43:09-07:00"),
+            Some(1_725_018_189 + 7 * 3600)
+        );
+        assert_eq!(
+            at("2024-08-30T11:43:09+05:30"),
+            Some(1_725_018_189 - 19_800)
+        );
+        assert_eq!(at("2024-08-30T11:43:09+5:30"), None);
+        assert_eq!(at("2024-08-30T11:43:09*05:30"), None);
+        assert_eq!(at("2024-08-30-01T11:43:09"), None);
+        assert_eq!(at("2024-08-30T11:43"), None);
+        assert_eq!(at("2024-08-30"), None);
+    }
 
     #[test]
     fn a_clock_time_is_hours_minutes_seconds_with_a_leap_second() {
