@@ -6,6 +6,7 @@
 mod gpu;
 mod host;
 mod measured;
+mod pcie;
 pub mod plausible;
 mod rehearsal;
 mod system;
@@ -13,6 +14,7 @@ mod system;
 pub use gpu::*;
 pub use host::*;
 pub use measured::*;
+pub use pcie::*;
 pub use rehearsal::*;
 pub use system::*;
 
@@ -66,6 +68,9 @@ pub struct Facts {
     pub net: NetFacts,
     /// NVIDIA XID events from the kernel log, where it is readable (root, or a snapshot).
     pub xid_events: Reading<Vec<XidEvent>>,
+    /// PCIe AER counters of each GPU's path and the kernel log's PCIe lines (pcie.aer).
+    #[serde(default)]
+    pub pcie_errors: PcieErrorFacts,
     /// The software stack and the host around the GPU (libraries, containers, storage, ...).
     pub host: HostFacts,
     /// What was measured on the GPUs (empty on a snapshot or a facts-only audit).
@@ -88,6 +93,7 @@ impl Facts {
                 somaxconn: Reading::unavailable(reason),
             },
             xid_events: Reading::unavailable(reason),
+            pcie_errors: PcieErrorFacts::unread(reason),
             host: HostFacts::unread(reason),
             measured: MeasuredFacts::not_run(reason),
         }

@@ -3,6 +3,7 @@
 
 pub mod gpu_information;
 pub mod host;
+pub mod kernlog;
 pub mod nvlink;
 pub mod nvsmi_xml;
 pub mod procfs;

@@ -1,4 +1,5 @@
 //! The PCIe link between each GPU and the host.
 
+pub mod aer;
 pub mod bandwidth;
 pub mod link;
