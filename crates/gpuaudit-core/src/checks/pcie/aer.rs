@@ -410,6 +410,16 @@ fn unreadable(path: &AerPath) -> Option<(bool, String)> {
     }
 }
 
+/// Why the counters are not there, with what a missing file means.
+fn missing_counters(why: &str) -> String {
+    let w = escape_line(why);
+    if why.ends_with("no such file") {
+        format!("{w}: a kernel without AER statistics (before 4.19), AER handled by the firmware, or a VM that does not pass AER through")
+    } else {
+        w.into_owned()
+    }
+}
+
 fn gpu_finding(facts: &Facts, g: &GpuFacts, path: Option<&AerPath>) -> Finding {
     let label = g.label();
     let Some(path) = path else {
@@ -492,16 +502,16 @@ fn gpu_finding(facts: &Facts, g: &GpuFacts, path: Option<&AerPath>) -> Finding {
         (_, Some((false, why))) if facts.pcie_errors.log.value().is_none() => Finding::skip(
             ID,
             format!(
-                "{label}: no AER counters ({}: a kernel without AER statistics, AER handled by the firmware, or a VM that does not pass AER through) and {log_note}: PCIe errors cannot be known",
-                escape_line(why)
+                "{label}: no AER counters ({}) and {log_note}: PCIe errors cannot be known",
+                missing_counters(why)
             ),
         ),
         (_, Some((false, why))) => Finding::new(
             ID,
             Status::Info,
             format!(
-                "{label}: no AER counters ({}: a kernel without AER statistics, AER handled by the firmware, or a VM that does not pass AER through), so errors since boot cannot be known; no AER report about it in {log_note}",
-                escape_line(why)
+                "{label}: no AER counters ({}), so errors since boot cannot be known; no AER report about it in {log_note}",
+                missing_counters(why)
             ),
         ),
         _ => Finding::pass(
