@@ -110,7 +110,10 @@ impl Keeper {
             .take(gpuaudit_core::parse::kernlog::MAX_LINE_CHARS)
             .collect();
         let at = at.or_else(|| line.split_whitespace().next().and_then(iso).map(|t| t.1));
-        if let (Some(s), Some(a)) = (self.since, at) {
+        // The kernel's bandwidth notice is written once, when the device is probed (at
+        // boot): it says how the link is, not when something happened, so no lookback.
+        let notice = line.contains("available PCIe bandwidth, limited by");
+        if let (Some(s), Some(a), false) = (self.since, at, notice) {
             if a < s {
                 return;
             }

@@ -631,7 +631,7 @@ fn check(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                 Finding::skip(
                     ID,
                     format!(
-                        "{}: the AER counters could not be read ({}) and the kernel log not either ({})",
+                        "{}: the AER counters are not known ({}) and the kernel log not either ({})",
                         g.label(),
                         escape_line(why),
                         escape_line(log)

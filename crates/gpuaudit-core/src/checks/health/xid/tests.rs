@@ -425,5 +425,9 @@ fn a_live_dated_line_older_than_the_lookback_is_left_out() {
     assert_eq!(g.status, Status::Info, "{}", g.message);
     assert!(g.message.contains("Xid 13 once"), "{}", g.message);
     assert!(!g.message.contains("Xid 79"), "{}", g.message);
-    assert!(g.message.contains("(1 line older than 7 days not counted)"), "{}", g.message);
+    assert!(
+        g.message.contains("(1 line older than 7 days not counted)"),
+        "{}",
+        g.message
+    );
 }

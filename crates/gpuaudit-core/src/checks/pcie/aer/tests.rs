@@ -422,7 +422,7 @@ fn nothing_read_skips_and_the_log_alone_is_judged() {
     f.pcie_errors.log = Reading::unavailable("/dev/kmsg: permission denied");
     let x = gpu0(&f);
     assert_eq!(x.status, Status::Skip);
-    assert_eq!(x.message, "GPU 0 (00:06.0): the AER counters could not be read (/sys/bus/pci/devices: permission denied) and the kernel log not either (/dev/kmsg: permission denied)");
+    assert_eq!(x.message, "GPU 0 (00:06.0): the AER counters are not known (/sys/bus/pci/devices: permission denied) and the kernel log not either (/dev/kmsg: permission denied)");
     f.pcie_errors.log = log("x 0000:00:06.0: PCIe Bus Error: severity=Uncorrected (Fatal), type=x");
     assert_eq!(gpu0(&f).status, Status::Fail);
     f.pcie_errors.log = log("");
@@ -431,7 +431,13 @@ fn nothing_read_skips_and_the_log_alone_is_judged() {
     f.pcie_errors.paths = Reading::unavailable("snapshot: not collected");
     let x = gpu0(&f);
     assert_eq!(x.status, Status::Info, "{}", x.message);
-    assert!(x.message.contains("no AER counters (snapshot: not collected), so errors since boot cannot be known"), "{}", x.message);
+    assert!(
+        x.message.contains(
+            "no AER counters (snapshot: not collected), so errors since boot cannot be known"
+        ),
+        "{}",
+        x.message
+    );
     f.pcie_errors.log = Reading::unavailable("no log");
     let x = gpu0(&f);
     assert_eq!(x.status, Status::Skip, "{}", x.message);
