@@ -576,6 +576,7 @@ fn notice_finding(
                 ),
             )
             .caused_by(Cause::gpu(crate::checks::pcie::link::CHECK.id, g.index))
+            .fix("Fix what pcie.link's finding on this GPU says (reseat the GPU, its riser or cable, another slot, the BIOS PCIe speed); the notice goes with it at the next boot.")
         } else {
             Finding::new(
                 ID,
