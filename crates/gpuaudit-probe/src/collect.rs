@@ -461,6 +461,41 @@ mod tests {
         assert!(!d.path().join("escape").exists());
     }
 
+    /// What pcie.aer and health.xid read (the GPUs' PCI paths with their AER counters, the
+    /// uptime, the kernel log's extract) is collected and reads back the same.
+    #[test]
+    fn the_aer_paths_and_the_kernel_log_are_collected_and_read_back() {
+        let fixtures =
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/snapshots");
+        for name in ["h200-x2-aer-fatal-upstream", "h200-x2-aer-corrected-gpu"] {
+            let from = fixtures.join(name);
+            let src = RootFs::new(&from);
+            let d = tempfile::tempdir().unwrap();
+            let mut c = Collector::new(&src, &d.path().join("snap")).unwrap();
+            collect_base(&mut c, "test", Duration::from_secs(5));
+            assert_eq!(c.summary.failed, Vec::<String>::new());
+            let opts = crate::gather::GatherOptions::default();
+            let a = crate::gather::snapshot(&from, &opts).unwrap();
+            let b = crate::gather::snapshot(c.out(), &opts).unwrap();
+            let json = |f: &gpuaudit_core::facts::Facts| {
+                serde_json::to_string_pretty(&(&f.pcie_errors, &f.xid_events)).unwrap()
+            };
+            assert!(a
+                .pcie_errors
+                .paths
+                .value()
+                .is_some_and(|p| p.len() == 2 && p[0].ports.len() == 4));
+            assert!(a.pcie_errors.log.is_value());
+            assert_eq!(json(&a), json(&b), "{name}");
+            // The GPU's directory is the link into /sys/devices, as sysfs has it.
+            let link = c.out().join("sys/bus/pci/devices/0000:18:00.0");
+            assert!(fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink());
+        }
+    }
+
     #[test]
     fn dmi_strings_are_copied_and_read_back() {
         let machine = tempfile::tempdir().unwrap();

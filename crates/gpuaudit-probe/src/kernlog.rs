@@ -221,21 +221,21 @@ fn tail(path: &str) -> Result<String, String> {
 /// The log files of [`LOG_FILES`] under `read` (a live tail, a snapshot's file): the first
 /// group that has a readable file, or each one's reason.
 fn from_files(
-    read: impl Fn(&str) -> Result<Option<String>, String>,
+    read_file: impl Fn(&str) -> Result<Option<String>, String>,
     since: Option<i64>,
     reasons: &mut Vec<String>,
 ) -> Option<Extract> {
     for group in LOG_FILES {
         let mut text = String::new();
-        let mut read_any: Option<&str> = None;
+        let mut read: Vec<String> = Vec::new();
         for f in group.iter() {
-            match read(f) {
+            match read_file(f) {
                 Ok(Some(t)) => {
                     text.push_str(&t);
                     if !t.ends_with('\n') {
                         text.push('\n');
                     }
-                    read_any.get_or_insert(f);
+                    read.push(format!("/{f}"));
                 }
                 Ok(None) => {
                     // kern.log.1 is there only after a rotation: only the main file's absence
@@ -247,10 +247,9 @@ fn from_files(
                 Err(e) => reasons.push(e),
             }
         }
-        if read_any.is_some() {
-            let main = group.last().copied().unwrap_or_default();
+        if !read.is_empty() {
             return Some(Extract {
-                source: format!("/{main}"),
+                source: read.join(" + "),
                 lines: kept_lines(&text, since),
             });
         }
@@ -477,6 +476,34 @@ mod tests {
         assert!(!xid_only);
         assert_eq!(x.source, "/var/log/kern.log (in the snapshot)");
         assert_eq!(x.lines.len(), 1);
+        // The rotated file is read first (older lines), without a final line feed too.
+        std::fs::write(
+            d.path().join("var/log/kern.log.1"),
+            "May 17 10:00:00 h kernel: pcieport 0000:00:01.0: AER: PCIe Bus Error: severity=Corrected, type=Physical Layer",
+        )
+        .unwrap();
+        let (x, _) = read_snapshot(&root).unwrap().unwrap();
+        assert_eq!(x.lines.len(), 2);
+        assert!(x.lines[0].starts_with("May 17"), "{:?}", x.lines);
+        assert_eq!(
+            x.source,
+            "/var/log/kern.log.1 + /var/log/kern.log (in the snapshot)"
+        );
+        // Only kern.log.1 there: still read.
+        std::fs::remove_file(d.path().join("var/log/kern.log")).unwrap();
+        let (x, _) = read_snapshot(&root).unwrap().unwrap();
+        assert_eq!(
+            (x.source.as_str(), x.lines.len()),
+            ("/var/log/kern.log.1 (in the snapshot)", 1)
+        );
+        std::fs::remove_file(d.path().join("var/log/kern.log.1")).unwrap();
+        std::fs::write(
+            d.path().join("var/log/syslog"),
+            "NVRM: Xid (PCI:0000:00:07): 13, x\n",
+        )
+        .unwrap();
+        let (x, _) = read_snapshot(&root).unwrap().unwrap();
+        assert_eq!(x.source, "/var/log/syslog (in the snapshot)");
         std::fs::create_dir_all(d.path().join("cmd")).unwrap();
         std::fs::write(
             d.path().join(OLD_EXTRACT),

@@ -122,7 +122,7 @@ pub const CHECK: Check = Check {
         ),
         verify: "# BUS_ID: the GPU's address as `lspci -D -d 10de:` lists it, e.g. 0000:18:00.0\n\
                  readlink -f /sys/bus/pci/devices/BUS_ID   # the ports above it, root port first\n\
-                 for d in $(readlink -f /sys/bus/pci/devices/BUS_ID | tr / '\\n' | grep -E '^[0-9a-f]{4}:'); do echo \"== $d\"; grep -H . /sys/bus/pci/devices/$d/aer_dev_* /sys/bus/pci/devices/$d/aer_rootport_total_err_* 2>/dev/null | grep -v ' 0$'; done\n\
+                 for d in $(readlink -f /sys/bus/pci/devices/BUS_ID | tr / '\\n' | grep -E '^[0-9a-f]{4}:'); do echo \"== $d\"; grep -H . /sys/bus/pci/devices/$d/aer_dev_* /sys/bus/pci/devices/$d/aer_rootport_total_err_* 2>/dev/null | grep -v -e ' 0$' -e ':0$'; done\n\
                  cat /proc/uptime\n\
                  sudo dmesg -T | grep -e 'PCIe Bus Error' -e 'AER:' -e 'limited by'\n\
                  journalctl -k --since \"7 days ago\" | grep -e 'PCIe Bus Error' -e 'limited by'",
