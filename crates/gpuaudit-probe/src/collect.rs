@@ -380,12 +380,13 @@ fn collect_aer_path(c: &mut Collector, bus: &str) {
     let Some(under) = rel.strip_prefix("sys/") else {
         return;
     };
-    // The directory first: the GPU's own files are written through the link.
+    // The directory first: the GPU's own files are written through the link. Another
+    // collector of the path (pcie.acs's) may have written the same link already.
     c.dir(&rel);
-    c.symlink(
-        &format!("{PCI_DEVICES}/{bus}"),
-        &format!("../../../{under}"),
-    );
+    let link = format!("{PCI_DEVICES}/{bus}");
+    if fs::symlink_metadata(c.out().join(&link)).is_err() {
+        c.symlink(&link, &format!("../../../{under}"));
+    }
     for (_, dir) in crate::pcipath::port_dirs(c.src, bus).0 {
         for f in AER_FILES.iter().chain(ROOTPORT_FILES.iter()) {
             c.copy(&format!("{dir}/{f}"));

@@ -3,18 +3,18 @@
 //! Sources fill these structs; checks read them and never touch the machine. Every field that
 //! comes from the machine is a [`Reading`], so a value that could not be read carries its reason.
 
+mod aer;
 mod gpu;
 mod host;
 mod measured;
-mod pcie;
 pub mod plausible;
 mod rehearsal;
 mod system;
 
+pub use aer::*;
 pub use gpu::*;
 pub use host::*;
 pub use measured::*;
-pub use pcie::*;
 pub use rehearsal::*;
 pub use system::*;
 
