@@ -132,6 +132,24 @@ impl<'a> Collector<'a> {
         self.write(rel, format!("{UNREADABLE_MARK}{reason}\n"));
     }
 
+    /// A symbolic link at `rel` to `target` (relative to the link's directory), as sysfs's
+    /// /sys/bus/pci/devices/<bdf> links into /sys/devices.
+    pub fn symlink(&mut self, rel: &str, target: &str) {
+        let p = self.out.join(normalize(rel));
+        let r = p
+            .parent()
+            .map_or(Ok(()), fs::create_dir_all)
+            .and_then(|_| std::os::unix::fs::symlink(target, &p));
+        match r {
+            Ok(()) => self.summary.files += 1,
+            Err(e) => self.summary.failed.push(format!(
+                "could not write {}: {}",
+                p.display(),
+                io_reason(&e)
+            )),
+        }
+    }
+
     /// An empty file that says "this program exists".
     pub fn marker(&mut self, rel: &str) {
         self.write(rel, b"");
@@ -204,6 +222,7 @@ pub fn collect_base(c: &mut Collector, description: &str, timeout: Duration) {
         "proc/modules",
         "proc/mounts",
         "proc/version",
+        "proc/uptime",
         "proc/sys/net/core/somaxconn",
         "proc/sys/kernel/hostname",
         "proc/driver/nvidia/version",
@@ -261,7 +280,7 @@ pub fn collect_base(c: &mut Collector, description: &str, timeout: Duration) {
             timeout,
         );
     }
-    collect_xids(c);
+    collect_kernel_log(c, timeout);
     crate::gather::nvswitch::collect(c, timeout);
 }
 
@@ -308,6 +327,16 @@ pub(crate) fn collect_pci(c: &mut Collector) {
         };
         if vendor != Some(0x10de) {
             continue;
+        }
+        // A GPU's path to its root port (pcie.aer): the link into /sys/devices as sysfs has
+        // it, and every function's AER counters on it; the GPU's files below go through it.
+        let class = c.src.read(&format!("{dir}/class")).ok();
+        if class
+            .as_deref()
+            .and_then(sysfs::parse_hex_u32)
+            .is_some_and(|k| k >> 16 == 0x03)
+        {
+            collect_aer_path(c, &d);
         }
         for a in [
             "vendor",
@@ -372,14 +401,55 @@ fn collect_toolkits(c: &mut Collector) {
     }
 }
 
-/// Only the NVIDIA XID lines of the kernel log go into the snapshot.
-fn collect_xids(c: &mut Collector) {
-    match c.src.kernel_log_lines(gpuaudit_core::parse::xid::NEEDLE) {
-        Ok(text) => c.write("cmd/dmesg-xid.txt", text),
-        Err(e) => c
-            .summary
-            .notes
-            .push(format!("kernel log not collected: {e}")),
+/// A GPU's link into /sys/devices and the AER files of each function on its path (a missing
+/// file is left out, an unreadable one marked with its reason).
+fn collect_aer_path(c: &mut Collector, bus: &str) {
+    use crate::pcipath::{upstream, AER_FILES, PCI_DEVICES, ROOTPORT_FILES};
+    let Ok((rel, _)) = upstream(c.src, bus) else {
+        return;
+    };
+    let Some(under) = rel.strip_prefix("sys/") else {
+        return;
+    };
+    // The directory first: the GPU's own files are written through the link. Another
+    // collector of the path (pcie.acs's) may have written the same link already.
+    c.dir(&rel);
+    let link = format!("{PCI_DEVICES}/{bus}");
+    if fs::symlink_metadata(c.out().join(&link)).is_err() {
+        c.symlink(&link, &format!("../../../{under}"));
+    }
+    for (_, dir) in crate::pcipath::port_dirs(c.src, bus).0 {
+        for f in AER_FILES.iter().chain(ROOTPORT_FILES.iter()) {
+            c.copy(&format!("{dir}/{f}"));
+        }
+    }
+}
+
+/// The kernel log's extract (every kernel-log check's lines, dated, bounded) goes into the
+/// snapshot as cmd/kernel-log.txt; where no log could be read, the reasons in its place.
+fn collect_kernel_log(c: &mut Collector, timeout: Duration) {
+    use crate::kernlog::{read_snapshot, EXTRACT};
+    let r = if c.src.is_live() {
+        crate::gather::live_kernel_log(timeout).map(|x| x.0)
+    } else {
+        match read_snapshot(c.src) {
+            // The old Xid-only file is copied as it is.
+            Some(Ok((_, true))) => {
+                c.copy(crate::kernlog::OLD_EXTRACT);
+                return;
+            }
+            Some(r) => r.map(|x| x.0),
+            None => return,
+        }
+    };
+    match r {
+        Ok(x) => c.write(EXTRACT, x.to_file()),
+        Err(e) => {
+            c.summary
+                .notes
+                .push(format!("kernel log not collected: {e}"));
+            c.mark(EXTRACT, &e);
+        }
     }
 }
 
@@ -421,6 +491,41 @@ mod tests {
         // ".." stays inside the snapshot.
         assert!(c.out().join("escape").exists());
         assert!(!d.path().join("escape").exists());
+    }
+
+    /// What pcie.aer and health.xid read (the GPUs' PCI paths with their AER counters, the
+    /// uptime, the kernel log's extract) is collected and reads back the same.
+    #[test]
+    fn the_aer_paths_and_the_kernel_log_are_collected_and_read_back() {
+        let fixtures =
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/snapshots");
+        for name in ["h200-x2-aer-fatal-upstream", "h200-x2-aer-corrected-gpu"] {
+            let from = fixtures.join(name);
+            let src = RootFs::new(&from);
+            let d = tempfile::tempdir().unwrap();
+            let mut c = Collector::new(&src, &d.path().join("snap")).unwrap();
+            collect_base(&mut c, "test", Duration::from_secs(5));
+            assert_eq!(c.summary.failed, Vec::<String>::new());
+            let opts = crate::gather::GatherOptions::default();
+            let a = crate::gather::snapshot(&from, &opts).unwrap();
+            let b = crate::gather::snapshot(c.out(), &opts).unwrap();
+            let json = |f: &gpuaudit_core::facts::Facts| {
+                serde_json::to_string_pretty(&(&f.pcie_errors, &f.xid_events)).unwrap()
+            };
+            assert!(a
+                .pcie_errors
+                .paths
+                .value()
+                .is_some_and(|p| p.len() == 2 && p[0].ports.len() == 4));
+            assert!(a.pcie_errors.log.is_value());
+            assert_eq!(json(&a), json(&b), "{name}");
+            // The GPU's directory is the link into /sys/devices, as sysfs has it.
+            let link = c.out().join("sys/bus/pci/devices/0000:18:00.0");
+            assert!(fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink());
+        }
     }
 
     #[test]

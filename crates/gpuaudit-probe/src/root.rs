@@ -474,10 +474,15 @@ impl RootFs {
 
     // ----- the kernel log -------------------------------------------------------------------
 
-    /// The messages of the kernel log records that contain `needle`, one per line, read from
-    /// /dev/kmsg without blocking (needs root or CAP_SYSLOG). The one character device gpuaudit
-    /// reads; live machine only.
-    pub fn kernel_log_lines(&self, needle: &str) -> Result<String, String> {
+    /// The kernel log records whose message `keep` keeps, as (microseconds since boot,
+    /// message's first line), oldest first, read from /dev/kmsg without blocking (needs root
+    /// or CAP_SYSLOG where kernel.dmesg_restrict=1). At most `max` records are kept: the
+    /// newest. The one character device gpuaudit reads; live machine only.
+    pub fn kernel_log_records(
+        &self,
+        keep: fn(&str) -> bool,
+        max: usize,
+    ) -> Result<Vec<(u64, String)>, String> {
         if !self.is_live() {
             return Err("the kernel log is read on the live machine only".into());
         }
@@ -487,24 +492,34 @@ impl RootFs {
         ) {
             Ok(fd) => fd,
             Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                return Err("kernel log not readable (needs root)".into())
+                let restrict = std::fs::read_to_string("/proc/sys/kernel/dmesg_restrict")
+                    .map(|t| {
+                        format!(
+                            " (kernel.dmesg_restrict={}: needs root or CAP_SYSLOG)",
+                            t.trim()
+                        )
+                    })
+                    .unwrap_or_default();
+                return Err(format!("/dev/kmsg: permission denied{restrict}"));
             }
             Err(e) => return Err(format!("/dev/kmsg: {}", io_reason(&e))),
         };
         let mut f = File::from(fd);
-        let mut text = String::new();
+        let mut out: std::collections::VecDeque<(u64, String)> = Default::default();
         let mut buf = vec![0u8; 8192];
         // One record per read; EAGAIN marks the end of the ring buffer. Bounded either way.
-        for _ in 0..200_000 {
+        for _ in 0..1_000_000 {
             match f.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
                     let rec = String::from_utf8_lossy(&buf[..n]);
-                    if rec.contains(needle) && text.len() < MAX_FILE_BYTES as usize {
-                        // "6,1234,5678,-;NVRM: Xid ..." -> the message part.
-                        let msg = rec.split_once(';').map(|x| x.1).unwrap_or(&rec);
-                        text.push_str(msg.lines().next().unwrap_or(""));
-                        text.push('\n');
+                    if let Some((usec, msg)) = kmsg_record(&rec) {
+                        if keep(msg) {
+                            if out.len() == max {
+                                out.pop_front();
+                            }
+                            out.push_back((usec, msg.to_string()));
+                        }
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -513,8 +528,16 @@ impl RootFs {
                 Err(e) => return Err(format!("/dev/kmsg: {}", io_reason(&e))),
             }
         }
-        Ok(text)
+        Ok(out.into())
     }
+}
+
+/// "6,1234,5678901,-;NVRM: Xid ...\n SUBSYSTEM=pci" -> (5678901, "NVRM: Xid ..."): a
+/// /dev/kmsg record's time stamp (microseconds since boot) and its message's first line.
+pub fn kmsg_record(rec: &str) -> Option<(u64, &str)> {
+    let (head, msg) = rec.split_once(';')?;
+    let usec = head.split(',').nth(2)?.trim().parse().ok()?;
+    Some((usec, msg.lines().next().unwrap_or("")))
 }
 
 fn check_regular(rel: &str, st: &FileStat, capped: bool) -> Result<(), String> {

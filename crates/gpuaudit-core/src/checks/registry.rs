@@ -17,6 +17,7 @@ pub const ALL: &[&Check] = &[
     &gpu::virtualization::CHECK,
     &gpu::driver_binding::CHECK,
     &pcie::link::CHECK,
+    &pcie::aer::CHECK,
     &pcie::bandwidth::CHECK,
     &pcie::acs::CHECK,
     &power::limit::CHECK,

@@ -3,6 +3,7 @@
 //! Sources fill these structs; checks read them and never touch the machine. Every field that
 //! comes from the machine is a [`Reading`], so a value that could not be read carries its reason.
 
+mod aer;
 mod gpu;
 mod host;
 mod measured;
@@ -11,6 +12,7 @@ pub mod plausible;
 mod rehearsal;
 mod system;
 
+pub use aer::*;
 pub use gpu::*;
 pub use host::*;
 pub use measured::*;
@@ -74,6 +76,9 @@ pub struct Facts {
     /// The PCIe paths above the GPUs and RDMA NICs, their bridges' ACS, the IOMMU.
     #[serde(default)]
     pub pcie_tree: Reading<PcieTree>,
+    /// PCIe AER counters of each GPU's path and the kernel log's PCIe lines (pcie.aer).
+    #[serde(default)]
+    pub pcie_errors: PcieErrorFacts,
     /// The software stack and the host around the GPU (libraries, containers, storage, ...).
     pub host: HostFacts,
     /// What was measured on the GPUs (empty on a snapshot or a facts-only audit).
@@ -98,6 +103,7 @@ impl Facts {
             xid_events: Reading::unavailable(reason),
             nvswitch: NvSwitchFacts::unread(reason),
             pcie_tree: Reading::unavailable(reason),
+            pcie_errors: PcieErrorFacts::unread(reason),
             host: HostFacts::unread(reason),
             measured: MeasuredFacts::not_run(reason),
         }

@@ -4,6 +4,7 @@
 pub mod fabric_manager;
 pub mod gpu_information;
 pub mod host;
+pub mod kernlog;
 pub mod nvlink;
 pub mod nvsmi_xml;
 pub mod packages;

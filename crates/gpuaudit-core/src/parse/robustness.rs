@@ -265,6 +265,19 @@ fn random_bytes(rng: &mut Rng) -> Vec<u8> {
 
 /// Runs every parser on `text` and checks what they return is consistent.
 pub(crate) fn run_all(text: &str) {
+    let (aer, notices) = kernlog::parse_pcie(text);
+    assert!(aer.len() <= kernlog::MAX_EVENTS && notices.len() <= kernlog::MAX_EVENTS);
+    for e in &aer {
+        assert!(e.errors.len() <= kernlog::MAX_NAMES);
+        assert!(e.text.chars().count() <= kernlog::MAX_LINE_CHARS);
+    }
+    for n in &notices {
+        assert!(n.gts.is_finite() && n.width > 0 && n.capable_width > 0);
+    }
+    if let Some(c) = kernlog::parse_aer_counts(text) {
+        assert!(c.by_name.iter().all(|(_, n)| *n > 0));
+    }
+    let _ = xid::parse_xids(text);
     if let Ok(log) = nvsmi_xml::parse(text) {
         assert!(log.gpus.len() <= nvsmi_xml::MAX_GPUS);
         assert!(log.gpus_left_out == 0 || log.gpus.len() == nvsmi_xml::MAX_GPUS);

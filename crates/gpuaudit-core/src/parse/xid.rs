@@ -73,7 +73,7 @@ const MONTHS: [&str; 12] = [
 /// without fraction and offset; no offset reads as UTC), `dmesg -T` ("[Fri Aug 30 11:43:09
 /// 2024]", the machine's local time, read as UTC). Syslog's "May 18 19:02:39" (no year) and
 /// dmesg's "[ 5107.644336]" (seconds after boot) are kept as text only.
-fn stamp(prefix: &str) -> (Option<String>, Option<i64>) {
+pub(crate) fn stamp(prefix: &str) -> (Option<String>, Option<i64>) {
     let p = prefix.trim();
     if let Some(t) = p.split_whitespace().next().and_then(iso) {
         return (Some(t.0), Some(t.1));

@@ -283,6 +283,20 @@ pub fn modules(root: &RootFs) -> Reading<Vec<KernelModule>> {
     parsed(root, "proc/modules", procfs::parse_modules)
 }
 
+/// Seconds since boot, the first number of /proc/uptime ("350735.47 234388.90").
+pub fn uptime(root: &RootFs) -> Reading<f64> {
+    match root.read("proc/uptime") {
+        Ok(t) => t
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|v| v.is_finite() && *v >= 0.0)
+            .map(Reading::Value)
+            .unwrap_or_else(|| Reading::unavailable("/proc/uptime: not a number of seconds")),
+        Err(e) => Reading::Unavailable(e),
+    }
+}
+
 pub fn xids_from_text(text: &str) -> Vec<XidEvent> {
     xid::parse_xids(text)
 }

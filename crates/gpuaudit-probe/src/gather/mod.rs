@@ -8,11 +8,12 @@ pub mod pcie_tree;
 
 use crate::command;
 use crate::host::{self, HostOptions};
+use crate::kernlog;
 use crate::nvml::{self, NvmlAnswer};
 use crate::root::RootFs;
 use gpuaudit_core::facts::{
-    normalize_bus_id, plausible, Facts, GpuFacts, MeasuredFacts, NetFacts, Origin, Topology,
-    ValueSource, XidEvent,
+    normalize_bus_id, plausible, Facts, GpuFacts, KernelLogPcie, MeasuredFacts, NetFacts, Origin,
+    Topology, ValueSource,
 };
 use gpuaudit_core::parse::{gpu_information, nvlink, nvsmi_xml, procfs, topo, ParseError};
 use gpuaudit_core::spec::SpecDb;
@@ -184,12 +185,19 @@ pub fn snapshot(dir: &Path, opts: &GatherOptions) -> Result<Facts, SnapshotError
     if let Ok(text) = cmd("nvidia-smi-nvlink-s.txt") {
         apply_nvlink_status(&mut facts, &text);
     }
-    facts.xid_events = match root.read_text("cmd/dmesg-xid.txt") {
-        Ok(Some(t)) => Reading::Value(files::xids_from_text(&t)),
-        Ok(None) => Reading::unavailable("snapshot has no kernel log extract (cmd/dmesg-xid.txt)"),
-        // Unreadable (permission denied, a FIFO, the unreadable marker) is not absent.
-        Err(e) => Reading::Unavailable(format!("kernel log extract not read: {e}")),
-    };
+    // Unreadable (permission denied, a FIFO, the unreadable marker) is not absent.
+    apply_kernel_log(
+        &mut facts,
+        kernlog::read_snapshot(&root).unwrap_or_else(|| Err(NO_EXTRACT.to_string())),
+    );
+    if facts
+        .pcie_errors
+        .paths
+        .value()
+        .is_some_and(|p| !p.is_empty() && p.iter().all(|x| x.upstream_unknown.is_some()))
+    {
+        facts.pcie_errors.paths = Reading::unavailable(NO_PATHS);
+    }
     facts.nvswitch = nvswitch::read(&root, nvswitch::snapshot_version(&root));
     facts.host = host::gather(&root, &opts.host);
     // No toolkit directory in a snapshot without a host part: nobody looked for one.
@@ -373,7 +381,7 @@ pub fn live_deferred(opts: &GatherOptions) -> (Facts, PendingHost) {
         }
         apply_files_fallback(&root, &mut facts, failed);
     }
-    facts.xid_events = live_xids();
+    apply_kernel_log(&mut facts, live_kernel_log(opts.command_timeout));
     facts.nvswitch = nvswitch::read(&root, nvswitch::live_version(&root, t));
     facts.topology = topology_from(
         topo_job
@@ -420,6 +428,15 @@ fn read_files(
         .as_ref()
         .map(|p| p.iter().map(|f| f.bus_id.clone()).collect::<Vec<_>>());
     facts.pcie_tree = pcie_tree::read(root, &gpu_ids);
+    facts.pcie_errors.uptime_s = files::uptime(root);
+    facts.pcie_errors.paths = match &facts.pci_gpus {
+        Reading::Value(list) => Reading::Value(
+            list.iter()
+                .map(|p| crate::pcipath::aer_path(root, &p.bus_id))
+                .collect(),
+        ),
+        Reading::Unavailable(e) => Reading::Unavailable(e.clone()),
+    };
     facts.modules = files::modules(root);
     facts.toolkit = files::toolkits(root, nvcc);
     facts.net = NetFacts {
@@ -603,11 +620,54 @@ fn apply_nvlink_status(facts: &mut Facts, text: &str) {
     }
 }
 
-/// NVIDIA XID lines from /dev/kmsg, read without blocking (needs root or CAP_SYSLOG).
-fn live_xids() -> Reading<Vec<XidEvent>> {
-    match RootFs::live().kernel_log_lines(gpuaudit_core::parse::xid::NEEDLE) {
-        Ok(text) => Reading::Value(files::xids_from_text(&text)),
-        Err(e) => Reading::Unavailable(e),
+/// Why a snapshot has no kernel log: none of its files is there.
+pub const NO_EXTRACT: &str =
+    "snapshot has no kernel log extract (cmd/kernel-log.txt, cmd/dmesg-xid.txt, var/log/kern.log)";
+/// A snapshot whose GPU directories are not links into /sys/devices: written before the PCI
+/// paths and their AER counters were collected.
+pub const NO_PATHS: &str =
+    "snapshot: the GPUs' PCI paths and AER counters were not collected (written before pcie.aer)";
+
+/// Now, seconds since 1970 (GPUAUDIT_NOW where set): the end of the kernel log's lookback.
+fn now_s() -> i64 {
+    crate::time::now()
+        .ok()
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+        .unwrap_or_else(jiff::Timestamp::now)
+        .as_second()
+}
+
+/// The live kernel log (see [`kernlog::read_live`]).
+pub fn live_kernel_log(timeout: Duration) -> Result<(kernlog::Extract, bool), String> {
+    kernlog::read_live(now_s(), timeout).map(|x| (x, false))
+}
+
+/// The kernel log's extract into the facts every kernel-log check reads: the Xid lines
+/// (health.xid, memory.errors) and the PCIe lines (pcie.aer). `xid_only`: the extract holds
+/// Xid lines only (a snapshot's old cmd/dmesg-xid.txt).
+fn apply_kernel_log(facts: &mut Facts, r: Result<(kernlog::Extract, bool), String>) {
+    match r {
+        Ok((x, xid_only)) => {
+            let text = x.text();
+            facts.xid_events = Reading::Value(files::xids_from_text(&text));
+            facts.pcie_errors.log = if xid_only {
+                Reading::unavailable(format!(
+                    "the snapshot's kernel log extract ({}) holds the Xid lines only",
+                    kernlog::OLD_EXTRACT
+                ))
+            } else {
+                let (aer, notices) = gpuaudit_core::parse::kernlog::parse_pcie(&text);
+                Reading::Value(KernelLogPcie {
+                    source: x.source,
+                    aer,
+                    notices,
+                })
+            };
+        }
+        Err(e) => {
+            facts.xid_events = Reading::Unavailable(e.clone());
+            facts.pcie_errors.log = Reading::Unavailable(e);
+        }
     }
 }
 
@@ -1041,10 +1101,7 @@ mod tests {
     fn a_kernel_log_extract_that_cannot_be_read_says_why_not_that_it_is_absent() {
         let d = snapshot_with_xml(None);
         let f = snapshot(d.path(), &GatherOptions::default()).unwrap();
-        assert_eq!(
-            f.xid_events.reason(),
-            Some("snapshot has no kernel log extract (cmd/dmesg-xid.txt)")
-        );
+        assert_eq!(f.xid_events.reason(), Some(super::NO_EXTRACT));
         // Unreadable as a FIFO is (a root-only file read by another user is the other case:
         // tests/unprivileged.rs runs that one as nobody).
         fifo(&d.path().join("cmd/dmesg-xid.txt"));

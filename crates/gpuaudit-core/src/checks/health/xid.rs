@@ -53,9 +53,10 @@ pub const CHECK: Check = Check {
     kind: CheckKind::Facts,
     doc: CheckDoc {
         what: concat!(
-            "The \"NVRM: Xid (PCI:...): CODE\" lines of the kernel log (/dev/kmsg live; \
-             cmd/dmesg-xid.txt in a snapshot, which may also hold journalctl -o short-iso or \
-             dmesg -T lines), matched to the GPU by their PCI address, each code decoded with \
+            "The \"NVRM: Xid (PCI:...): CODE\" lines of the kernel log (live: /dev/kmsg, \
+             dated from the boot time, else journalctl -k, else /var/log/kern.log, messages \
+             or syslog; in a snapshot cmd/kernel-log.txt, or the older cmd/dmesg-xid.txt, \
+             which may also hold journalctl -o short-iso or dmesg -T lines), matched to the GPU by their PCI address, each code decoded with \
              NVIDIA's Xid catalog (data/xid.toml: name, meaning, who causes it, NVIDIA's \
              immediate action, the resolution) and counted per GPU with the first and last \
              time the lines give. Lines dated with a year count for the last ",

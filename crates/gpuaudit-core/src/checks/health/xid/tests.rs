@@ -410,3 +410,24 @@ fn the_verdict_starts_a_sentence() {
         f.message
     );
 }
+
+#[test]
+fn a_live_dated_line_older_than_the_lookback_is_left_out() {
+    // The live reader dates /dev/kmsg records in ISO form (boot time + microseconds since
+    // boot); on the live machine the lookback counts from the newest dated line.
+    let log = "2026-11-20T09:59:59.000000+00:00 NVRM: Xid (PCI:0000:00:06): 79, pid=1, GPU has fallen off the bus.\n\
+               2026-11-27T10:00:00.000000+00:00 NVRM: Xid (PCI:0000:00:06): 13, pid=2, Graphics Exception\n";
+    let events = crate::parse::xid::parse_xids(log);
+    assert!(events.iter().all(|e| e.at.is_some()));
+    let f = facts(events);
+    assert_eq!(f.origin, Origin::Live);
+    let g = run(&f).into_iter().find(|x| x.gpu == Some(0)).unwrap();
+    assert_eq!(g.status, Status::Info, "{}", g.message);
+    assert!(g.message.contains("Xid 13 once"), "{}", g.message);
+    assert!(!g.message.contains("Xid 79"), "{}", g.message);
+    assert!(
+        g.message.contains("(1 line older than 7 days not counted)"),
+        "{}",
+        g.message
+    );
+}
