@@ -121,7 +121,11 @@ fn codes(list: impl IntoIterator<Item = u32>) -> String {
 }
 
 fn errors(facts: &Facts, policy: &Policy) -> Vec<Finding> {
-    let mut out = per_gpu_many(ID, facts, policy, |g| errors_one(g, &facts.xid_events));
+    let mut out = per_gpu_many(ID, facts, policy, |g| {
+        let link = crate::checks::pcie::aer::uncorrected_on(facts, policy, g)
+            .then(|| Cause::gpu(crate::checks::pcie::aer::CHECK.id, g.index));
+        errors_one(g, &facts.xid_events, link)
+    });
     // XIDs for GPUs the driver no longer lists (fallen off the bus) belong to the machine.
     if let Some(x) = facts.xid_events.value() {
         let orphan: Vec<&XidEvent> = x
@@ -197,7 +201,15 @@ struct Tally {
     /// Counters that are not kept here (ECC off), said as such.
     not_kept: Vec<String>,
     read_any: bool,
+    /// The kernel log's fault Xids on the GPU are all ones a failed PCIe link explains
+    /// (`LINK_XIDS`).
+    link_xids_only: bool,
 }
+
+/// Fault Xids that follow from the PCIe link failing (Xid 79, "GPU has fallen off the bus",
+/// after a surprise link down or an uncorrected AER error): where pcie.aer reports an
+/// uncorrected error on the GPU's path, the link is the cause, not the GPU's memory.
+pub const LINK_XIDS: &[u32] = &[79];
 
 fn ecc_counters(g: &GpuFacts, ev: &mut Evidence, t: &mut Tally) {
     ev.insert_readings(&[
@@ -407,6 +419,7 @@ fn kernel_log(g: &GpuFacts, xids: &Reading<Vec<XidEvent>>, ev: &mut Evidence, t:
         .filter(|c| xid_is_fault(*c))
         .collect();
     if !faults.is_empty() {
+        t.link_xids_only = faults.iter().all(|c| LINK_XIDS.contains(c));
         let list = codes(faults.iter().copied());
         let many = list.contains(", ");
         t.problems.push((
@@ -437,12 +450,14 @@ fn kernel_log(g: &GpuFacts, xids: &Reading<Vec<XidEvent>>, ev: &mut Evidence, t:
 /// this finding as their cause (memory.errors judges them with the ECC counters), so that one
 /// cause is one problem.
 pub fn gpu_has_problem(g: &GpuFacts, xids: &Reading<Vec<XidEvent>>) -> bool {
-    errors_one(g, xids)
+    errors_one(g, xids, None)
         .iter()
         .any(|f| matches!(f.status, Status::Fail | Status::Warn))
 }
 
-fn errors_one(g: &GpuFacts, xids: &Reading<Vec<XidEvent>>) -> Vec<Finding> {
+/// `link`: pcie.aer's finding on this GPU where it reports an uncorrected error on the GPU's
+/// path; it is the cause where the only problem here is a Xid the link failing explains.
+fn errors_one(g: &GpuFacts, xids: &Reading<Vec<XidEvent>>, link: Option<Cause>) -> Vec<Finding> {
     let mut ev = Evidence::new();
     let mut t = Tally::default();
     let rows = remaps_rows(g);
@@ -492,7 +507,17 @@ fn errors_one(g: &GpuFacts, xids: &Reading<Vec<XidEvent>>) -> Vec<Finding> {
     };
     let mut f =
         Finding::new(ID, status, format!("{}: {}", g.label(), parts.join("; "))).evidence(ev);
-    if status > Status::Info {
+    let link = link.filter(|_| t.link_xids_only && t.problems.len() == 1);
+    if let Some(cause) = link {
+        // The memory counters are clean: the GPU dropped off a failed link. pcie.aer's fix
+        // (the slot, riser or upstream port) is the one to follow; no GPU replacement.
+        f = f
+            .fix(format!(
+                "The PCIe link failed first (pcie.aer's finding on this GPU): follow its fix; then reset the GPU (`sudo nvidia-smi -r -i {}`) or reboot to bring it back.",
+                g.index
+            ))
+            .caused_by(cause);
+    } else if status > Status::Info {
         f = f.fix(format!(
             "Pending remaps/retirements: reset the GPU (`sudo nvidia-smi -r -i {}` with nothing running) or reboot. Failures or repeated uncorrectable errors: replace the GPU; on a cloud instance, ask for another host.",
             g.index

@@ -190,6 +190,46 @@ fn per_day(n: u64, d: f64) -> u64 {
     (n as f64 / d) as u64
 }
 
+/// The rate as a person reads it: "0.1" where the floor the judgment uses would say "0".
+fn rate_text(n: u64, d: f64) -> String {
+    let r = n as f64 / d;
+    if r < 10.0 {
+        format!("{r:.1}")
+    } else {
+        per_day(n, d).to_string()
+    }
+}
+
+/// Where a port is, said once in full per finding: later mentions of the same port in the
+/// message name it short ("at root port 00:03.0").
+fn place_short(path: &AerPath, i: usize) -> String {
+    let p = &path.ports[i];
+    let b = escape_line(short_bus_id(&p.bus_id)).into_owned();
+    match i {
+        0 => "at the GPU".to_string(),
+        _ if p.root_port => format!("at root port {b}"),
+        1 => format!("at port {b}"),
+        _ => format!("at switch port {b}"),
+    }
+}
+
+/// `texts` with each port's long place kept at its first mention only.
+fn shorten_places(path: &AerPath, texts: &mut [String]) {
+    for i in 0..path.ports.len() {
+        let long = place(path, i);
+        let short = place_short(path, i);
+        let mut seen = false;
+        for t in texts.iter_mut() {
+            if let Some(at) = t.find(&long) {
+                if seen {
+                    t.replace_range(at..at + long.len(), &short);
+                }
+                seen = true;
+            }
+        }
+    }
+}
+
 /// What the counters of one function say.
 fn counter_parts(path: &AerPath, i: usize, d: f64, out: &mut Vec<Part>) {
     let p = &path.ports[i];
@@ -237,10 +277,11 @@ fn counter_parts(path: &AerPath, i: usize, d: f64, out: &mut Vec<Part>) {
         out.push(Part {
             status,
             text: format!(
-                "{} corrected AER {}{detail} since boot {}, {rate} a day{}{kind}",
+                "{} corrected AER {}{detail} since boot {}, {} a day{}{kind}",
                 c.total,
                 if c.total == 1 { "error" } else { "errors" },
                 place(path, i),
+                rate_text(c.total, d),
                 if status == Status::Warn {
                     format!(" (a warning from {CORRECTED_PER_DAY})")
                 } else {
@@ -478,6 +519,7 @@ fn gpu_finding(facts: &Facts, g: &GpuFacts, path: Option<&AerPath>) -> Finding {
     let mut f = match (status, &counters) {
         (Some(s), _) if s > Status::Pass => {
             let mut texts: Vec<String> = parts.iter().take(MAX_PARTS).map(|p| p.text.clone()).collect();
+            shorten_places(path, &mut texts);
             if parts.len() > MAX_PARTS {
                 texts.push(format!("and {} more (see the evidence)", parts.len() - MAX_PARTS));
             }
@@ -530,6 +572,14 @@ fn gpu_finding(facts: &Facts, g: &GpuFacts, path: Option<&AerPath>) -> Finding {
         f = f.with("lines", lines);
     }
     f
+}
+
+/// pcie.aer fails on GPU `g` (an uncorrected error on its path, counted or in the kernel
+/// log): memory.errors names it as the cause of an Xid 79 with clean memory counters.
+pub fn uncorrected_on(facts: &Facts, policy: &Policy, g: &GpuFacts) -> bool {
+    check(facts, policy)
+        .iter()
+        .any(|f| f.gpu == Some(g.index) && f.status == Status::Fail && f.caused_by.is_none())
 }
 
 /// pcie.link's finding on GPU `g` is a problem (warn or fail): the GPU's own link is degraded.

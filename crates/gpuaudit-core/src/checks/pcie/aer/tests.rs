@@ -137,8 +137,29 @@ fn corrected_errors_warn_from_the_daily_rate() {
         p.ports[1].correctable = counts(1, &[("Advisory Non-Fatal", 1)])
     }));
     assert_eq!(one.status, Status::Info);
-    assert!(one.message.contains("1 corrected AER error (Advisory Non-Fatal 1) since boot at port 10:00.0 just above the GPU (the GPU's own link), 0 a day"), "{}", one.message);
+    assert!(one.message.contains("1 corrected AER error (Advisory Non-Fatal 1) since boot at port 10:00.0 just above the GPU (the GPU's own link), 0.1 a day"), "{}", one.message);
     assert!(!one.message.contains("signal integrity"));
+    // A rate under 10 a day is said with a decimal (the judgment floors it), from 10 whole.
+    assert_eq!(rate_text(99, 10.0), "9.9");
+    assert_eq!(rate_text(100, 10.0), "10");
+    assert_eq!(rate_text(1_005, 10.0), "100");
+}
+
+/// A port the message names more than once is said in full the first time only.
+#[test]
+fn each_port_is_placed_in_full_once_per_message() {
+    let f = gpu0(&base(|p| {
+        p.ports[3].fatal = counts(1, &[("SDES", 1)]);
+        p.ports[3].correctable = counts(5, &[("Timeout", 5)]);
+    }));
+    let long = "at root port 00:01.0, upstream of the GPU (the link to the CPU, shared by every device below it)";
+    assert_eq!(f.message.matches(long).count(), 1, "{}", f.message);
+    assert!(
+        f.message
+            .contains("since boot at root port 00:01.0, 0.5 a day"),
+        "{}",
+        f.message
+    );
 }
 
 #[test]
@@ -622,5 +643,51 @@ fn log_text_is_escaped_and_bounded() {
     assert_eq!(
         f.evidence.0["lines"].as_array().unwrap().len(),
         MAX_LINES_SHOWN
+    );
+}
+
+/// An Xid 79 on a GPU whose memory counters are clean, with an uncorrected AER error on its
+/// path: the link is the one problem, memory.errors (and through it health.xid) its effects;
+/// with another fault Xid beside it, or without the AER error, memory.errors stands alone.
+#[test]
+fn a_failed_link_is_the_cause_of_an_xid_79_that_memory_errors_reads() {
+    let memory = |fatal: u64, codes: &[u32]| {
+        let mut f = base(|p| p.ports[3].fatal = counts(fatal, &[("SDES", fatal)]));
+        let bus = bus_id(0);
+        f.xid_events = Reading::Value(
+            codes
+                .iter()
+                .map(|c| crate::facts::XidEvent {
+                    bus_id: Some(bus.clone()),
+                    code: *c,
+                    text: format!("NVRM: Xid (PCI:{bus}): {c}, ..."),
+                    ..Default::default()
+                })
+                .collect(),
+        );
+        let out = (crate::checks::memory::errors::CHECK.run)(&f, &Policy::default());
+        (
+            uncorrected_on(&f, &Policy::default(), &f.gpu_list()[0]),
+            out.into_iter().find(|x| x.gpu == Some(0)).unwrap(),
+        )
+    };
+    let (aer_fails, m) = memory(1, &[79]);
+    assert!(aer_fails);
+    assert_eq!(m.status, Status::Fail);
+    assert_eq!(m.caused_by, Some(Cause::gpu(ID, 0)));
+    assert!(
+        m.fix.as_deref().unwrap_or("").contains("pcie.aer"),
+        "{:?}",
+        m.fix
+    );
+    let (aer_fails, m) = memory(0, &[79]);
+    assert!(!aer_fails);
+    assert_eq!(m.caused_by, None);
+    let (_, m) = memory(1, &[79, 48]);
+    assert_eq!(m.caused_by, None);
+    assert!(
+        m.fix.as_deref().unwrap_or("").contains("replace the GPU"),
+        "{:?}",
+        m.fix
     );
 }
