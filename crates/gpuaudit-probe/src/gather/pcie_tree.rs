@@ -286,8 +286,12 @@ pub fn collect(c: &mut Collector, gpus: &[String]) {
             if !linked.insert(f.clone()) {
                 continue;
             }
-            // sys/bus/pci/devices/<bdf> -> ../../../../sys/devices/pci.../<bdf>
-            c.link(&format!("{PCI_DEVICES}/{f}"), &format!("../../../../{dir}"));
+            // sys/bus/pci/devices/<bdf> -> ../../../../sys/devices/pci.../<bdf>; the snapshot
+            // lists there what the source lists (a snapshot collected again may have its
+            // bridges only under sys/devices).
+            if c.src.exists(&format!("{PCI_DEVICES}/{f}")) {
+                c.link(&format!("{PCI_DEVICES}/{f}"), &format!("../../../../{dir}"));
+            }
             // Every function under sys/bus/pci/devices says what it is (pci_gpus reads each).
             c.copy(&format!("{dir}/vendor"));
             if i + 1 < p.functions.len() {
