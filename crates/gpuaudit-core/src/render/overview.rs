@@ -27,7 +27,8 @@ impl<'a> Overview<'a> {
     pub fn of(report: &'a Report) -> Overview<'a> {
         let groups = groups(report);
         let skips: Vec<&Group> = groups.iter().filter(|g| g.status == Status::Skip).collect();
-        let not_run = skips.len();
+        // Checks, not groups: a check that skipped on each GPU is one check not run.
+        let not_run = distinct_checks(skips.iter().copied());
         let not_run_reason = main_reason(report, &skips);
         let as_ordered = report.audit.expect.as_ref().map(|_| {
             let identity: Vec<&Group> = groups
@@ -308,17 +309,24 @@ impl AreaTally {
 /// (the skips that quote it), else the most common skip message given twice or more.
 fn main_reason(report: &Report, skips: &[&Group]) -> Option<(String, usize)> {
     if let Some(r) = &report.audit.measurements_not_run {
-        let k = skips
-            .iter()
-            .filter(|g| g.message.contains(r.as_str()))
-            .count();
+        let k = distinct_checks(
+            skips
+                .iter()
+                .copied()
+                .filter(|g| g.message.contains(r.as_str())),
+        );
         if k > 0 {
             return Some((r.clone(), k));
         }
     }
+    // Each message with the checks that give it (a check counted once per message).
     let mut counts: Vec<(&str, usize)> = Vec::new();
     let mut at: HashMap<&str, usize> = HashMap::new();
+    let mut seen: std::collections::HashSet<(&str, &str)> = std::collections::HashSet::new();
     for g in skips {
+        if !seen.insert((g.message.as_str(), g.check)) {
+            continue;
+        }
         match at.get(g.message.as_str()) {
             Some(&i) => counts[i].1 += 1,
             None => {
@@ -332,6 +340,14 @@ fn main_reason(report: &Report, skips: &[&Group]) -> Option<(String, usize)> {
         .filter(|(_, c)| *c >= 2)
         .max_by_key(|(_, c)| *c)
         .map(|(m, c)| (m.to_string(), c))
+}
+
+/// How many checks the groups are of (the groups of one check counted once).
+pub fn distinct_checks<'g, 'a: 'g>(groups: impl Iterator<Item = &'g Group<'a>>) -> usize {
+    groups
+        .map(|g| g.check)
+        .collect::<std::collections::HashSet<&str>>()
+        .len()
 }
 
 pub fn plural(n: usize, one: &str, many: &str) -> String {
@@ -703,6 +719,38 @@ mod tests {
             &Policy::default(),
             None,
         );
+        assert_eq!(
+            Overview::of(&r).not_run_sentence().as_deref(),
+            Some("2 checks not run, each for its own reason")
+        );
+    }
+
+    /// A check that skipped on each GPU is one check not run, in the count and in the
+    /// reason's count (the table lists it once).
+    #[test]
+    fn a_check_skipped_on_every_gpu_is_one_check_not_run() {
+        let reason = "snapshot audit: nothing is measured";
+        let f = vec![
+            Finding::skip("pcie.aer", "GPU 0 (00:06.0): counters not known").gpu(0),
+            Finding::skip("pcie.aer", "GPU 1 (00:07.0): counters not known").gpu(1),
+            Finding::skip("compute.gemm", reason).gpu(0),
+            Finding::skip("compute.gemm", reason).gpu(1),
+            Finding::skip("memory.bandwidth", reason),
+        ];
+        let r = report_of(f, &Policy::default(), Some(reason));
+        let o = Overview::of(&r);
+        assert_eq!(o.not_run, 3);
+        assert_eq!(
+            o.not_run_sentence().as_deref(),
+            Some("3 checks not run: snapshot audit: nothing is measured (2), other reasons (1)")
+        );
+        // Without a measurement reason: the shared message counted once per check.
+        let f = vec![
+            Finding::skip("a.b", "same").gpu(0),
+            Finding::skip("a.b", "same").gpu(1),
+            Finding::skip("c.d", "other"),
+        ];
+        let r = report_of(f, &Policy::default(), None);
         assert_eq!(
             Overview::of(&r).not_run_sentence().as_deref(),
             Some("2 checks not run, each for its own reason")

@@ -330,9 +330,19 @@ fn not_run(out: &mut Out, o: &Overview) {
     let (of_main, others): (Vec<&Group>, Vec<&Group>) = skips
         .iter()
         .partition(|g| main.is_some_and(|r| g.message.contains(r)));
+    // A check that skipped for the main reason on one GPU and another on the next is listed
+    // under the main reason only, as the overview counts it.
+    let others: Vec<&Group> = others
+        .into_iter()
+        .filter(|g| !of_main.iter().any(|m| m.check == g.check))
+        .collect();
     let ids = |v: &[&Group]| {
-        let mut ids: Vec<&str> = v.iter().map(|g| g.check).collect();
-        ids.dedup();
+        let mut ids: Vec<&str> = Vec::new();
+        for g in v {
+            if !ids.contains(&g.check) {
+                ids.push(g.check);
+            }
+        }
         ids.join(", ")
     };
     if let Some(r) = main.filter(|_| !of_main.is_empty()) {
