@@ -41,7 +41,8 @@ pub const CHECK: Check = Check {
                and the IOMMU (/sys/class/iommu, the iommu=, intel_iommu=, amd_iommu= \
                parameters of /proc/cmdline). GPU pairs that `nvidia-smi topo -m` joins with \
                NVLink are left aside: their traffic takes NVLink. In a VM (the CPU's \
-               hypervisor flag) the host's switches are not visible.",
+               hypervisor flag) the host's switches are not visible: the check skips and \
+               says so.",
         why: "With ACS P2P Request Redirect or Completion Redirect (or Egress Control) on a \
               switch's downstream port, GPU-to-GPU traffic over PCIe and GPUDirect RDMA \
               between a GPU and the NIC on the same switch is sent up to the root complex \
@@ -241,7 +242,8 @@ fn run_acs(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
                 count_of(tree.ports.len() as u64, "virtual bridge")
             ),
         };
-        return vec![Finding::info(
+        // Nothing is judged: a skip that says what cannot be seen, not a note on every VM.
+        return vec![Finding::skip(
             ID,
             format!(
                 "in a VM: the host's PCIe switches and their ACS cannot be seen, only the VM's own virtual PCIe tree ({seen}); the hypervisor decides whether GPUs reach each other over PCIe (`nvidia-smi topo -p2p r` shows it); NVLink is not affected by ACS"
@@ -252,7 +254,7 @@ fn run_acs(facts: &Facts, _policy: &Policy) -> Vec<Finding> {
         .with("iommu", &iommu)];
     }
     if gpus.len() == 1 && nics == 0 {
-        return vec![Finding::info(
+        return vec![Finding::skip(
             ID,
             format!(
                 "one GPU ({}) and no RDMA NIC: no peer-to-peer path through a PCIe switch to judge",
