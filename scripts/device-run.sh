@@ -17,6 +17,8 @@
 set -u
 cd "$(dirname "$0")/.." || exit 2
 BIN=${1:-.dev/gpuaudit}
+# Absolute: some steps run it from another directory.
+BIN=$(realpath "$BIN")
 OUT=${OUT:-$(mktemp -d /tmp/gpuaudit-dev.XXXXXX)}
 W=$OUT/w
 mkdir -p "$W"
@@ -110,7 +112,10 @@ if has health; then
     # nvidia-smi's 00000000:18:00.0 is sysfs's 0000:18:00.0.
     b=/sys/bus/pci/devices/$(echo "$d" | tr 'A-F' 'a-f' | sed 's/^0000//')
     echo "GPU $d -> $b -> $(readlink -f "$b" 2>&1)"
-    [ -e "$b" ] && ls "$b" | grep -E '^aer_|numa_node' | tr '\n' ' ' && echo
+    if [ -e "$b" ]; then
+      for f in "$b"/aer_* "$b"/numa_node; do [ -e "$f" ] && printf '%s ' "${f##*/}"; done
+      echo
+    fi
     p=$(readlink -f "$b")
     while [ -n "$p" ] && [ "$p" != /sys/devices ]; do
       [ -e "$p/aer_dev_correctable" ] && echo "  ${p##*/}: $(head -c 300 "$p/aer_dev_correctable" | tr '\n' ' ')"
@@ -120,7 +125,9 @@ if has health; then
   done
   echo "journalctl -k lines (root): $(journalctl -k --since=-7d -o short-iso --no-pager 2>&1 | wc -l)"
   echo "dpkg: $(dpkg-query -W -f '${Package} ${Version}\n' 2>/dev/null | grep -Ei 'nvidia|cuda|runc|containerd|docker' | tr '\n' ';' | head -c 1500)"
-  ls /dev/nvidia-nvswitch* /var/log/fabricmanager.log 2>&1 | head -3
+  for f in /dev/nvidia-nvswitch* /var/log/fabricmanager.log; do
+    if [ -e "$f" ]; then echo "present: $f"; else echo "absent: $f"; fi
+  done | head -5
   NB=$(mktemp -d /tmp/gpuaudit-nobody.XXXXXX); chmod 755 "$NB"; cp "$BIN" "$NB/gpuaudit"; chmod 755 "$NB/gpuaudit"
   for who in root nobody; do
     if [ $who = root ]; then run=("$BIN"); else run=(runuser -u nobody -- "$NB/gpuaudit"); fi

@@ -109,7 +109,8 @@ impl<'a> Collector<'a> {
         }
     }
 
-    /// A relative symbolic link at `rel` to `target` (sysfs links the snapshot keeps, so that
+    /// A relative symbolic link at `rel` to `target` (relative to the link's directory: sysfs
+    /// links the snapshot keeps, such as /sys/bus/pci/devices/<bdf> into /sys/devices, so that
     /// it resolves them as sysfs does); its parent directories are made.
     pub fn link(&mut self, rel: &str, target: &str) {
         let p = self.out.join(normalize(rel));
@@ -130,24 +131,6 @@ impl<'a> Collector<'a> {
     /// The unreadable marker with its reason, in place of a file that could not be read.
     pub fn mark(&mut self, rel: &str, reason: &str) {
         self.write(rel, format!("{UNREADABLE_MARK}{reason}\n"));
-    }
-
-    /// A symbolic link at `rel` to `target` (relative to the link's directory), as sysfs's
-    /// /sys/bus/pci/devices/<bdf> links into /sys/devices.
-    pub fn symlink(&mut self, rel: &str, target: &str) {
-        let p = self.out.join(normalize(rel));
-        let r = p
-            .parent()
-            .map_or(Ok(()), fs::create_dir_all)
-            .and_then(|_| std::os::unix::fs::symlink(target, &p));
-        match r {
-            Ok(()) => self.summary.files += 1,
-            Err(e) => self.summary.failed.push(format!(
-                "could not write {}: {}",
-                p.display(),
-                io_reason(&e)
-            )),
-        }
     }
 
     /// An empty file that says "this program exists".
@@ -416,7 +399,7 @@ fn collect_aer_path(c: &mut Collector, bus: &str) {
     c.dir(&rel);
     let link = format!("{PCI_DEVICES}/{bus}");
     if fs::symlink_metadata(c.out().join(&link)).is_err() {
-        c.symlink(&link, &format!("../../../{under}"));
+        c.link(&link, &format!("../../../{under}"));
     }
     for (_, dir) in crate::pcipath::port_dirs(c.src, bus).0 {
         for f in AER_FILES.iter().chain(ROOTPORT_FILES.iter()) {

@@ -431,3 +431,100 @@ fn a_live_dated_line_older_than_the_lookback_is_left_out() {
         g.message
     );
 }
+
+/// The action is the one after the last " to ", even where the one before is short.
+#[test]
+fn the_recovery_action_is_the_one_changed_to() {
+    assert_eq!(
+        recovery_action("GPU recovery action changed from 0x0 (N) to 0x2 (Node Reboot Required)"),
+        Some("Node Reboot Required")
+    );
+    assert_eq!(
+        recovery_action("changed from 0x0 (None) to 0x3 ( Drain P2P )"),
+        Some("Drain P2P")
+    );
+    assert_eq!(recovery_action("changed to nothing"), None);
+    assert_eq!(recovery_action("changed to (unclosed"), None);
+    // A drain is named as the driver's request, not as an action not known.
+    let f = gpu0(vec![XidEvent {
+        text: "NVRM: Xid (PCI:0000:00:06): 154, GPU recovery action changed from 0x0 (None) to 0x3 (Drain P2P)".into(),
+        ..ev("0000:00:06", 154)
+    }]);
+    assert_eq!(f.status, Status::Warn);
+    assert!(
+        f.message.contains("The driver asks for \"Drain P2P\""),
+        "{}",
+        f.message
+    );
+}
+
+/// Exactly as many codes as are listed: no "more"; no line older than the lookback: no
+/// "older than"; a note carries no fix.
+#[test]
+fn bounds_are_said_only_when_reached() {
+    let f = gpu0(vec![
+        ev("0000:00:06", 13),
+        ev("0000:00:06", 94),
+        ev("0000:00:06", 79),
+        ev("0000:00:06", 63),
+    ]);
+    assert_eq!(
+        f.evidence
+            .get("xids")
+            .and_then(|x| x.as_array())
+            .map(Vec::len),
+        Some(MAX_CODES_LISTED)
+    );
+    assert!(!f.message.contains("more"), "{}", f.message);
+    assert!(!f.message.contains("older than"), "{}", f.message);
+    let note = gpu0(vec![ev("0000:00:06", 13)]);
+    assert_eq!(note.status, Status::Info);
+    assert_eq!(note.fix, None);
+}
+
+/// Lines of listed GPUs make no finding of an address without a GPU; each such address
+/// and each switch has one finding with its own lines only.
+#[test]
+fn each_address_and_switch_gets_its_own_lines() {
+    let sx = |bus: &str, code: u32| XidEvent {
+        switch: true,
+        text: format!("nvidia-nvswitch0: SXid (PCI:{bus}): {code}, Non-fatal, x"),
+        ..ev(bus, code)
+    };
+    let out = run(&facts(vec![ev("0000:00:06", 13), ev("0000:00:06", 79)]));
+    assert_eq!(out.len(), 2, "{out:#?}");
+    assert!(out.iter().all(|f| f.gpu.is_some()));
+    let out = run(&facts(vec![
+        ev("0000:00:06", 13),
+        ev("0000:00:42", 79),
+        ev("0000:00:42", 79),
+        ev("0000:00:43", 94),
+        sx("0000:c5:00.0", 24007),
+        sx("0000:c6:00.0", 12028),
+    ]));
+    let codes = |f: &Finding, key: &str| -> Vec<u64> {
+        f.evidence
+            .get(key)
+            .and_then(|x| x.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|c| {
+                        c.as_u64()
+                            .or_else(|| c.get("code").and_then(|v| v.as_u64()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let of = |p: &str| out.iter().find(|f| f.message.starts_with(p)).unwrap();
+    assert_eq!(out.len(), 6, "{out:#?}");
+    assert_eq!(codes(of("PCI 0000:00:42"), "xids"), vec![79]);
+    assert!(
+        of("PCI 0000:00:42").message.contains("Xid 79 2 times"),
+        "{}",
+        of("PCI 0000:00:42").message
+    );
+    assert_eq!(codes(of("PCI 0000:00:43"), "xids"), vec![94]);
+    assert_eq!(codes(of("NVSwitch 0000:c5:00.0"), "sxids"), vec![24007]);
+    assert_eq!(codes(of("NVSwitch 0000:c6:00.0"), "sxids"), vec![12028]);
+}
