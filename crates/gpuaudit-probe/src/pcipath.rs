@@ -4,7 +4,7 @@
 
 use crate::root::RootFs;
 use gpuaudit_core::facts::{AerCounts, AerPath, AerPort, RootPortTotals};
-use gpuaudit_core::parse::kernlog::{bdf, parse_aer_counts};
+use gpuaudit_core::parse::kernlog::parse_aer_counts;
 use gpuaudit_core::Reading;
 
 /// Where sysfs lists the PCI functions (links into /sys/devices).
@@ -25,32 +25,16 @@ pub const ROOTPORT_FILES: [&str; 3] = [
 /// VMD or platform device) ends the path. An error says why the path is not known (the link
 /// does not resolve into /sys/devices, as in a snapshot written before it was collected).
 pub fn upstream(root: &RootFs, bus: &str) -> Result<(String, Vec<String>), String> {
+    // The one walk of the path, pcie.acs's (gather::pcie_tree::upstream).
     let link = format!("{PCI_DEVICES}/{bus}");
-    let real = root
-        .real_path(&link)
-        .ok_or_else(|| format!("/{link} does not resolve"))?;
-    let rel = real.trim_start_matches('/');
-    let Some(under) = rel.strip_prefix("sys/devices/") else {
+    let p = crate::gather::pcie_tree::upstream(root, &link)?;
+    if p.functions.last().map(String::as_str) != Some(bus) {
         return Err(format!(
-            "/{link} is not a link into /sys/devices (its parents are not known)"
-        ));
-    };
-    let comps: Vec<&str> = under.split('/').collect();
-    // The PCI functions at the end of the path, up to the first component that is none.
-    let mut chain: Vec<String> = Vec::new();
-    for c in comps.iter().rev() {
-        match bdf(c) {
-            Some(b) => chain.push(b),
-            None => break,
-        }
-    }
-    chain.reverse();
-    if chain.last().map(String::as_str) != Some(bus) {
-        return Err(format!(
-            "/{link} resolves to /{rel}, not to the function itself"
+            "/{link} resolves to {}, not to the function itself",
+            p.sysfs
         ));
     }
-    Ok((rel.to_string(), chain))
+    Ok((p.sysfs.trim_start_matches('/').to_string(), p.functions))
 }
 
 fn counts(root: &RootFs, file: &str) -> Reading<AerCounts> {
@@ -207,7 +191,7 @@ mod tests {
             .upstream_unknown
             .as_deref()
             .unwrap()
-            .contains("is not a link into /sys/devices"));
+            .contains("not to a device under a PCI host bridge"));
         // A GPU on the root bus (a VM): no port above it.
         fs::create_dir_all(d.path().join("sys/devices/pci0000:00/0000:00:07.0")).unwrap();
         std::os::unix::fs::symlink(
