@@ -338,3 +338,42 @@ GPU1\tNV4\t X \tSYS\tSYS\t32-63\t1\n\
     let t2 = t.replace("GPU0\t X \tNV4\tPIX\tNODE", "GPU0\t X \tNV4\tPIX\tSYS");
     assert_eq!(on(&t2, 2).status, Status::Info);
 }
+
+/// Beside the matrix, a NIC's sysfs NUMA node (its own, by device name) is what places it;
+/// -1 or no entry leaves the matrix's inference.
+#[test]
+fn a_nics_sysfs_numa_node_overrides_the_inference() {
+    let with_tree = |nics: &[(&str, i32)]| {
+        let mut f = Machine::healthy("h200-sxm-141gb", 4).build();
+        f.topology = Reading::Value(topo::parse(CROWDED).unwrap());
+        let endpoints = nics
+            .iter()
+            .enumerate()
+            .map(|(i, (d, n))| {
+                ep(
+                    &format!("0000:{:02x}:00.0", 0x80 + i),
+                    EndpointRole::Nic {
+                        device: (*d).to_string(),
+                    },
+                    Reading::Value(*n),
+                )
+            })
+            .collect();
+        f.pcie_tree = Reading::Value(PcieTree {
+            endpoints,
+            ..PcieTree::default()
+        });
+        let r = run_placement(&f, &Policy::default());
+        assert_eq!(r.len(), 1, "{r:?}");
+        r.into_iter().next().unwrap()
+    };
+    // mlx5_1 on node 1 by sysfs: no node holds two, a note.
+    let f = with_tree(&[("mlx5_0", 0), ("mlx5_1", 1)]);
+    assert_eq!(f.status, Status::Info, "{}", f.message);
+    // -1 is "not known": the matrix's node 0 stands, and node 0 holds both.
+    let f = with_tree(&[("mlx5_0", 0), ("mlx5_1", -1)]);
+    assert_eq!(f.status, Status::Warn, "{}", f.message);
+    // Another device's node is not this NIC's.
+    let f = with_tree(&[("mlx5_0", 0), ("mlx5_7", 1)]);
+    assert_eq!(f.status, Status::Warn, "{}", f.message);
+}

@@ -465,3 +465,48 @@ fn gpu_pairs_joined_by_nvlink_are_left_aside() {
         r[0].message
     );
 }
+
+/// Three GPUs behind one switch, GPU 0 and GPU 1 joined by NVLink, GPU 2 by PCIe only: the
+/// pairs with GPU 2 are judged, each pair once, never a GPU with itself, and each GPU of
+/// the matrix found by its own bus id and label.
+#[test]
+fn only_the_pairs_without_nvlink_are_named() {
+    let g: Vec<String> = (0..3).map(crate::testing::bus_id).collect();
+    let dsp2 = "0000:02:02.0";
+    let mut m = Machine::healthy("h200-sxm-141gb", 3).build();
+    if let Reading::Value(t) = &mut m.topology {
+        for (i, j) in [(0, 2), (2, 0), (1, 2), (2, 1)] {
+            t.links[i][j] = TopoLink::Pix;
+        }
+    }
+    m.pcie_tree = Reading::Value(PcieTree {
+        endpoints: vec![
+            gpu(&g[0], &[RP, USP, DSP0]),
+            gpu(&g[1], &[RP, USP, DSP1]),
+            gpu(&g[2], &[RP, USP, dsp2]),
+        ],
+        ports: vec![
+            port(DSP0, 6, Reading::Value(Some(0x1d))),
+            port(DSP1, 6, Reading::Value(Some(0x1d))),
+            port(dsp2, 6, Reading::Value(Some(0x1d))),
+        ],
+        iommu: Reading::unavailable("not read"),
+    });
+    let r = run_acs(&m, &Policy::default());
+    assert_eq!(r.len(), 1, "{r:?}");
+    let f = &r[0];
+    assert_eq!(f.status, Status::Warn, "{}", f.message);
+    let pair = |a: usize, b: usize| format!("GPU {} ↔ GPU {}", g[a], g[b]);
+    assert!(f.message.contains(&pair(0, 2)), "{}", f.message);
+    assert!(f.message.contains(&pair(1, 2)), "{}", f.message);
+    assert!(!f.message.contains(&pair(0, 1)), "{}", f.message);
+    for i in 0..3 {
+        assert!(!f.message.contains(&pair(i, i)), "{}", f.message);
+    }
+    assert_eq!(
+        f.evidence
+            .get("gpu_pairs_over_nvlink")
+            .and_then(|v| v.as_u64()),
+        Some(1)
+    );
+}

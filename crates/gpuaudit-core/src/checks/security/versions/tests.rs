@@ -409,3 +409,62 @@ fn targets_and_descriptions() {
         describe(&d[0])
     );
 }
+
+/// The audit's day: a snapshot's collection day, else today; the check runs on it.
+#[test]
+fn the_audit_day_is_the_snapshots_or_today() {
+    let mut f = facts(vec![], vec![]);
+    let today = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+        / 86_400;
+    let live = audit_day(&f).unwrap();
+    assert!((live - today).abs() <= 1, "{live} vs {today}");
+    let stale = |f: &Facts| {
+        (CHECK.run)(f, &Policy::default())
+            .iter()
+            .any(|x| x.message.starts_with("the bulletin table"))
+    };
+    f.origin = Origin::Snapshot {
+        path: "x".into(),
+        description: None,
+        collected_at: Some("2027-07-01T00:00:00Z".into()),
+    };
+    assert_eq!(audit_day(&f), day_of("2027-07-01"));
+    assert!(stale(&f));
+    f.origin = Origin::Snapshot {
+        path: "x".into(),
+        description: None,
+        collected_at: Some("2026-12-03T00:00:00Z".into()),
+    };
+    assert!(!stale(&f));
+    assert!(!(CHECK.run)(&f, &Policy::default()).is_empty());
+}
+
+/// Exactly as many bulletins and CVEs as are named: no "more"; no toolkit at all is
+/// "not installed".
+#[test]
+fn bounds_are_said_only_when_reached() {
+    let t = security_table().unwrap();
+    let mut h = hits(t, Product::Runc, "1.1.11");
+    assert_eq!(h.len(), NAMED);
+    let out = run(&facts(
+        vec![program("runc", "/usr/bin/runc", "1.1.11")],
+        vec![],
+    ));
+    let r = of(&out, "runc");
+    assert!(!r.message.contains("more bulletins"), "{}", r.message);
+    h[0].cves = vec!["CVE-1".into(), "CVE-2".into(), "CVE-3".into()];
+    let d = describe(&h[0]);
+    assert!(d.contains("CVE-1, CVE-2, CVE-3 ("), "{d}");
+    let mut f = facts(vec![], vec![]);
+    f.toolkit = Reading::Value(vec![]);
+    let out = run(&f);
+    assert!(
+        out.iter().any(|x| x.status == Status::Pass
+            && x.message.starts_with("not installed")
+            && x.message.contains("CUDA toolkit")),
+        "{out:#?}"
+    );
+}
