@@ -7,6 +7,7 @@
 pub mod checks;
 pub mod compare;
 pub mod facts;
+pub mod figures;
 pub mod finding;
 pub mod fleet;
 pub mod parse;

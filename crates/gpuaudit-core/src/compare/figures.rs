@@ -5,6 +5,9 @@
 
 use super::model::{FigureCell, FigureRow};
 use crate::facts::pcie_link_gbps;
+use crate::figures::{
+    ContextFigure, Figure, GemmFigure, LoopbackFigure, MemoryFigure, NcclFigure, PcieFigure,
+};
 use crate::finding::Status;
 use crate::fleet::figures::worst_by;
 use crate::fleet::stats::{shortfall, Better};
@@ -31,9 +34,9 @@ enum Source {
     Nvlink,
     /// The net.loopback finding's `median_us`.
     Loopback,
-    /// A measurement by name and dtype; `optional`: the row only where a machine has it.
+    /// A measurement of a figure and dtype; `optional`: the row only where a machine has it.
     Measured {
-        name: &'static str,
+        figure: Figure,
         dtype: Option<&'static str>,
         optional: bool,
     },
@@ -41,6 +44,7 @@ enum Source {
 
 struct Spec {
     key: &'static str,
+    /// The row's label; a measured row's is the catalog's.
     label: &'static str,
     source: Source,
     /// The check that measures it: its skip says why it was not measured.
@@ -51,8 +55,7 @@ struct Spec {
 
 const fn measured(
     key: &'static str,
-    label: &'static str,
-    name: &'static str,
+    figure: Figure,
     dtype: Option<&'static str>,
     optional: bool,
     check: &'static str,
@@ -60,9 +63,9 @@ const fn measured(
 ) -> Spec {
     Spec {
         key,
-        label,
+        label: "",
         source: Source::Measured {
-            name,
+            figure,
             dtype,
             optional,
         },
@@ -81,8 +84,7 @@ const ROWS: &[Spec] = &[
     },
     measured(
         "h2d_pinned_bandwidth",
-        "host→device pinned",
-        "h2d_pinned_bandwidth",
+        Figure::Pcie(PcieFigure::H2dPinned),
         None,
         false,
         "pcie.bandwidth",
@@ -90,8 +92,7 @@ const ROWS: &[Spec] = &[
     ),
     measured(
         "d2h_pinned_bandwidth",
-        "device→host pinned",
-        "d2h_pinned_bandwidth",
+        Figure::Pcie(PcieFigure::D2hPinned),
         None,
         false,
         "pcie.bandwidth",
@@ -99,8 +100,7 @@ const ROWS: &[Spec] = &[
     ),
     measured(
         "bidirectional_total_bandwidth",
-        "host↔device both ways",
-        "bidirectional_total_bandwidth",
+        Figure::Pcie(PcieFigure::BidirectionalTotal),
         None,
         true,
         "pcie.bandwidth",
@@ -122,8 +122,7 @@ const ROWS: &[Spec] = &[
     },
     measured(
         "context_create_ms",
-        "CUDA context creation",
-        "context_create_ms",
+        Figure::Context(ContextFigure::Create),
         None,
         false,
         "cuda.context-latency",
@@ -131,15 +130,14 @@ const ROWS: &[Spec] = &[
     ),
     Spec {
         key: "loopback_rtt",
-        label: "loopback TCP round trip",
+        label: "",
         source: Source::Loopback,
         check: "net.loopback",
         ratio_of: None,
     },
     measured(
         "memory_copy_bandwidth",
-        "memory copy",
-        "memory_copy_bandwidth",
+        Figure::Memory(MemoryFigure::Copy),
         None,
         false,
         "memory.bandwidth",
@@ -147,8 +145,7 @@ const ROWS: &[Spec] = &[
     ),
     measured(
         "memory_memcpy_bandwidth",
-        "memory memcpy",
-        "memory_memcpy_bandwidth",
+        Figure::Memory(MemoryFigure::Memcpy),
         None,
         true,
         "memory.bandwidth",
@@ -156,8 +153,7 @@ const ROWS: &[Spec] = &[
     ),
     measured(
         "gemm_tflops_bf16",
-        "bf16 GEMM",
-        "gemm_tflops",
+        Figure::Gemm(GemmFigure::Tflops),
         Some("bf16"),
         false,
         "compute.gemm",
@@ -165,8 +161,7 @@ const ROWS: &[Spec] = &[
     ),
     measured(
         "allreduce_busbw",
-        "all-reduce bus bandwidth",
-        "allreduce_busbw",
+        Figure::Nccl(NcclFigure::AllreduceBusbw),
         None,
         false,
         "nccl.allreduce",
@@ -308,7 +303,12 @@ fn nvlink_cell(r: &Report) -> FigureCell {
     }
 }
 
+/// The loopback figure, else (a report from before it was a measurement) the net.loopback
+/// finding's `median_us`.
 fn loopback_cell(r: &Report) -> Option<FigureCell> {
+    if let Some(c) = measured_cell(r, Figure::Loopback(LoopbackFigure::RoundTrip), None) {
+        return Some(c);
+    }
     r.findings
         .iter()
         .filter(|f| f.check == "net.loopback")
@@ -321,9 +321,9 @@ fn loopback_cell(r: &Report) -> Option<FigureCell> {
         .map(|v| value(v, crate::units::figure(v), None, None))
 }
 
-fn measured_cell(r: &Report, name: &str, dtype: Option<&str>) -> Option<FigureCell> {
+fn measured_cell(r: &Report, figure: Figure, dtype: Option<&str>) -> Option<FigureCell> {
     let worst = worst_by(r, |m| (m.name.clone(), m.dtype.clone()));
-    let w = worst.get(&(name.to_string(), dtype.map(str::to_string)))?;
+    let w = worst.get(&(figure.id().to_string(), dtype.map(str::to_string)))?;
     let m = w.measurement;
     Some(value(
         m.value,
@@ -333,30 +333,34 @@ fn measured_cell(r: &Report, name: &str, dtype: Option<&str>) -> Option<FigureCe
     ))
 }
 
-fn unit_of(spec: &Spec, reports: &[&Report]) -> (String, Option<Better>) {
+/// The row's unit and which way it is better: the catalog's for a measured figure.
+fn unit_of(spec: &Spec) -> (String, Option<Better>) {
+    let of = |f: Figure| {
+        let s = f.spec();
+        (s.unit.report().to_string(), Some(s.better))
+    };
     match spec.source {
         Source::Link => ("GB/s".into(), Some(Better::Higher)),
         Source::Power => ("W".into(), Some(Better::Higher)),
         Source::Nvlink => (String::new(), None),
-        Source::Loopback => ("us".into(), Some(Better::Lower)),
-        Source::Measured { name, dtype, .. } => {
-            let unit = reports
-                .iter()
-                .flat_map(|r| &r.measurements)
-                .find(|m| m.name == name && m.dtype.as_deref() == dtype)
-                .map(|m| m.unit.clone())
-                .unwrap_or_else(|| {
-                    // No report has it: the unit the report writes it in.
-                    match name {
-                        n if n.ends_with("_ms") => "ms",
-                        n if n.starts_with("gemm_") => "TFLOPS",
-                        _ => "GB/s",
-                    }
-                    .into()
-                });
-            let better = Better::of_unit(&unit);
-            (unit, Some(better))
+        Source::Loopback => of(Figure::Loopback(LoopbackFigure::RoundTrip)),
+        Source::Measured { figure, .. } => of(figure),
+    }
+}
+
+/// The row's label: a measured figure's is the catalog's ("GEMM bf16").
+fn label_of(spec: &Spec) -> String {
+    let label = |f: Figure, dtype: Option<&str>| {
+        let spec = f.spec();
+        match dtype {
+            Some(d) => spec.label.replace("{dtype}", d),
+            None => spec.label.replace(", {size}", ""),
         }
+    };
+    match spec.source {
+        Source::Measured { figure, dtype, .. } => label(figure, dtype),
+        Source::Loopback => label(Figure::Loopback(LoopbackFigure::RoundTrip), None),
+        _ => spec.label.to_string(),
     }
 }
 
@@ -388,10 +392,22 @@ fn judge(cells: &mut [FigureCell], better: Option<Better>) -> bool {
         return cells.iter().any(|c| Some(&c.text) != first.as_ref());
     };
     let values: Vec<f64> = cells.iter().filter_map(|c| c.value).collect();
-    let best_of = |a: f64, b: f64| if better.worse(a, b) == a { b } else { a };
+    // Of one machine against another the centre is the best: a condition wrong either way
+    // (`Neither`) is worse the farther it is from the first value.
+    let centre = values.first().copied().unwrap_or(0.0);
+    let best_of = |a: f64, b: f64| {
+        if better.worse(a, b, centre) == a {
+            b
+        } else {
+            a
+        }
+    };
     let (Some(best), Some(worst)) = (
         values.iter().copied().reduce(best_of),
-        values.iter().copied().reduce(|a, b| better.worse(a, b)),
+        values
+            .iter()
+            .copied()
+            .reduce(|a, b| better.worse(a, b, centre)),
     ) else {
         return false;
     };
@@ -413,7 +429,7 @@ pub(crate) fn rows(reports: &[&Report]) -> Vec<FigureRow> {
                     Source::Power => power_cell(r),
                     Source::Nvlink => Some(nvlink_cell(r)),
                     Source::Loopback => loopback_cell(r),
-                    Source::Measured { name, dtype, .. } => measured_cell(r, name, dtype),
+                    Source::Measured { figure, dtype, .. } => measured_cell(r, figure, dtype),
                 };
                 cell.unwrap_or_else(|| match spec.source {
                     // Read, not measured: an older report, a GPU whose link was not read.
@@ -431,11 +447,11 @@ pub(crate) fn rows(reports: &[&Report]) -> Vec<FigureRow> {
                 continue;
             }
         }
-        let (unit, better) = unit_of(spec, reports);
+        let (unit, better) = unit_of(spec);
         let differs = judge(&mut cells, better);
         out.push(FigureRow {
             key: spec.key.into(),
-            label: spec.label.into(),
+            label: label_of(spec),
             unit,
             better,
             ratio_of: spec.ratio_of.map(str::to_string),

@@ -779,12 +779,20 @@ pub struct Measurement {
     pub expected: Option<f64>,
     /// value / expected (for latencies too: above 1 is slower than expected).
     pub ratio: Option<f64>,
+    /// What healthy GPUs of the model reach, in `unit`, where it was measured
+    /// (data/attainable.toml: the device copy and GEMMs); the datasheet's `expected` is a
+    /// peak no GPU reaches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attainable: Option<f64>,
     /// How it was measured, in a sentence.
     pub method: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dtype: Option<String>,
+    /// The directory a storage figure is of.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use super::node::{gpu_model, Input, Node};
 use super::stats::{self, Better};
 use crate::facts::Measurement;
+use crate::figures as catalog;
 use crate::report::Report;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -84,20 +85,30 @@ pub(crate) fn worst_by<K: Ord>(
         let e = largest.entry(k).or_insert(m.size_bytes);
         *e = (*e).max(m.size_bytes);
     }
-    let mut out: BTreeMap<K, Worst<'_>> = BTreeMap::new();
-    for m in &report.measurements {
-        if !m.value.is_finite() {
-            continue;
-        }
+    let counted = |m: &Measurement| {
         let k = (m.name.as_str(), m.dtype.as_deref(), m.gpu.is_some());
-        if largest.get(&k).copied().flatten() != m.size_bytes {
-            continue;
+        m.value.is_finite() && largest.get(&k).copied().flatten() == m.size_bytes
+    };
+    // A condition wrong either way (`Better::Neither`) is judged by the GPU farthest from
+    // the machine's own median of it.
+    let mut values: BTreeMap<K, Vec<f64>> = BTreeMap::new();
+    for m in report.measurements.iter().filter(|m| counted(m)) {
+        if catalog::Figure::better_of(m) == Better::Neither {
+            values.entry(key(m)).or_default().push(m.value);
         }
-        let better = Better::of_unit(&m.unit);
-        match out.entry(key(m)) {
+    }
+    let mut out: BTreeMap<K, Worst<'_>> = BTreeMap::new();
+    for m in report.measurements.iter().filter(|m| counted(m)) {
+        let better = catalog::Figure::better_of(m);
+        let k = key(m);
+        let centre = values
+            .get(&k)
+            .and_then(|v| stats::median(v))
+            .unwrap_or(m.value);
+        match out.entry(k) {
             std::collections::btree_map::Entry::Occupied(mut e) => {
                 let w = e.get_mut();
-                if w.better.worse(w.measurement.value, m.value) != w.measurement.value {
+                if better.worse(w.measurement.value, m.value, centre) != w.measurement.value {
                     w.measurement = m;
                 }
             }

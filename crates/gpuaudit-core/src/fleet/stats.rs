@@ -47,34 +47,8 @@ pub fn mad(values: &[f64], median_value: f64) -> Option<f64> {
     median(&dev)
 }
 
-/// Which way a figure is better.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Better {
-    /// Bandwidth, TFLOPS, clocks: the node's value is its lowest GPU's.
-    Higher,
-    /// Latencies, temperatures, the burn's variation: the node's value is its highest GPU's.
-    Lower,
-}
-
-impl Better {
-    /// The direction of a figure of `unit` (the report's units: a time, a temperature or the
-    /// coefficient of variation `ratio` is better lower; every rate, clock and power higher).
-    pub fn of_unit(unit: &str) -> Better {
-        match unit {
-            "ms" | "us" | "s" | "C" | "ratio" => Better::Lower,
-            _ => Better::Higher,
-        }
-    }
-
-    /// The worse of two values.
-    pub fn worse(self, a: f64, b: f64) -> f64 {
-        match self {
-            Better::Higher => a.min(b),
-            Better::Lower => a.max(b),
-        }
-    }
-}
+/// Which way a figure is better: the figure catalog's.
+pub use crate::figures::Better;
 
 /// How far `value` is on the worse side of `median`, as a share of the median (0.12: 12%
 /// worse); negative where it is better. None where the median is not positive.
@@ -85,6 +59,7 @@ pub fn shortfall(value: f64, median_value: f64, better: Better) -> Option<f64> {
     Some(match better {
         Better::Higher => (median_value - value) / median_value,
         Better::Lower => (value - median_value) / median_value,
+        Better::Neither => (value - median_value).abs() / median_value,
     })
 }
 
@@ -97,6 +72,7 @@ pub fn robust_z(value: f64, median_value: f64, mad_value: f64, better: Better) -
     let worse_by = match better {
         Better::Higher => median_value - value,
         Better::Lower => value - median_value,
+        Better::Neither => (value - median_value).abs(),
     };
     Some(worse_by / (MAD_TO_SIGMA * mad_value))
 }
@@ -129,15 +105,12 @@ mod tests {
     }
 
     #[test]
-    fn directions_by_unit() {
-        for u in ["ms", "us", "s", "C", "ratio"] {
-            assert_eq!(Better::of_unit(u), Better::Lower, "{u}");
-        }
-        for u in ["GB/s", "TFLOPS", "MHz", "W", "samples/s"] {
-            assert_eq!(Better::of_unit(u), Better::Higher, "{u}");
-        }
-        assert_eq!(Better::Higher.worse(1.0, 2.0), 1.0);
-        assert_eq!(Better::Lower.worse(1.0, 2.0), 2.0);
+    fn the_worse_of_two_values() {
+        assert_eq!(Better::Higher.worse(1.0, 2.0, 0.0), 1.0);
+        assert_eq!(Better::Lower.worse(1.0, 2.0, 0.0), 2.0);
+        // Neither: the one farther from the centre, either side.
+        assert_eq!(Better::Neither.worse(9.0, 12.0, 10.0), 12.0);
+        assert_eq!(Better::Neither.worse(12.0, 7.0, 10.0), 7.0);
     }
 
     #[test]

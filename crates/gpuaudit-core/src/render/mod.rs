@@ -351,6 +351,8 @@ mod tests {
             method: HOSTILE.into(),
             size_bytes: None,
             dtype: Some(HOSTILE.into()),
+            attainable: None,
+            path: None,
         });
         r
     }

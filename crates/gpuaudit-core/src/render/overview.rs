@@ -7,9 +7,9 @@
 use super::group::{gpus_label, groups, Group};
 use super::{area, area_title, fmt_value, gpu_names};
 use crate::facts::Measurement;
+use crate::figures::{self as catalog, GemmFigure, PcieFigure};
 use crate::finding::Status;
 use crate::report::Report;
-use crate::units::bytes;
 use std::collections::HashMap;
 
 /// The report as the views summarise it.
@@ -444,48 +444,9 @@ pub fn place(m: &Measurement) -> String {
     }
 }
 
-/// A person's name for a measurement.
+/// A person's name for a measurement (the figure catalog's label, with its dtype or size).
 pub fn measurement_label(m: &Measurement) -> String {
-    let size = m.size_bytes.map(bytes).unwrap_or_default();
-    let dtype = m.dtype.as_deref().unwrap_or("");
-    match m.name.as_str() {
-        "context_create_ms" => "context creation, median".into(),
-        "context_create_ms_max" => "context creation, slowest".into(),
-        "cuinit_ms" => "cuInit, median".into(),
-        "h2d_pinned_bandwidth" => "host→GPU copy, pinned".into(),
-        "d2h_pinned_bandwidth" => "GPU→host copy, pinned".into(),
-        "h2d_pageable_bandwidth" => "host→GPU copy, pageable".into(),
-        "d2h_pageable_bandwidth" => "GPU→host copy, pageable".into(),
-        "h2d_pinned_bandwidth_all_gpus" => "host→GPU, all GPUs at once".into(),
-        "d2h_pinned_bandwidth_all_gpus" => "GPU→host, all GPUs at once".into(),
-        "memory_copy_bandwidth" => "memory copy (kernel)".into(),
-        "memory_memcpy_bandwidth" => "memory copy (memcpy)".into(),
-        "memory_read_bandwidth" => "memory read".into(),
-        "memory_write_bandwidth" => "memory write".into(),
-        "memory_triad_bandwidth" => "memory triad".into(),
-        "memory_add_bandwidth" => "memory add".into(),
-        "h2d_bidirectional_bandwidth" => "host→GPU while GPU→host runs".into(),
-        "d2h_bidirectional_bandwidth" => "GPU→host while host→GPU runs".into(),
-        "bidirectional_total_bandwidth" => "host link, both ways summed".into(),
-        "h2d_sm_bandwidth" => "host→GPU copy by the SMs".into(),
-        "d2h_sm_bandwidth" => "GPU→host copy by the SMs".into(),
-        "host_latency_sm_us" => "host memory latency from the SM".into(),
-        "host_round_trip_us" => "host↔GPU 4-byte round trip".into(),
-        "p2p_one_to_all_bandwidth" => "one GPU → all others".into(),
-        "p2p_all_to_one_bandwidth" => "all others → one GPU".into(),
-        "gemm_tflops" => format!("GEMM {dtype}"),
-        "p2p_bandwidth" => "GPU→GPU copy (P2P)".into(),
-        "p2p_bidir_bandwidth" => "GPU↔GPU both ways".into(),
-        "p2p_latency_us" => "GPU→GPU 4-byte latency".into(),
-        "allreduce_busbw" => format!("all-reduce bus bandwidth, {size}"),
-        "allreduce_latency_us" => format!("all-reduce time, {size}"),
-        "burn_tflops" => format!("burn {dtype}, median"),
-        "burn_tflops_cv" => "burn steadiness (CV)".into(),
-        "burn_sm_clock_mhz" => "burn SM clock, median".into(),
-        "burn_power_w" => "burn power, median".into(),
-        "burn_temperature_c" => "burn temperature, hottest".into(),
-        other => other.to_string(),
-    }
+    catalog::Figure::label_of(m)
 }
 
 /// The report's measurements as figures: one per name (and dtype; and size for the
@@ -557,8 +518,8 @@ impl KeyRatios {
                     .filter(|m| {
                         m.gpu == Some(*g)
                             && matches!(
-                                m.name.as_str(),
-                                "memory_copy_bandwidth" | "memory_memcpy_bandwidth"
+                                catalog::Figure::of(m),
+                                Some(catalog::Figure::Memory(f)) if f.is_device_copy()
                             )
                     })
                     .filter_map(|m| m.ratio)
@@ -567,11 +528,16 @@ impl KeyRatios {
             .min_by(f64::total_cmp);
         KeyRatios {
             memory,
-            bf16: lowest(&|m| m.name == "gemm_tflops" && m.dtype.as_deref() == Some("bf16")),
+            bf16: lowest(&|m| {
+                catalog::Figure::of(m) == Some(catalog::Figure::Gemm(GemmFigure::Tflops))
+                    && m.dtype.as_deref() == Some("bf16")
+            }),
             host_link: lowest(&|m| {
                 matches!(
-                    m.name.as_str(),
-                    "h2d_pinned_bandwidth" | "d2h_pinned_bandwidth"
+                    catalog::Figure::of(m),
+                    Some(catalog::Figure::Pcie(
+                        PcieFigure::H2dPinned | PcieFigure::D2hPinned
+                    ))
                 )
             }),
         }
@@ -993,6 +959,8 @@ mod tests {
             method: String::new(),
             size_bytes: None,
             dtype: None,
+            attainable: None,
+            path: None,
         }
     }
 

@@ -4,7 +4,6 @@
 
 mod causes;
 pub mod limits;
-mod measurements;
 mod read;
 mod redact;
 #[cfg(test)]
@@ -12,8 +11,8 @@ mod robustness;
 mod schema;
 mod series;
 
+pub use crate::figures::measurements;
 pub use causes::Causes;
-pub use measurements::measurements;
 pub use read::{from_json, from_json_for_summary, ReadError};
 pub use redact::{Kind as RedactedKind, RedactError, Redactor};
 pub use schema::{json_schema, json_schema_text};

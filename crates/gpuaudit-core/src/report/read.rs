@@ -171,6 +171,10 @@ struct SummaryMeasurement {
     size_bytes: Option<u64>,
     #[serde(default)]
     dtype: Option<String>,
+    #[serde(default)]
+    attainable: Option<f64>,
+    #[serde(default)]
+    path: Option<String>,
 }
 
 /// The top level of a report as a summary reads it (`series` is not read).
@@ -208,6 +212,8 @@ impl<'de> serde::de::Visitor<'de> for SummaryReport<'_> {
                                 method: String::new(),
                                 size_bytes: x.size_bytes,
                                 dtype: x.dtype,
+                                attainable: x.attainable,
+                                path: x.path,
                             })
                             .collect(),
                     )
@@ -304,6 +310,8 @@ mod tests {
                 method: "test".into(),
                 size_bytes: None,
                 dtype: None,
+                attainable: None,
+                path: None,
             });
         }
         let text = serde_json::to_string(&r).unwrap();

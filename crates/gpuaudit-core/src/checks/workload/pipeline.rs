@@ -9,9 +9,7 @@
 use crate::checks::common::storage_of;
 use crate::checks::judge::spec_of;
 use crate::checks::{Check, CheckDoc, CheckKind};
-use crate::facts::{
-    Facts, Measurement, Rehearsal, Stage, StageFigure, TorchFigure, TorchRun, TORCH_NOT_ASKED,
-};
+use crate::facts::{Facts, Rehearsal, Stage, StageFigure, TorchFigure, TorchRun, TORCH_NOT_ASKED};
 use crate::finding::{Finding, Status};
 use crate::parse::host::mounts::{parse_size, FsClass};
 use crate::policy::Policy;
@@ -769,134 +767,11 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-// ------------------------------------------------------------------ report figures
-
-/// The rehearsal's figures for the report's `measurements`: each stage's samples per
-/// second (`rehearse_<stage>_samples_per_s`, what a chart of the stages plots), the whole
-/// pipeline's, the GPU busy fraction and NVML's utilisation, and the torch runs with their
-/// expectations.
-pub fn measurements(facts: &Facts) -> Vec<Measurement> {
-    let Some(r) = facts.measured.rehearsal.value() else {
-        return Vec::new();
-    };
-    let mk =
-        |name: String, value: f64, unit: &str, expected: Option<f64>, method: String| Measurement {
-            name,
-            gpu: None,
-            peer: None,
-            value,
-            unit: unit.into(),
-            expected,
-            ratio: expected.filter(|e| *e > 0.0).map(|e| value / e),
-            method,
-            size_bytes: None,
-            dtype: None,
-        };
-    let mut out = Vec::new();
-    for s in Stage::ALL {
-        if let Some(f) = r.stage(s).value() {
-            out.push(mk(
-                format!("rehearse_{}_samples_per_s", s.key()),
-                f.samples_per_s,
-                "samples/s",
-                None,
-                format!("{}, alone: {}", s.label(), f.method),
-            ));
-        }
-    }
-    if let Some(g) = r.gpu.value() {
-        if let Some(f) = r.stage(Stage::GpuStep).value() {
-            if let Some(t) = f.tflops {
-                out.push(Measurement {
-                    dtype: Some(g.dtype.clone()),
-                    ..mk(
-                        "rehearse_gpu_step_tflops".into(),
-                        t,
-                        "TFLOPS",
-                        None,
-                        format!("the model's GEMMs at batch {}, alone", r.config.batch),
-                    )
-                });
-            }
-        }
-        if let Some(x) = g.reference.value() {
-            out.push(mk(
-                "rehearse_gpu_step_reference_samples_per_s".into(),
-                x.samples_per_s,
-                "samples/s",
-                None,
-                format!(
-                    "GPU step alone at batch {}: {}",
-                    g.reference_batch, x.method
-                ),
-            ));
-        }
-        if let Some(p) = g.pipeline.value() {
-            out.push(mk(
-                "rehearse_pipeline_samples_per_s".into(),
-                p.samples_per_s,
-                "samples/s",
-                None,
-                p.method.clone(),
-            ));
-            out.push(mk(
-                "rehearse_gpu_busy_pct".into(),
-                p.gpu_busy * 100.0,
-                "%",
-                None,
-                "CUDA events around each step's GPU work, summed, over the pipeline's wall \
-                 time (mean of the GPUs)"
-                    .into(),
-            ));
-            if let Some(u) = p.nvml_utilization_pct.value() {
-                out.push(mk(
-                    "rehearse_nvml_utilization_pct".into(),
-                    *u,
-                    "%",
-                    None,
-                    "NVML utilisation sampled every 200 ms during the pipeline, mean of the GPUs"
-                        .into(),
-                ));
-            }
-        }
-    }
-    if let Some(runs) = r.torch.value() {
-        for t in runs {
-            let (Some(f), Some((_, reference, flops))) =
-                (t.result.value(), torch_model(&t.model, t.sequence))
-            else {
-                continue;
-            };
-            let exp =
-                spec_of(facts, t.gpu).and_then(|s| expected_samples_per_s(&reference, flops, s));
-            out.push(Measurement {
-                gpu: Some(t.gpu),
-                ..mk(
-                    format!("torch_{}_samples_per_s", t.model.replace('-', "_")),
-                    f.samples_per_s,
-                    "samples/s",
-                    exp.as_ref().map(|e| e.0),
-                    format!(
-                        "PyTorch {} training steps on synthetic data, batch {}, {}, {}; \
-                         expected: {}",
-                        f.torch_version,
-                        t.batch,
-                        f.precision,
-                        f.built_from,
-                        exp.map(|e| e.1)
-                            .unwrap_or_else(|| "no datasheet figure".into())
-                    ),
-                )
-            });
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::facts::{DataSource, PipelineFigure, RehearsalConfig, RehearsalGpu, StageResult};
+    use crate::figures::measurements;
     use crate::testing::Machine;
 
     const SAMPLE: f64 = 112.0 * 1024.0;

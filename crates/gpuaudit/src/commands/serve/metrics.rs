@@ -603,6 +603,8 @@ mod tests {
             method: "test".into(),
             size_bytes: None,
             dtype: Some("bf16".into()),
+            attainable: None,
+            path: None,
         });
         r.measurements.push(Measurement {
             name: "p2p_bandwidth".into(),
@@ -615,6 +617,8 @@ mod tests {
             method: "test".into(),
             size_bytes: None,
             dtype: None,
+            attainable: None,
+            path: None,
         });
         let text = encode_metrics(Some(&r), &ExporterState::default());
         let l = "{name=\"gemm_tflops\",gpu=\"0\",peer=\"\",dtype=\"bf16\",unit=\"TFLOPS\"}";
