@@ -77,13 +77,46 @@ fn prometheus_scrapes_the_exporter() {
     let exporter = Exporter::start(&["--root", root.to_str().unwrap(), "--interval", "1s"]);
     exporter.wait_for("/healthz", 200, Duration::from_secs(30));
 
+    // dcgm-exporter beside it: its series of the snapshot's two GPUs, as dcgm-exporter names
+    // them (`UUID`, `Hostname`; dcgm-exporter's README), for the join the README shows.
+    let uuids: Vec<String> = {
+        let r = request(exporter.addr, "GET", "/metrics");
+        let mut u: Vec<String> = r
+            .body
+            .lines()
+            .filter(|l| l.starts_with("gpuaudit_gpu_info{"))
+            .filter_map(|l| {
+                l.split("uuid=\"")
+                    .nth(1)?
+                    .split('"')
+                    .next()
+                    .map(str::to_string)
+            })
+            .collect();
+        u.sort();
+        u
+    };
+    assert_eq!(uuids.len(), 2, "{uuids:?}");
+    let dcgm = dcgm_exporter(
+        uuids
+            .iter()
+            .enumerate()
+            .map(|(i, u)| {
+                format!(
+                    "DCGM_FI_DEV_POWER_USAGE{{gpu=\"{i}\",UUID=\"{u}\",device=\"nvidia{i}\",\
+                     modelName=\"NVIDIA H200\",Hostname=\"node-1\"}} 350.0\n"
+                )
+            })
+            .collect::<String>(),
+    );
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("prometheus.yml");
     std::fs::write(
         &config,
         format!(
             "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n\
-             scrape_configs:\n  - job_name: gpuaudit\n    static_configs:\n      - targets: ['{}']\n",
+             scrape_configs:\n  - job_name: gpuaudit\n    static_configs:\n      - targets: ['{}']\n\
+             \x20 - job_name: dcgm\n    static_configs:\n      - targets: ['{dcgm}']\n",
             exporter.addr
         ),
     )
@@ -112,7 +145,7 @@ fn prometheus_scrapes_the_exporter() {
         let target = api(web, "/api/v1/targets").and_then(|v| {
             v["data"]["activeTargets"]
                 .as_array()
-                .and_then(|t| t.first().cloned())
+                .and_then(|t| t.iter().find(|x| x["labels"]["job"] == "gpuaudit").cloned())
         });
         let series = api(web, "/api/v1/query?query=gpuaudit_check_status")
             .and_then(|v| v["data"]["result"].as_array().cloned())
@@ -156,13 +189,7 @@ fn prometheus_scrapes_the_exporter() {
         ("gpuaudit_problems{status=\"fail\"}", "1"),
         ("gpuaudit_audit_errors_total", "0"),
     ] {
-        let q = query
-            .replace('{', "%7B")
-            .replace('}', "%7D")
-            .replace('"', "%22")
-            .replace('=', "%3D")
-            .replace('(', "%28")
-            .replace(')', "%29");
+        let q = encode(query);
         let v = api(web, &format!("/api/v1/query?query={q}")).expect(query);
         let got = v["data"]["result"][0]["value"][1].as_str().unwrap_or("");
         assert_eq!(got, want, "{query}: {v}");
@@ -184,6 +211,27 @@ fn prometheus_scrapes_the_exporter() {
             .is_some_and(|a| a.iter().all(|s| s["metric"].get("y").is_none())),
         "{info}"
     );
+    // The README's join: dcgm-exporter's power draw over gpuaudit's enforced limit, per GPU,
+    // matched on the UUID (dcgm-exporter's `UUID` label copied into gpuaudit's `uuid`).
+    let query = "label_replace(DCGM_FI_DEV_POWER_USAGE, \"uuid\", \"$1\", \"UUID\", \"(.*)\") \
+                 / on(uuid) gpuaudit_gpu_power_limit_watts";
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let joined = loop {
+        let v = api(web, &format!("/api/v1/query?query={}", encode(query)))
+            .and_then(|v| v["data"]["result"].as_array().cloned())
+            .unwrap_or_default();
+        if v.len() == 2 || Instant::now() > deadline {
+            break v;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    assert_eq!(joined.len(), 2, "{joined:?}\n{}", log());
+    for s in &joined {
+        let uuid = s["metric"]["uuid"].as_str().unwrap_or("");
+        assert!(uuids.iter().any(|u| u == uuid), "{s}");
+        // 350 W of the snapshot's 700 W limit.
+        assert_eq!(s["value"][1].as_str(), Some("0.5"), "{s}");
+    }
     let ts = api(
         web,
         "/api/v1/query?query=gpuaudit_last_audit_timestamp_seconds",
@@ -194,4 +242,35 @@ fn prometheus_scrapes_the_exporter() {
         .and_then(|s| s.parse().ok())
         .expect("a number");
     assert!(t > 1.7e9, "{ts}");
+}
+
+/// A query as a URL's query component.
+fn encode(q: &str) -> String {
+    q.bytes()
+        .map(|b| match b {
+            b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9' | b'_' | b'-' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A stand-in for dcgm-exporter: answers every request with `body` as Prometheus text, on a
+/// thread of its own for the rest of the test process.
+fn dcgm_exporter(body: String) -> std::net::SocketAddr {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
+    let addr = listener.local_addr().expect("its address");
+    std::thread::spawn(move || {
+        for mut c in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = c.read(&mut buf);
+            let _ = write!(
+                c,
+                "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n\
+                 Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    addr
 }

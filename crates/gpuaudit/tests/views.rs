@@ -341,10 +341,50 @@ fn html_structure() {
     }
     let r = measured_report(2, |_| {});
     let html = render::render(&r, Format::Html, &TableOptions::default());
-    assert!(html.contains("You are getting <b>"), "{html}");
+    // The headline holds the machine against what a healthy H200 reaches (memory and bf16
+    // have attainable figures; the host link has none), the datasheet beside it.
+    let attained = gpuaudit_core::render::overview::KeyRatios::attained(&r);
+    let sheet = gpuaudit_core::render::overview::KeyRatios::of(&r);
+    assert!(attained.host_link.is_none() && attained.memory.is_some() && attained.bf16.is_some());
+    let pct = |x: f64| format!("{:.0}%", x * 100.0);
     assert!(
-        html.contains("is the geometric mean of these 3 figures"),
+        html.contains(&format!(
+            "You are getting <b>{}</b> of what a healthy NVIDIA H200 SXM 141GB reaches: memory \
+             bandwidth {}, bf16 {}.",
+            pct(attained.overall().unwrap()),
+            pct(attained.memory.unwrap()),
+            pct(attained.bf16.unwrap())
+        )),
         "{html}"
+    );
+    assert!(
+        html.contains(&format!(
+            "Against the datasheet's peak: {} (",
+            pct(sheet.overall().unwrap())
+        )),
+        "{html}"
+    );
+    assert!(
+        html.contains("is the geometric mean of these 2 figures"),
+        "{html}"
+    );
+    // A model without attainable figures: the datasheet alone, and it says so.
+    let mut bare = r.clone();
+    for m in &mut bare.measurements {
+        m.attainable = None;
+    }
+    let html_bare = render::render(&bare, Format::Html, &TableOptions::default());
+    assert!(
+        html_bare.contains(&format!(
+            "You are getting <b>{}</b> of a datasheet NVIDIA H200 SXM 141GB",
+            pct(sheet.overall().unwrap())
+        )),
+        "{html_bare}"
+    );
+    assert!(
+        html_bare.contains("is the geometric mean of these 3 figures")
+            && html_bare.contains("no figure of this model has a measured attainable value"),
+        "{html_bare}"
     );
     for id in [
         "chart-ratios",

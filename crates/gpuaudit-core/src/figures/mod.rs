@@ -307,6 +307,68 @@ pub struct FigureSpec {
 }
 
 impl FigureSpec {
+    /// The figure's Prometheus family, without the unit: its id less the unit it is written
+    /// in ("context_create_ms_max" → "context_create_max", "gemm_tflops" → "gemm",
+    /// "rehearse_read_samples_per_s" → "rehearse_read"); [`Unit::base_suffix`] follows it.
+    pub fn metric_stem(&self) -> String {
+        let id = self.id;
+        for (unit, qualifier) in [("_ms_", "max"), ("_us_", "p99")] {
+            if let Some(stem) = id.strip_suffix(&format!("{unit}{qualifier}")) {
+                return format!("{stem}_{qualifier}");
+            }
+        }
+        for unit in [
+            "_samples_per_s",
+            "_tflops",
+            "_iops",
+            "_mhz",
+            "_pct",
+            "_ms",
+            "_us",
+            "_w",
+            "_c",
+        ] {
+            if let Some(stem) = id.strip_suffix(unit) {
+                return stem.to_string();
+            }
+        }
+        id.to_string()
+    }
+
+    /// The label without its dtype and size placeholders ("GEMM", "all-reduce bus
+    /// bandwidth"), for where one text stands for every dtype and size.
+    pub fn plain_label(&self) -> String {
+        self.label
+            .replace(" {dtype}", "")
+            .replace("{dtype} ", "")
+            .replace(", {size}", "")
+    }
+
+    /// The full name of the figure's family in `serve`'s metrics, in base units:
+    /// `gpuaudit_h2d_pinned_bandwidth_bytes_per_second`, `gpuaudit_context_create_seconds`.
+    pub fn metric_name(&self) -> String {
+        format!(
+            "gpuaudit_{}_{}",
+            self.metric_stem(),
+            self.unit.base_suffix()
+        )
+    }
+
+    /// How much of its expectation a value attains, above 1 better for every figure (value /
+    /// expected where higher is better, expected / value where lower is): one alert rule
+    /// (`< 0.9`) fits a bandwidth and a latency alike. None without a positive expectation,
+    /// and for a condition wrong either way.
+    pub fn attainment(&self, value: f64, expected: f64) -> Option<f64> {
+        if !(expected > 0.0 && value.is_finite()) {
+            return None;
+        }
+        match self.better {
+            Better::Higher => Some(value / expected),
+            Better::Lower if value > 0.0 => Some(expected / value),
+            Better::Lower | Better::Neither => None,
+        }
+    }
+
     pub(crate) const fn perf(id: &'static str, label: &'static str, unit: Unit) -> FigureSpec {
         FigureSpec {
             id,
@@ -444,10 +506,7 @@ impl Figure {
                 label.replace("{dtype}", d)
             }
             (Figure::Nccl(_), _, Some(size)) => label.replace("{size}", &bytes(size)),
-            _ => label
-                .replace(" {dtype}", "")
-                .replace("{dtype} ", "")
-                .replace(", {size}", ""),
+            _ => f.spec().plain_label(),
         }
     }
 }

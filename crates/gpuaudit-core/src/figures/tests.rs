@@ -487,3 +487,80 @@ fn a_full_audit_reports_every_figure_of_its_groups() {
         .filter(|m| m.name.starts_with("h2d_"))
         .all(|m| m.attainable.is_none()));
 }
+
+#[test]
+fn every_figure_has_its_own_metric_in_base_units() {
+    let all = Figure::all();
+    let names: Vec<String> = all.iter().map(|f| f.spec().metric_name()).collect();
+    let mut unique = names.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), names.len(), "{names:?}");
+    for n in &names {
+        assert!(
+            n.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_'),
+            "{n}"
+        );
+        // No unit of the report's left in the name (the CV's "tflops" is what varies).
+        assert!(!n.ends_with("_tflops"), "{n}");
+        for u in ["_ms", "_us", "_mhz", "_pct", "_per_s", "_gbps"] {
+            assert!(!n.contains(&format!("{u}_")) && !n.ends_with(u), "{n}");
+        }
+    }
+    let name = |id: &str| Figure::from_id(id).unwrap().spec().metric_name();
+    for (id, want) in [
+        (
+            "h2d_pinned_bandwidth",
+            "gpuaudit_h2d_pinned_bandwidth_bytes_per_second",
+        ),
+        ("context_create_ms", "gpuaudit_context_create_seconds"),
+        (
+            "context_create_ms_max",
+            "gpuaudit_context_create_max_seconds",
+        ),
+        ("gemm_tflops", "gpuaudit_gemm_flops"),
+        ("burn_tflops_cv", "gpuaudit_burn_tflops_cv_ratio"),
+        ("burn_sm_clock_mhz", "gpuaudit_burn_sm_clock_hertz"),
+        ("burn_power_w", "gpuaudit_burn_power_watts"),
+        ("burn_temperature_c", "gpuaudit_burn_temperature_celsius"),
+        ("p2p_latency_us", "gpuaudit_p2p_latency_seconds"),
+        (
+            "loopback_round_trip_us_p99",
+            "gpuaudit_loopback_round_trip_p99_seconds",
+        ),
+        (
+            "allreduce_busbw",
+            "gpuaudit_allreduce_busbw_bytes_per_second",
+        ),
+        (
+            "storage_rand_read_iops",
+            "gpuaudit_storage_rand_read_per_second",
+        ),
+        (
+            "rehearse_read_samples_per_s",
+            "gpuaudit_rehearse_read_samples_per_second",
+        ),
+        ("rehearse_gpu_busy_pct", "gpuaudit_rehearse_gpu_busy_ratio"),
+    ] {
+        assert_eq!(name(id), want, "{id}");
+    }
+}
+
+#[test]
+fn attainment_is_better_above_one_either_way() {
+    let spec = |id: &str| Figure::from_id(id).unwrap().spec();
+    assert_eq!(
+        spec("h2d_pinned_bandwidth").attainment(50.0, 62.5),
+        Some(0.8)
+    );
+    // A latency twice its expectation attains half of it.
+    assert_eq!(
+        spec("context_create_ms").attainment(200.0, 100.0),
+        Some(0.5)
+    );
+    assert_eq!(spec("context_create_ms").attainment(0.0, 100.0), None);
+    assert_eq!(spec("burn_power_w").attainment(700.0, 700.0), None);
+    assert_eq!(spec("h2d_pinned_bandwidth").attainment(50.0, 0.0), None);
+    assert_eq!(spec("h2d_pinned_bandwidth").attainment(f64::NAN, 1.0), None);
+}

@@ -496,13 +496,29 @@ pub struct KeyRatios {
 }
 
 impl KeyRatios {
+    /// Against the datasheet (the host link against the PCIe link's rate).
     pub fn of(report: &Report) -> KeyRatios {
+        KeyRatios::by(report, &|m| m.ratio)
+    }
+
+    /// Against what healthy GPUs of the model reach (`Measurement::attainable`, from
+    /// data/attainable.toml): the device copy and bf16 GEMM where the model has an entry; the
+    /// host link has none.
+    pub fn attained(report: &Report) -> KeyRatios {
+        KeyRatios::by(report, &|m| {
+            m.attainable
+                .filter(|a| *a > 0.0 && m.value.is_finite())
+                .map(|a| m.value / a)
+        })
+    }
+
+    fn by(report: &Report, ratio: &dyn Fn(&Measurement) -> Option<f64>) -> KeyRatios {
         let lowest = |pred: &dyn Fn(&Measurement) -> bool| {
             report
                 .measurements
                 .iter()
                 .filter(|m| pred(m))
-                .filter_map(|m| m.ratio)
+                .filter_map(ratio)
                 .min_by(f64::total_cmp)
         };
         // Per GPU the better memory figure (as memory.bandwidth judges it), then the lowest.
@@ -522,7 +538,7 @@ impl KeyRatios {
                                 Some(catalog::Figure::Memory(f)) if f.is_device_copy()
                             )
                     })
-                    .filter_map(|m| m.ratio)
+                    .filter_map(ratio)
                     .max_by(f64::total_cmp)
             })
             .min_by(f64::total_cmp);

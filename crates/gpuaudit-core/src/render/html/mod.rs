@@ -120,39 +120,73 @@ fn verdict(b: &mut String, report: &Report, o: &Overview, doc: &Document) {
     b.push_str("</header>\n");
 }
 
-/// "You are getting 82% of a datasheet NVIDIA H200 SXM 141GB: memory bandwidth 89%, bf16
-/// 80%, host link 87%", with what the figure is.
+/// "You are getting 99% of what a healthy NVIDIA H200 SXM 141GB reaches: memory bandwidth
+/// 100%, bf16 98%", the datasheet's share beside it; where no figure has an attainable value,
+/// "You are getting 82% of a datasheet ...". A healthy GPU reaches about 100% of the first
+/// and never the datasheet's peak, so the first is what says whether the machine is right.
 fn headline(b: &mut String, report: &Report) {
-    let k = KeyRatios::of(report);
-    let of = datasheet_name(report)
+    let sheet = KeyRatios::of(report);
+    let attained = KeyRatios::attained(report);
+    let name = datasheet_name(report);
+    let of = name
         .map(|n| format!("a datasheet {}", esc(n)))
         .unwrap_or_else(|| "the datasheet".into());
-    match k.overall() {
-        Some(n) => {
-            let parts: Vec<String> = k
-                .parts()
-                .iter()
-                .map(|(l, r)| format!("{l} {}", percent(*r)))
-                .collect();
-            let count = parts.len();
+    let parts = |k: &KeyRatios| -> Vec<String> {
+        k.parts()
+            .iter()
+            .map(|(l, r)| format!("{l} {}", percent(*r)))
+            .collect()
+    };
+    let figures = |n: usize| {
+        if n == 1 {
+            "this one figure".to_string()
+        } else {
+            format!("these {n} figures")
+        }
+    };
+    match (attained.overall(), sheet.overall()) {
+        (Some(a), sheet_n) => {
+            let healthy = name
+                .map(|n| format!("a healthy {}", esc(n)))
+                .unwrap_or_else(|| "a healthy GPU of this model".into());
+            let p = parts(&attained);
+            let beside = match sheet_n {
+                Some(n) => format!(
+                    "Against the datasheet's peak: {} ({}), which no GPU quite reaches. ",
+                    percent(n),
+                    parts(&sheet).join(", ")
+                ),
+                None => String::new(),
+            };
+            let _ = writeln!(
+                b,
+                "<p class=headline id=headline>You are getting <b>{}</b> of what {healthy} \
+                 reaches: {}.<span class=how>{beside}{} is the geometric mean of {}, each the \
+                 lowest over the GPUs and measured against what healthy GPUs of the model \
+                 reach when measured the same way (data/attainable.toml); 100% is a healthy \
+                 GPU.</span></p>",
+                percent(a),
+                p.join(", "),
+                percent(a),
+                figures(p.len()),
+            );
+        }
+        (None, Some(n)) => {
+            let p = parts(&sheet);
             let _ = writeln!(
                 b,
                 "<p class=headline id=headline>You are getting <b>{}</b> of {of}: {}.\
                  <span class=how>{} is the geometric mean of {}, each the lowest over the \
                  GPUs and measured against the datasheet (the host link against the PCIe \
                  link's rate). 100% is the datasheet's peak, which a healthy GPU does not \
-                 quite reach.</span></p>",
+                 quite reach; no figure of this model has a measured attainable value.</span></p>",
                 percent(n),
-                parts.join(", "),
+                p.join(", "),
                 percent(n),
-                if count == 1 {
-                    "this one figure".to_string()
-                } else {
-                    format!("these {count} figures")
-                },
+                figures(p.len()),
             );
         }
-        None => {
+        (None, None) => {
             let why = report
                 .audit
                 .measurements_not_run

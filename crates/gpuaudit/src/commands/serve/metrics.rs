@@ -4,6 +4,7 @@
 //! could meet dcgm-exporter's `DCGM_FI_*`), values in base units with the unit as suffix.
 //! A reading the report does not have is no series (never a 0).
 
+use gpuaudit_core::figures::{Figure, FigureSpec, Unit as FigureUnit};
 use gpuaudit_core::finding::Status;
 use gpuaudit_core::report::{Causes, ProblemCounts};
 use gpuaudit_core::Report;
@@ -85,6 +86,33 @@ pub fn encode_metrics(report: Option<&Report>, state: &ExporterState) -> String 
     if encode(&mut out, &registry).is_err() {
         out.clear();
     }
+    in_stable_order(&out)
+}
+
+/// The exposition with each family's samples sorted: prometheus-client keeps a family's
+/// series in a hash map, so they came in another order at every scrape (a diff of two
+/// scrapes, a test and a person reading /metrics all want one order). Families stay in
+/// registration order; a sample line never starts with `#`.
+fn in_stable_order(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut samples: Vec<&str> = Vec::new();
+    let flush = |samples: &mut Vec<&str>, out: &mut String| {
+        samples.sort_unstable();
+        for l in samples.drain(..) {
+            out.push_str(l);
+            out.push('\n');
+        }
+    };
+    for line in text.lines() {
+        if line.starts_with('#') {
+            flush(&mut samples, &mut out);
+            out.push_str(line);
+            out.push('\n');
+        } else {
+            samples.push(line);
+        }
+    }
+    flush(&mut samples, &mut out);
     out
 }
 
@@ -208,6 +236,8 @@ fn register_report(registry: &mut Registry, r: &Report) {
     );
 
     let driver = r.machine.driver_version.clone().unwrap_or_default();
+    // dcgm-exporter's `Hostname`, for a join on the machine as well as on the UUID.
+    let hostname = r.machine.hostname.clone().unwrap_or_default();
     let info = GaugeFamily::default();
     let gen = GaugeFamily::default();
     let gen_max = GaugeFamily::default();
@@ -227,6 +257,7 @@ fn register_report(registry: &mut Registry, r: &Report) {
             ("name", lv(g.name.clone().unwrap_or_default())),
             ("pci_bus_id", lv(g.pci_bus_id.as_str())),
             ("driver", lv(driver.as_str())),
+            ("hostname", lv(hostname.as_str())),
         ]);
         info.get_or_create(&labels).set(1.0);
         let set = |family: &GaugeFamily, v: Option<f64>| {
@@ -291,43 +322,118 @@ fn register_report(registry: &mut Registry, r: &Report) {
         memory,
     );
 
-    let value = GaugeFamily::default();
-    let ratio = GaugeFamily::default();
-    let expected = GaugeFamily::default();
+    register_figures(registry, r);
+}
+
+/// One family per figure of the catalog (`gpuaudit_core::figures`), in its base unit
+/// (`gpuaudit_memory_copy_bandwidth_bytes_per_second`), with `_expected` and `_attainable`
+/// beside it where known; `gpuaudit_figure_attainment_ratio{figure}` is every figure's share
+/// of its expectation, above 1 better for a bandwidth and a latency alike. Per-GPU series
+/// carry `gpu` and `uuid` (the join with dcgm-exporter's `UUID`), a pair `peer` and
+/// `peer_uuid`; `dtype`, `size_bytes` and `path` where the figure has them. A figure this
+/// build does not know (none: the report is this build's) is left out.
+fn register_figures(registry: &mut Registry, r: &Report) {
+    struct Families {
+        spec: FigureSpec,
+        value: GaugeFamily,
+        expected: GaugeFamily,
+        attainable: GaugeFamily,
+        /// Whether any series went into `expected` and `attainable` (an empty family is
+        /// left out).
+        any: (bool, bool),
+    }
+    let uuid_of = |gpu: u32| -> String {
+        r.gpus
+            .iter()
+            .find(|g| g.index == gpu)
+            .and_then(|g| g.uuid.clone())
+            .unwrap_or_default()
+    };
+    let mut by_figure: BTreeMap<Figure, Families> = BTreeMap::new();
+    let attainment = GaugeFamily::default();
     for m in &r.measurements {
-        let labels: Labels = vec![
-            ("name", lv(m.name.as_str())),
-            ("gpu", lv(m.gpu.map(|i| i.to_string()).unwrap_or_default())),
-            (
-                "peer",
-                lv(m.peer.map(|i| i.to_string()).unwrap_or_default()),
-            ),
-            ("dtype", lv(m.dtype.clone().unwrap_or_default())),
-            ("unit", lv(m.unit.as_str())),
-        ];
-        value.get_or_create(&labels).set(m.value);
-        if let Some(x) = m.ratio {
-            ratio.get_or_create(&labels).set(x);
+        let Some(figure) = Figure::of(m) else {
+            continue;
+        };
+        let spec = figure.spec();
+        let Some(unit) = FigureUnit::from_report(&m.unit).filter(|u| *u == spec.unit) else {
+            continue;
+        };
+        let mut labels: Labels = Vec::new();
+        if let Some(g) = m.gpu {
+            labels.push(("gpu", lv(g.to_string())));
+            labels.push(("uuid", lv(uuid_of(g))));
         }
-        if let Some(x) = m.expected {
-            expected.get_or_create(&labels).set(x);
+        if let Some(p) = m.peer {
+            labels.push(("peer", lv(p.to_string())));
+            labels.push(("peer_uuid", lv(uuid_of(p))));
+        }
+        if let Some(d) = &m.dtype {
+            labels.push(("dtype", lv(d.as_str())));
+        }
+        if let (Figure::Nccl(_), Some(size)) = (figure, m.size_bytes) {
+            labels.push(("size_bytes", lv(size.to_string())));
+        }
+        if let Some(p) = &m.path {
+            labels.push(("path", lv(p.as_str())));
+        }
+        let f = by_figure.entry(figure).or_insert_with(|| Families {
+            spec,
+            value: GaugeFamily::default(),
+            expected: GaugeFamily::default(),
+            attainable: GaugeFamily::default(),
+            any: (false, false),
+        });
+        f.value.get_or_create(&labels).set(unit.to_base(m.value));
+        if let Some(e) = m.expected.filter(|e| e.is_finite()) {
+            f.expected.get_or_create(&labels).set(unit.to_base(e));
+            f.any.0 = true;
+            if let Some(x) = spec.attainment(m.value, e) {
+                let mut l = vec![("figure", lv(spec.id))];
+                l.extend(labels.iter().cloned());
+                attainment.get_or_create(&l).set(x);
+            }
+        }
+        if let Some(a) = m.attainable.filter(|a| a.is_finite()) {
+            f.attainable.get_or_create(&labels).set(unit.to_base(a));
+            f.any.1 = true;
+        }
+    }
+    let suffix = |s: &FigureSpec| Unit::Other(s.unit.base_suffix().to_string());
+    for f in by_figure.into_values() {
+        let stem = format!("gpuaudit_{}", f.spec.metric_stem());
+        let unit_words = f.spec.unit.base_suffix().replace('_', " ");
+        registry.register_with_unit(
+            &stem,
+            format!("{} ({unit_words}), as measured", f.spec.plain_label()),
+            suffix(&f.spec),
+            f.value,
+        );
+        if f.any.0 {
+            registry.register_with_unit(
+                format!("{stem}_expected"),
+                format!(
+                    "What {} is held against (the datasheet's or the link's figure)",
+                    f.spec.id
+                ),
+                suffix(&f.spec),
+                f.expected,
+            );
+        }
+        if f.any.1 {
+            registry.register_with_unit(
+                format!("{stem}_attainable"),
+                format!("What healthy GPUs of the model reach in {}", f.spec.id),
+                suffix(&f.spec),
+                f.attainable,
+            );
         }
     }
     registry.register(
-        "gpuaudit_measurement",
-        "The latest measured figure, in the unit its `unit` label names (the report's)",
-        value,
-    );
-    registry.register(
-        "gpuaudit_measurement_ratio",
-        "The measured figure over its expectation (the datasheet's or what healthy GPUs reach; \
-         for latencies above 1 is slower)",
-        ratio,
-    );
-    registry.register(
-        "gpuaudit_measurement_expected",
-        "What the figure is held against, in the unit its `unit` label names",
-        expected,
+        "gpuaudit_figure_attainment_ratio",
+        "Share of its expectation a figure attains, above 1 better for every figure (a \
+         latency's is expected / measured)",
+        attainment,
     );
 }
 
@@ -399,7 +505,6 @@ fn register_causes(registry: &mut Registry, r: &Report) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpuaudit_core::facts::Measurement;
     use gpuaudit_core::testing::Machine;
     use gpuaudit_core::{Policy, Reading};
 
@@ -572,9 +677,11 @@ mod tests {
         )));
         let name = g0.name.clone().unwrap_or_default();
         let driver = r.machine.driver_version.clone().unwrap_or_default();
+        // dcgm-exporter's `Hostname`, for a join on the machine as well as on the UUID.
+        let hostname = r.machine.hostname.clone().unwrap_or_default();
         assert!(
             text.contains(&format!(
-                "gpuaudit_gpu_info{{gpu=\"0\",uuid=\"{}\",name=\"{name}\",pci_bus_id=\"{}\",driver=\"{driver}\"}} 1.0",
+                "gpuaudit_gpu_info{{gpu=\"0\",uuid=\"{}\",name=\"{name}\",pci_bus_id=\"{}\",driver=\"{driver}\",hostname=\"{hostname}\"}} 1.0",
                 g0.uuid.clone().unwrap_or_default(),
                 g0.pci_bus_id
             )),
@@ -589,48 +696,200 @@ mod tests {
         assert!(text.ends_with("# EOF\n"));
     }
 
+    /// A full audit of a 2×H200 (every group but the rehearsal, storage and loopback).
+    fn measured_report() -> Report {
+        use gpuaudit_core::testing::measured::full_run;
+        report(Machine::healthy("h200-sxm-141gb", 2).measured(|m| full_run(m, 2)))
+    }
+
     #[test]
-    fn measurements_with_their_ratio_and_expectation() {
-        let mut r = report(Machine::healthy("h200-sxm-141gb", 2));
-        r.measurements.push(Measurement {
-            name: "gemm_tflops".into(),
-            gpu: Some(0),
-            peer: None,
-            value: 700.5,
-            unit: "TFLOPS".into(),
-            expected: Some(989.0),
-            ratio: Some(0.708),
-            method: "test".into(),
-            size_bytes: None,
-            dtype: Some("bf16".into()),
-            attainable: None,
-            path: None,
-        });
-        r.measurements.push(Measurement {
-            name: "p2p_bandwidth".into(),
-            gpu: Some(0),
-            peer: Some(1),
-            value: 120.0,
-            unit: "GB/s".into(),
-            expected: None,
-            ratio: None,
-            method: "test".into(),
-            size_bytes: None,
-            dtype: None,
-            attainable: None,
-            path: None,
-        });
+    fn one_family_per_figure_in_base_units_with_the_uuid() {
+        let r = measured_report();
         let text = encode_metrics(Some(&r), &ExporterState::default());
-        let l = "{name=\"gemm_tflops\",gpu=\"0\",peer=\"\",dtype=\"bf16\",unit=\"TFLOPS\"}";
+        // The report's GB/s as bytes per second, its ms as seconds, TFLOPS as FLOPS.
+        let uuid0 = r.gpus[0].uuid.clone().unwrap();
+        let uuid1 = r.gpus[1].uuid.clone().unwrap();
+        let h2d = r
+            .measurements
+            .iter()
+            .find(|m| m.name == "h2d_pinned_bandwidth" && m.gpu == Some(0))
+            .unwrap();
+        let line = samples(&text, "gpuaudit_h2d_pinned_bandwidth_bytes_per_second{")
+            .into_iter()
+            .find(|l| l.contains("gpu=\"0\""))
+            .unwrap()
+            .to_string();
+        assert!(line.contains(&format!("uuid=\"{uuid0}\"")), "{line}");
+        let v: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!((v - h2d.value * 1e9).abs() < 1.0, "{line}");
         assert!(
-            text.contains(&format!("gpuaudit_measurement{l} 700.5")),
-            "{text}"
+            text.contains("# UNIT gpuaudit_h2d_pinned_bandwidth_bytes_per_second bytes_per_second")
         );
-        assert!(text.contains(&format!("gpuaudit_measurement_ratio{l} 0.708")));
-        assert!(text.contains(&format!("gpuaudit_measurement_expected{l} 989.0")));
-        let p = "{name=\"p2p_bandwidth\",gpu=\"0\",peer=\"1\",dtype=\"\",unit=\"GB/s\"}";
-        assert!(text.contains(&format!("gpuaudit_measurement{p} 120.0")));
-        assert!(!text.contains(&format!("gpuaudit_measurement_ratio{p}")));
+        let ctx = r
+            .measurements
+            .iter()
+            .find(|m| m.name == "context_create_ms")
+            .unwrap();
+        let line = samples(&text, "gpuaudit_context_create_seconds{} ")[0];
+        let v: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        assert!((v - ctx.value / 1e3).abs() < 1e-9, "{line}");
+        let gemm = samples(&text, "gpuaudit_gemm_flops{");
+        assert!(
+            gemm.iter()
+                .any(|l| l.contains("dtype=\"bf16\"") && l.contains(&uuid0)),
+            "{gemm:?}"
+        );
+        // A pair names both GPUs by UUID.
+        let p2p = samples(&text, "gpuaudit_p2p_bandwidth_bytes_per_second{");
+        assert!(
+            p2p.iter()
+                .any(|l| l.contains("peer=\"1\"") && l.contains(&format!("peer_uuid=\"{uuid1}\""))),
+            "{p2p:?}"
+        );
+        // The all-reduce at each size it has.
+        assert_eq!(
+            samples(&text, "gpuaudit_allreduce_busbw_bytes_per_second{").len(),
+            2
+        );
+        // Expected and attainable beside the figure where the report has them, in base units.
+        let copy = r
+            .measurements
+            .iter()
+            .find(|m| m.name == "memory_copy_bandwidth" && m.gpu == Some(0))
+            .unwrap();
+        let att = samples(
+            &text,
+            "gpuaudit_memory_copy_bandwidth_attainable_bytes_per_second{",
+        );
+        assert!(
+            att.iter()
+                .any(|l| l.ends_with(&format!(" {:?}", copy.attainable.unwrap() * 1e9))),
+            "{att:?}"
+        );
+        assert!(!text.contains("gpuaudit_memory_read_bandwidth_attainable"));
+        assert!(
+            !text.contains("gpuaudit_measurement"),
+            "the old families are gone"
+        );
+        // No report unit in any family name.
+        for l in text.lines().filter(|l| l.starts_with("# TYPE ")) {
+            let name = l.split(' ').nth(2).unwrap();
+            assert!(!name.ends_with("_tflops"), "{name}");
+            for u in ["_ms", "_us", "_mhz", "_gbps", "_pct"] {
+                assert!(
+                    !name.ends_with(u) && !name.contains(&format!("{u}_")),
+                    "{name}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn attainment_is_better_above_one_for_a_bandwidth_and_a_latency() {
+        let mut r = measured_report();
+        r.measurements
+            .retain(|m| m.name == "h2d_pinned_bandwidth" && m.gpu == Some(0));
+        let mut lat = r.measurements[0].clone();
+        (lat.name, lat.unit, lat.value, lat.expected) =
+            ("host_round_trip_us".into(), "us".into(), 40.0, Some(20.0));
+        r.measurements.push(lat);
+        r.measurements[0].value = 50.0;
+        r.measurements[0].expected = Some(62.5);
+        let text = encode_metrics(Some(&r), &ExporterState::default());
+        let got = samples(&text, "gpuaudit_figure_attainment_ratio{");
+        assert!(
+            got.iter()
+                .any(|l| l.contains("figure=\"h2d_pinned_bandwidth\"") && l.ends_with(" 0.8")),
+            "{got:?}"
+        );
+        // Twice the expected latency attains half of it.
+        assert!(
+            got.iter()
+                .any(|l| l.contains("figure=\"host_round_trip_us\"") && l.ends_with(" 0.5")),
+            "{got:?}"
+        );
+    }
+
+    #[test]
+    fn series_come_in_one_order_at_every_scrape() {
+        let r = measured_report();
+        let first = encode_metrics(Some(&r), &ExporterState::default());
+        for _ in 0..20 {
+            assert_eq!(encode_metrics(Some(&r), &ExporterState::default()), first);
+        }
+        // Within a family, sorted; the families in registration order, ending in # EOF.
+        let gemm = samples(&first, "gpuaudit_gemm_flops{");
+        let mut sorted = gemm.clone();
+        sorted.sort_unstable();
+        assert_eq!(gemm, sorted);
+        assert!(first.ends_with("# EOF\n"), "{first}");
+    }
+
+    /// promtool (Prometheus' own linter) reads the exposition and finds nothing against its
+    /// naming rules. Skipped without promtool, unless GPUAUDIT_REQUIRE_PROMETHEUS=1 (CI).
+    #[test]
+    fn promtool_finds_nothing_against_the_naming_rules() {
+        let Some(promtool) = std::env::var_os("PATH").and_then(|p| {
+            std::env::split_paths(&p)
+                .map(|d| d.join("promtool"))
+                .find(|p| p.is_file())
+        }) else {
+            assert!(
+                std::env::var("GPUAUDIT_REQUIRE_PROMETHEUS").as_deref() != Ok("1"),
+                "GPUAUDIT_REQUIRE_PROMETHEUS=1 but no promtool on PATH"
+            );
+            eprintln!("SKIPPED: no promtool on PATH");
+            return;
+        };
+        use std::io::Write as _;
+        // promtool reads the Prometheus text format: the same families, with a counter's
+        // HELP and TYPE under its sample's name (`_total`), no UNIT and no EOF.
+        let open = encode_metrics(Some(&measured_report()), &ExporterState::default());
+        let counters: Vec<String> = open
+            .lines()
+            .filter_map(|l| l.strip_prefix("# TYPE "))
+            .filter_map(|l| l.strip_suffix(" counter"))
+            .map(str::to_string)
+            .collect();
+        let mut text = String::new();
+        for l in open.lines() {
+            if l.starts_with("# UNIT ") || l == "# EOF" {
+                continue;
+            }
+            let mut l = l.to_string();
+            for c in &counters {
+                for head in ["# HELP ", "# TYPE "] {
+                    if let Some(rest) = l.strip_prefix(&format!("{head}{c} ")) {
+                        l = format!("{head}{c}_total {rest}");
+                    }
+                }
+            }
+            text.push_str(&l);
+            text.push('\n');
+        }
+        let mut child = std::process::Command::new(promtool)
+            .args(["check", "metrics"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(text.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let said = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.status.success() && said.trim().is_empty(),
+            "{said}\n{text}"
+        );
     }
 
     #[test]
