@@ -53,10 +53,16 @@ pub(crate) fn check_text(c: &CheckCell) -> String {
     }
 }
 
-/// "host→device pinned (GB/s, % of link)".
+/// "host→device pinned (GB/s, % of link)"; the unit only where the cells show numbers in it
+/// (the PCIe link's cells say "gen5 x16": its GB/s only order them and draw the chart).
 pub(crate) fn figure_label(r: &FigureRow) -> String {
     let mut parts: Vec<String> = Vec::new();
-    if !r.unit.is_empty() {
+    let numbers_shown = r
+        .cells
+        .iter()
+        .filter(|c| c.value.is_some())
+        .all(|c| c.text.starts_with(|ch: char| ch.is_ascii_digit()));
+    if !r.unit.is_empty() && numbers_shown {
         parts.push(r.unit.clone());
     }
     if let Some(of) = &r.ratio_of {

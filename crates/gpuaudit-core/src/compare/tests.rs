@@ -685,3 +685,40 @@ fn a_check_whose_failure_another_cause_explains_names_it_and_counts_once() {
     assert_eq!((c.columns[1].fail, c.columns[1].warn), (2, 0));
     assert_eq!(c.columns[1].verdict_label(), "2 fail");
 }
+
+/// The PCIe link's cells say "gen5 x16 (100%)": its label has no "GB/s" (issue 22).
+#[test]
+fn a_row_shows_its_unit_only_where_its_cells_show_numbers() {
+    use super::model::{FigureCell, FigureRow};
+    let cell = |v: f64, text: &str| FigureCell {
+        value: Some(v),
+        text: text.into(),
+        ratio: Some(1.0),
+        gpu: Some(0),
+        not_measured: None,
+        status: None,
+        best: false,
+    };
+    let row = |cells: Vec<FigureCell>| FigureRow {
+        key: "k".into(),
+        label: "PCIe link".into(),
+        unit: "GB/s".into(),
+        better: None,
+        ratio_of: Some("full width".into()),
+        differs: false,
+        cells,
+    };
+    let link = row(vec![
+        cell(63.0, "gen5 x16"),
+        cell(31.5, "gen5 x8 of gen5 x16"),
+    ]);
+    assert_eq!(
+        super::table::figure_label(&link),
+        "PCIe link (% of full width)"
+    );
+    let copy = row(vec![cell(55.3, "55.3"), cell(54.0, "54.0")]);
+    assert_eq!(
+        super::table::figure_label(&copy),
+        "PCIe link (GB/s, % of full width)"
+    );
+}
