@@ -102,6 +102,23 @@ impl Group {
         }
     }
 
+    /// The check that judges the group's figures: its verdict is the figures' (the views
+    /// colour a figure's bar by it).
+    pub fn check(self) -> &'static str {
+        match self {
+            Group::Context => "cuda.context-latency",
+            Group::Pcie => "pcie.bandwidth",
+            Group::Memory => "memory.bandwidth",
+            Group::Gemm => "compute.gemm",
+            Group::P2p => "p2p.bandwidth",
+            Group::Nccl => "nccl.allreduce",
+            Group::Burn => "stability.burn",
+            Group::Storage => "storage.throughput",
+            Group::Loopback => "net.loopback",
+            Group::Rehearsal => "workload.pipeline",
+        }
+    }
+
     /// The group's slice of the report's `measurements`.
     fn measurements(self, facts: &Facts) -> Vec<Measurement> {
         match self {

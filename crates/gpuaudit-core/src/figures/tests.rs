@@ -564,3 +564,11 @@ fn attainment_is_better_above_one_either_way() {
     assert_eq!(spec("h2d_pinned_bandwidth").attainment(50.0, 0.0), None);
     assert_eq!(spec("h2d_pinned_bandwidth").attainment(f64::NAN, 1.0), None);
 }
+
+#[test]
+fn each_group_is_judged_by_a_check_of_the_catalog() {
+    let ids: Vec<&str> = crate::checks::registry::ALL.iter().map(|c| c.id).collect();
+    for g in Group::ALL {
+        assert!(ids.contains(&g.check()), "{g:?}: {}", g.check());
+    }
+}

@@ -66,6 +66,24 @@ pub struct Bar {
     pub ratio: f64,
     /// Written at the bar's end: "88% (GPU 1)".
     pub note: String,
+    /// What healthy GPUs of the model reach, as a share of the same expectation: marked on
+    /// the bar's row where known.
+    pub attainable: Option<f64>,
+    /// The verdict of the check that judges the figure: the bar's colour (None: the neutral
+    /// blue).
+    pub status: Option<crate::finding::Status>,
+}
+
+/// A verdict's colour (Okabe–Ito, as the GPUs' lines: told apart without colour vision too,
+/// and the note beside the bar says the figure).
+pub fn status_color(s: Option<crate::finding::Status>) -> &'static str {
+    use crate::finding::Status;
+    match s {
+        Some(Status::Pass) => "#009e73",
+        Some(Status::Warn) => "#e69f00",
+        Some(Status::Fail) => "#d55e00",
+        Some(Status::Info) | Some(Status::Skip) | None => "#0072b2",
+    }
 }
 
 /// A span of time in which a clock-event reason was active on one row (GPU) of the
@@ -249,7 +267,6 @@ pub fn ratio_bars(bars: &[Bar]) -> Result<String, String> {
         .filter(|r| drawable(*r))
         .fold(1.0f64, f64::max)
         * 1.18;
-    let color = rgb("#0072b2");
     let notes: Vec<String> = bars
         .iter()
         .map(|b| match drawable(b.ratio) {
@@ -264,7 +281,7 @@ pub fn ratio_bars(bars: &[Bar]) -> Result<String, String> {
             label: &b.label,
             length: b.ratio,
             note,
-            color,
+            color: rgb(status_color(b.status)),
         })
         .collect();
     let percent = |x: &f64| format!("{:.0}%", x * 100.0);
@@ -284,6 +301,25 @@ pub fn ratio_bars(bars: &[Bar]) -> Result<String, String> {
                 BLACK.mix(0.6).stroke_width(1),
             ))
             .map_err(err)?;
+        // What healthy GPUs reach: a solid tick across the bar's own row.
+        for (i, b) in bars.iter().enumerate() {
+            let Some(a) = b
+                .attainable
+                .filter(|a| drawable(*a) && *a > 0.0 && *a <= top)
+            else {
+                continue;
+            };
+            let row = n - 1 - i;
+            chart
+                .draw_series(LineSeries::new(
+                    [
+                        (a, SegmentValue::Exact(row)),
+                        (a, SegmentValue::Exact(row + 1)),
+                    ],
+                    BLACK.stroke_width(3),
+                ))
+                .map_err(err)?;
+        }
         Ok(())
     })
 }
@@ -661,11 +697,15 @@ mod tests {
                 label: "memory copy".into(),
                 ratio: 0.89,
                 note: "89%".into(),
+                attainable: None,
+                status: None,
             },
             Bar {
                 label: "GEMM bf16 <b>".into(),
                 ratio: 0.8,
                 note: "80% (GPU 1)".into(),
+                attainable: None,
+                status: None,
             },
         ];
         let s = ratio_bars(&bars).unwrap();
@@ -682,6 +722,37 @@ mod tests {
         );
         assert!(s.contains("font-family=\"sans-serif\""));
         assert!(ratio_bars(&[]).is_err());
+    }
+
+    /// A bar takes its check's verdict's colour, and what healthy GPUs reach is a tick on it
+    /// (issue 22): none without an attainable value, one per bar that has it.
+    #[test]
+    fn bars_are_coloured_by_their_verdict_and_marked_where_healthy_gpus_reach() {
+        use crate::finding::Status;
+        let bar = |status: Option<Status>, attainable: Option<f64>| Bar {
+            label: "x".into(),
+            ratio: 0.8,
+            note: "80%".into(),
+            attainable,
+            status,
+        };
+        for (s, css) in [
+            (Some(Status::Pass), "#009E73"),
+            (Some(Status::Warn), "#E69F00"),
+            (Some(Status::Fail), "#D55E00"),
+            (None, "#0072B2"),
+        ] {
+            let svg = ratio_bars(&[bar(s, None)]).unwrap();
+            assert!(svg.to_uppercase().contains(css), "{s:?}: {svg}");
+        }
+        let ticks = |svg: &str| svg.matches("stroke-width=\"3\"").count();
+        let none = ratio_bars(&[bar(None, None), bar(None, None)]).unwrap();
+        let two = ratio_bars(&[bar(None, Some(0.88)), bar(None, Some(0.81))]).unwrap();
+        assert_eq!(ticks(&none), 0, "{none}");
+        assert_eq!(ticks(&two), 2, "{two}");
+        // Past the axis (or not a number): not drawn.
+        let off = ratio_bars(&[bar(None, Some(f64::NAN)), bar(None, Some(9.0))]).unwrap();
+        assert_eq!(ticks(&off), 0, "{off}");
     }
 
     /// The widths of the filled rectangles of an SVG (the bars; the background is white).
@@ -811,6 +882,8 @@ mod tests {
             label: "x".into(),
             ratio: r,
             note: String::new(),
+            attainable: None,
+            status: None,
         };
         let s = ratio_bars(&[bar(0.5), bar(0.25)]).unwrap();
         let share = bars_of(&s)[0].2 / axis_length(&s);
@@ -843,6 +916,8 @@ mod tests {
             label: "memory copy".into(),
             ratio: 0.89,
             note: "89%".into(),
+            attainable: None,
+            status: None,
         }])
         .unwrap();
         assert!(bar_widths(&s).iter().any(|w| *w > 100.0), "{s}");
@@ -944,6 +1019,8 @@ mod tests {
             label: "x".into(),
             ratio,
             note: "n".into(),
+            attainable: None,
+            status: None,
         };
         let svg = ratio_bars(&[bar(1.7e308), bar(f64::NAN), bar(0.9)]).unwrap();
         assert_eq!(svg.matches("(not drawn: out of range)").count(), 2, "{svg}");

@@ -1,7 +1,9 @@
 //! The report's charts: what of the report each chart shows, and why one is not drawn.
 
 use super::parts::figure;
+use crate::facts::Measurement;
 use crate::facts::ThrottleReason;
+use crate::figures as catalog;
 use crate::finding::Status;
 use crate::render::charts::{self, gpu_color, Bar, Event, Line, Panel};
 use crate::render::overview::{figures, percent};
@@ -41,12 +43,31 @@ fn skipped_because(report: &Report, check: &str, otherwise: &str) -> String {
         .unwrap_or_else(|| otherwise.to_string())
 }
 
+/// The verdict of the check that judges `m`'s figure about its GPU (else about the machine):
+/// the worst of its findings there, a skip aside.
+fn verdict_of(report: &Report, m: &Measurement) -> Option<Status> {
+    let check = catalog::Figure::of(m)?.group().check();
+    report
+        .findings
+        .iter()
+        .filter(|f| f.check == check && f.status != Status::Skip)
+        .filter(|f| f.gpu.is_none() || m.gpu.is_none() || f.gpu == m.gpu)
+        .map(|f| f.status)
+        .max()
+}
+
 fn ratio_chart(report: &Report) -> String {
     let bars: Vec<Bar> = figures(report)
         .iter()
         .filter_map(|f| {
-            let (r, _) = f.lowest()?;
+            let (r, m) = f.lowest()?;
             let at = f.lowest_where();
+            // What healthy GPUs reach, on the datasheet's scale (attainable / expected).
+            let attainable = m
+                .attainable
+                .zip(m.expected)
+                .filter(|(_, e)| *e > 0.0)
+                .map(|(a, e)| a / e);
             Some(Bar {
                 label: f.label.clone(),
                 ratio: r,
@@ -55,6 +76,8 @@ fn ratio_chart(report: &Report) -> String {
                 } else {
                     format!("{} (lowest: {at})", percent(r))
                 },
+                attainable,
+                status: verdict_of(report, m),
             })
         })
         .collect();
@@ -64,8 +87,11 @@ fn ratio_chart(report: &Report) -> String {
         charts::ratio_bars(&bars),
         &[],
         "Each bar is the lowest GPU's figure divided by what the datasheet (or the PCIe or \
-         NVLink link) promises; the dashed line is 100%. A healthy GPU measures somewhat below \
-         its datasheet peak: `gpuaudit explain CHECK` gives the fraction each check expects.",
+         NVLink link) promises; the dashed line is 100%, the solid tick on a bar what healthy \
+         GPUs of the model reach (data/attainable.toml), and the bar's colour the verdict of \
+         the check that judges it (green pass, orange warn, red fail, blue not judged). A \
+         healthy GPU measures somewhat below its datasheet peak: `gpuaudit explain CHECK` \
+         gives the fraction each check expects.",
     )
 }
 
