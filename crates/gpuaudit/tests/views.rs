@@ -368,6 +368,22 @@ fn html_structure() {
         html.contains("is the geometric mean of these 2 figures"),
         "{html}"
     );
+    assert!(
+        html.contains("the geometric mean of these 2 figures, each the lowest over the GPUs"),
+        "{html}"
+    );
+    // One figure with an attainable value (the quick audit's 4096 GEMM has none): said of one.
+    let mut one = r.clone();
+    for m in &mut one.measurements {
+        if m.name == "gemm_tflops" {
+            m.attainable = None;
+        }
+    }
+    let html_one = render::render(&one, Format::Html, &TableOptions::default());
+    assert!(
+        html_one.contains("the geometric mean of this one figure, the lowest over the GPUs"),
+        "{html_one}"
+    );
     // A model without attainable figures: the datasheet alone, and it says so.
     let mut bare = r.clone();
     for m in &mut bare.measurements {

@@ -137,11 +137,13 @@ fn headline(b: &mut String, report: &Report) {
             .map(|(l, r)| format!("{l} {}", percent(*r)))
             .collect()
     };
+    // "the geometric mean of these 2 figures, each the lowest over the GPUs"; of one: "this
+    // one figure, the lowest over the GPUs".
     let figures = |n: usize| {
         if n == 1 {
-            "this one figure".to_string()
+            "this one figure,".to_string()
         } else {
-            format!("these {n} figures")
+            format!("these {n} figures, each")
         }
     };
     match (attained.overall(), sheet.overall()) {
@@ -161,7 +163,7 @@ fn headline(b: &mut String, report: &Report) {
             let _ = writeln!(
                 b,
                 "<p class=headline id=headline>You are getting <b>{}</b> of what {healthy} \
-                 reaches: {}.<span class=how>{beside}{} is the geometric mean of {}, each the \
+                 reaches: {}.<span class=how>{beside}{} is the geometric mean of {} the \
                  lowest over the GPUs and measured against what healthy GPUs of the model \
                  reach when measured the same way (data/attainable.toml); 100% is a healthy \
                  GPU.</span></p>",
@@ -176,7 +178,7 @@ fn headline(b: &mut String, report: &Report) {
             let _ = writeln!(
                 b,
                 "<p class=headline id=headline>You are getting <b>{}</b> of {of}: {}.\
-                 <span class=how>{} is the geometric mean of {}, each the lowest over the \
+                 <span class=how>{} is the geometric mean of {} the lowest over the \
                  GPUs and measured against the datasheet (the host link against the PCIe \
                  link's rate). 100% is the datasheet's peak, which a healthy GPU does not \
                  quite reach; no figure of this model has a measured attainable value.</span></p>",
