@@ -160,7 +160,11 @@ fn p2p_chart(report: &Report) -> String {
     let cells: Vec<&crate::facts::Measurement> = report
         .measurements
         .iter()
-        .filter(|m| m.name == "p2p_bandwidth" && m.gpu.is_some() && m.peer.is_some())
+        .filter(|m| {
+            catalog::Figure::of(m) == Some(catalog::Figure::P2p(catalog::P2pFigure::Bandwidth))
+                && m.gpu.is_some()
+                && m.peer.is_some()
+        })
         .collect();
     if cells.is_empty() {
         let why = if report.gpus.len() < 2 {
