@@ -139,31 +139,49 @@ pub(crate) fn worst_by<K: Ord>(
     report: &Report,
     key: impl Fn(&Measurement) -> K,
 ) -> BTreeMap<K, Worst<'_>> {
+    worst_around(report, key, |_| None)
+}
+
+/// The measurements [`worst_by`] counts: finite, and of their figure's largest size.
+fn counted(report: &Report) -> Vec<&Measurement> {
     let mut largest: BTreeMap<(&str, Option<&str>, bool), Option<u64>> = BTreeMap::new();
     for m in &report.measurements {
         let k = (m.name.as_str(), m.dtype.as_deref(), m.gpu.is_some());
         let e = largest.entry(k).or_insert(m.size_bytes);
         *e = (*e).max(m.size_bytes);
     }
-    let counted = |m: &Measurement| {
-        let k = (m.name.as_str(), m.dtype.as_deref(), m.gpu.is_some());
-        m.value.is_finite() && largest.get(&k).copied().flatten() == m.size_bytes
-    };
-    // A condition wrong either way (`Better::Neither`) is judged by the GPU farthest from
-    // the machine's own median of it.
+    report
+        .measurements
+        .iter()
+        .filter(|m| {
+            let k = (m.name.as_str(), m.dtype.as_deref(), m.gpu.is_some());
+            m.value.is_finite() && largest.get(&k).copied().flatten() == m.size_bytes
+        })
+        .collect()
+}
+
+/// [`worst_by`], a condition wrong either way (`Better::Neither`) judged by the GPU farthest
+/// from `centre` of its key where given (the fleet: its peers' median), else from the
+/// machine's own median of it. The machine's own median cannot tell the odd one of two GPUs
+/// (it lies halfway between them): the fleet gives its peers'.
+pub(crate) fn worst_around<K: Ord>(
+    report: &Report,
+    key: impl Fn(&Measurement) -> K,
+    centre: impl Fn(&K) -> Option<f64>,
+) -> BTreeMap<K, Worst<'_>> {
+    let counted = counted(report);
     let mut values: BTreeMap<K, Vec<f64>> = BTreeMap::new();
-    for m in report.measurements.iter().filter(|m| counted(m)) {
+    for m in &counted {
         if catalog::Figure::better_of(m) == Better::Neither {
             values.entry(key(m)).or_default().push(m.value);
         }
     }
     let mut out: BTreeMap<K, Worst<'_>> = BTreeMap::new();
-    for m in report.measurements.iter().filter(|m| counted(m)) {
+    for m in counted {
         let better = catalog::Figure::better_of(m);
         let k = key(m);
-        let centre = values
-            .get(&k)
-            .and_then(|v| stats::median(v))
+        let centre = centre(&k)
+            .or_else(|| values.get(&k).and_then(|v| stats::median(v)))
             .unwrap_or(m.value);
         match out.entry(k) {
             std::collections::btree_map::Entry::Occupied(mut e) => {
@@ -183,16 +201,30 @@ pub(crate) fn worst_by<K: Ord>(
     out
 }
 
-/// One node's value of each figure, per figure and group of peers ([`worst_by`]).
-fn node_values(report: &Report, machine_peers: &str) -> BTreeMap<Key, (String, Better, NodeValue)> {
-    worst_by(report, |m| Key {
+/// The key of a measurement: its figure and its peers.
+fn key_of(report: &Report, machine_peers: &str, m: &Measurement) -> Key {
+    Key {
         name: m.name.clone(),
         dtype: m.dtype.clone(),
         peers: match m.gpu {
             Some(g) => gpu_model(report, g),
             None => machine_peers.to_string(),
         },
-    })
+    }
+}
+
+/// One node's value of each figure, per figure and group of peers ([`worst_around`] the
+/// fleet's `centres` of the figures wrong either way).
+fn node_values(
+    report: &Report,
+    machine_peers: &str,
+    centres: &BTreeMap<Key, f64>,
+) -> BTreeMap<Key, (String, Better, NodeValue)> {
+    worst_around(
+        report,
+        |m| key_of(report, machine_peers, m),
+        |k| centres.get(k).copied(),
+    )
     .into_iter()
     .map(|(k, w)| {
         (
@@ -242,10 +274,29 @@ pub fn figures(inputs: &[Input], nodes: &[Node], rules: &stats::Rules) -> Vec<Fi
         better: Better,
         values: Vec<(String, NodeValue)>,
     }
+    // A figure wrong either way: every GPU's value, for the peers' median its GPUs are
+    // judged from.
+    let mut either: BTreeMap<Key, Vec<f64>> = BTreeMap::new();
+    for (input, node) in inputs.iter().zip(nodes) {
+        let Ok(report) = &input.report else { continue };
+        let peers = node.gpu_label();
+        for m in counted(report) {
+            if catalog::Figure::better_of(m) == Better::Neither {
+                either
+                    .entry(key_of(report, &peers, m))
+                    .or_default()
+                    .push(m.value);
+            }
+        }
+    }
+    let centres: BTreeMap<Key, f64> = either
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, stats::median(&v)?)))
+        .collect();
     let mut acc: BTreeMap<Key, Acc> = BTreeMap::new();
     for (input, node) in inputs.iter().zip(nodes) {
         let Ok(report) = &input.report else { continue };
-        for (key, (unit, better, v)) in node_values(report, &node.gpu_label()) {
+        for (key, (unit, better, v)) in node_values(report, &node.gpu_label(), &centres) {
             acc.entry(key)
                 .or_insert_with(|| Acc {
                     unit,
@@ -735,5 +786,19 @@ mod tests {
         assert!((s - 0.18).abs() < 1e-9, "{s}");
         // 640 W is 8.6% below: within 10%, but the peers agree: watched.
         assert_eq!(node_names(&p.watch), vec!["n06"]);
+        // One GPU of two 18% below: the machine's own median lies halfway between its two
+        // GPUs; judged from its peers' median, the odd GPU is the node's value.
+        let mut inputs = fleet_of("burn_power_w", &[700.0; 5], numbered);
+        let r = inputs[4].report.as_mut().unwrap();
+        for m in r.measurements.iter_mut() {
+            if m.name == "burn_power_w" && m.gpu == Some(1) {
+                m.value = 574.0;
+            }
+        }
+        let f = judged(&inputs, stats::SHORTFALL);
+        let p = figure(&f, "burn_power_w");
+        assert_eq!(node_names(&p.outliers), vec!["n04"]);
+        assert_eq!(p.outliers[0].gpu, Some(1));
+        assert_eq!(p.outliers[0].value, 574.0);
     }
 }
