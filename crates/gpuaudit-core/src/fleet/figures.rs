@@ -488,7 +488,7 @@ mod tests {
         let two = [node("a", 3959.3, 450.0), node("b", 1000.0, 450.0)];
         let f = run(&two);
         let copy = figure(&f, "memory_copy_bandwidth");
-        assert!(copy.outliers.is_empty());
+        assert!(copy.outliers.is_empty() && copy.watch.is_empty());
         assert_eq!(
             copy.not_judged.as_deref(),
             Some("2 nodes of these GPUs: fewer than 3 peers flag nothing")

@@ -382,4 +382,90 @@ mod tests {
         assert_eq!(b["failed_checks"][0]["check"], "pcie.link");
         assert_eq!(b["failed_checks"][0]["gpus"][0], 1);
     }
+
+    /// Five measured nodes, node i's figures `name` scaled by `scale(i, name)`.
+    fn measured(scale: impl Fn(usize, &str) -> f64) -> Vec<Input> {
+        use crate::testing::measured;
+        let facts = Machine::healthy("h200-sxm-141gb", 2)
+            .measured(|m| measured::full_run(m, 2))
+            .build();
+        let template = Report::build(&facts, &Policy::default());
+        (0..5)
+            .map(|i| {
+                let mut r = template.clone();
+                r.machine.hostname = Some(format!("n{i}"));
+                for m in r.measurements.iter_mut() {
+                    m.value *= scale(i, &m.name);
+                }
+                Input {
+                    file: format!("n{i}.json"),
+                    stem: format!("n{i}"),
+                    report: Ok(r),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_node_flagged_in_one_figure_and_watched_in_another_counts_as_flagged() {
+        // n1: copies 20% slower (flagged, and below what an H200 attains), contexts 5% slower
+        // (watched); n2: contexts 5% slower only (watched); n3: power 20% above (an anomaly).
+        let f = Fleet::summarise(&measured(|i, name| match (i, name) {
+            (1, "memory_copy_bandwidth") => 0.8,
+            (1 | 2, "context_create_ms") => 1.05,
+            (3, "burn_power_w") => 1.2,
+            _ => 1.0,
+        }));
+        assert_eq!(f.counts.flagged, 2);
+        assert_eq!(f.counts.slow, 1);
+        assert_eq!(f.counts.anomalous, 1);
+        assert_eq!(f.counts.watch, 1);
+        assert_eq!(f.counts.below_attainable, 1);
+        let power = f.figures.iter().find(|x| x.name == "burn_power_w").unwrap();
+        assert_eq!(
+            how_worse(power, &power.outliers[0]),
+            "power 20% above its peers"
+        );
+        let t = table::headline(&f);
+        assert!(
+            t.ends_with(
+                "; 1 node slower than its peers; 1 node running unlike its peers; 1 node to \
+                 watch; 1 node below what its GPUs attain"
+            ),
+            "{t}"
+        );
+        // Flagged only, no failure: a warning in Markdown.
+        assert!(markdown(&f).starts_with("### ⚠️ "));
+        // Below what the model attains alone is a warning too.
+        let f = Fleet::summarise(&measured(|i, name| {
+            if i < 3 && name == "memory_copy_bandwidth" {
+                0.8
+            } else {
+                1.0
+            }
+        }));
+        assert_eq!((f.counts.flagged, f.counts.below_attainable), (0, 3));
+        let m = markdown(&f);
+        assert!(m.starts_with("### ⚠️ "), "{m}");
+        assert!(
+            m.contains("the median node is 25% below what an NVIDIA H200 attains (4224 GB/s)"),
+            "{m}"
+        );
+        let t = table(&f, 80, false);
+        assert!(
+            t.contains("the median node is 25% below what an NVIDIA H200"),
+            "{t}"
+        );
+        // Nothing of the kind: a pass.
+        assert!(markdown(&Fleet::summarise(&measured(|_, _| 1.0))).starts_with("### ✅ "));
+    }
+
+    #[test]
+    fn percentages_and_the_rule_line() {
+        assert_eq!(percent(0.1), "10");
+        assert_eq!(percent(0.075), "7.5");
+        let f = Fleet::summarise_with(&[input("a", 16)], &Rules { threshold: 0.05 });
+        assert!(rule_text(&f).starts_with("a node stands out 5% or more worse (10 °C hotter)"));
+        assert_eq!(f.rules.threshold, 0.05);
+    }
 }
