@@ -461,6 +461,24 @@ mod tests {
     }
 
     #[test]
+    fn a_gpu_8_degrees_hotter_is_watched_in_degrees_never_slower() {
+        let f = Fleet::summarise(&measured(|i, name| {
+            if i == 4 && name == "burn_temperature_c" {
+                78.0 / 70.0
+            } else {
+                1.0
+            }
+        }));
+        let t = table(&f, 100, false);
+        assert!(
+            t.contains("watch: n4 78.0 C on GPU 0: hotter by 8 °C (within 10 °C)"),
+            "{t}"
+        );
+        assert!(!t.contains("slower") && !t.contains("11.4%"), "{t}");
+        assert_eq!(f.counts.watch, 1);
+    }
+
+    #[test]
     fn percentages_and_the_rule_line() {
         assert_eq!(percent(0.1), "10");
         assert_eq!(percent(0.075), "7.5");

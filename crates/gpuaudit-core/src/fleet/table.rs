@@ -281,9 +281,12 @@ pub fn table(f: &Fleet, width: usize, color: bool) -> String {
                 .unwrap_or_default();
             out.para(
                 &format!(
-                    "    watch: {}{z} (within {}%)",
+                    "    watch: {}{z} (within {})",
                     line(o),
-                    super::percent(rules.threshold)
+                    match o.degrees {
+                        Some(_) => format!("{} °C", super::stats::HOTTER_C),
+                        None => format!("{}%", super::percent(rules.threshold)),
+                    }
                 ),
                 8,
             );
