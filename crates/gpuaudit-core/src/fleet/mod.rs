@@ -479,6 +479,28 @@ mod tests {
     }
 
     #[test]
+    fn two_nodes_are_not_judged_by_each_other_but_by_what_their_model_attains() {
+        let two: Vec<Input> = measured(|_, name| {
+            if name == "memory_copy_bandwidth" {
+                0.8
+            } else {
+                1.0
+            }
+        })
+        .into_iter()
+        .take(2)
+        .collect();
+        let f = Fleet::summarise(&two);
+        assert_eq!(f.counts.below_attainable, 2);
+        let t = table(&f, 80, false);
+        assert!(
+            t.contains("2 nodes 10% or more below what an NVIDIA H200 attains: n0, n1"),
+            "{t}"
+        );
+        assert!(t.contains("not judged: "), "{t}");
+    }
+
+    #[test]
     fn percentages_and_the_rule_line() {
         assert_eq!(percent(0.1), "10");
         assert_eq!(percent(0.075), "7.5");

@@ -245,9 +245,11 @@ pub fn table(f: &Fleet, width: usize, color: bool) -> String {
                 esc(&fig.label()),
                 esc(&fig.peers)
             ));
-            continue;
-        }
-        if !fig.remarkable(&rules) {
+            // Too few peers to judge a node by them; what the model attains needs none.
+            if !fig.remarkable(&rules) {
+                continue;
+            }
+        } else if !fig.remarkable(&rules) {
             quiet += 1;
             continue;
         }
