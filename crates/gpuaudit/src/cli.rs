@@ -412,6 +412,26 @@ pub struct FleetArgs {
     pub output: Option<PathBuf>,
     #[arg(long, value_name = "WHEN", value_enum, default_value_t)]
     pub color: ColorWhen,
+    /// Flag a node this many percent or more worse than the median of its peers (and list
+    /// the nodes this far below what their GPU model attains); nearer, a node far outside
+    /// the fleet's noise is listed to watch. More than 0, less than 100.
+    #[arg(long, value_name = "PCT", default_value = "10", value_parser = parse_threshold)]
+    pub threshold: f64,
+}
+
+/// `--threshold`: a percentage (`5`, `7.5`, `5%`) above 0 and below 100, as a share.
+fn parse_threshold(s: &str) -> Result<f64, String> {
+    let pct: f64 = s
+        .trim()
+        .trim_end_matches('%')
+        .parse()
+        .map_err(|_| format!("'{s}' is not a percentage (such as 10 or 7.5)"))?;
+    if !(pct > 0.0 && pct < 100.0) {
+        return Err(format!(
+            "{s}: a threshold is more than 0% and less than 100%"
+        ));
+    }
+    Ok(pct / 100.0)
 }
 
 /// The formats of `gpuaudit compare`.
@@ -495,6 +515,17 @@ pub fn parse_gpu_list(s: &str) -> Result<Vec<u32>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fleet_thresholds_are_percentages_between_0_and_100() {
+        assert_eq!(parse_threshold("10").unwrap(), 0.1);
+        assert_eq!(parse_threshold("5%").unwrap(), 0.05);
+        assert_eq!(parse_threshold("7.5").unwrap(), 0.075);
+        assert!(parse_threshold("99.9").is_ok());
+        for bad in ["0", "100", "-5", "x", "nan", "inf", ""] {
+            assert!(parse_threshold(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn gpu_lists() {

@@ -151,7 +151,8 @@ fn a_generated_fleet_is_summarised_exactly() {
     assert_eq!(nodes[0]["verdict"], "not-read");
     assert_eq!(
         nodes[0]["not_read"],
-        "schema 'gpuaudit.bench/1' is not one this gpuaudit reads (gpuaudit.report/1)"
+        "not a gpuaudit report: schema 'gpuaudit.bench/1' is not one this gpuaudit reads \
+         (gpuaudit.report/1)"
     );
     assert_eq!(nodes[1]["name"], "corrupt");
     assert!(
@@ -202,7 +203,61 @@ fn a_generated_fleet_is_summarised_exactly() {
     assert_eq!(copy["outliers"][0]["gpu"], 1);
     let s = copy["outliers"][0]["shortfall"].as_f64().unwrap();
     assert!((s - 0.12).abs() < 1e-9, "{s}");
+    assert_eq!(copy["outliers"][0]["kind"], "slow");
+    assert_eq!(copy["outliers"][0]["degrees"], Value::Null);
+    assert_eq!(copy["nature"], "performance");
+    assert_eq!(copy["spread"], "symmetric");
+    assert_eq!(copy["log_mad"], Value::Null);
+    // The 5% node is to watch, not flagged.
+    assert_eq!(copy["watch"].as_array().unwrap().len(), 1);
+    assert_eq!(copy["watch"][0]["node"], "mem-5pct");
+    // What an H200 attains (data/attainable.toml), and the nodes 10% or more below it.
+    assert_eq!(copy["attainable"], 4224.0);
+    let m = copy["median_shortfall_to_attainable"].as_f64().unwrap();
+    assert!((m - (1.0 - 3959.3 / 4224.0)).abs() < 1e-9, "{m}");
+    let below: Vec<&str> = copy["below_attainable"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(below, ["slow-mem", "mem-5pct"]);
+    let ctx = v["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "context_create_ms")
+        .unwrap();
+    assert_eq!(ctx["spread"], "long-tailed");
+    assert!(ctx["log_mad"].is_number(), "{ctx}");
     assert_eq!(v["counts"]["flagged"], 1);
+    assert_eq!(v["counts"]["slow"], 1);
+    assert_eq!(v["counts"]["anomalous"], 0);
+    assert_eq!(v["counts"]["watch"], 1);
+    assert_eq!(v["counts"]["below_attainable"], 2);
+    assert_eq!(v["rules"]["threshold"], 0.1);
+    assert_eq!(v["rules"]["watch_z"], 5.0);
+    assert_eq!(v["rules"]["hotter_c"], 10.0);
+
+    // --threshold 5: the 5% node is flagged too, and no longer watched.
+    let (_, v5, _) = run_json(&[dir.path().as_os_str(), "--threshold".as_ref(), "5".as_ref()]);
+    assert_eq!(v5["rules"]["threshold"], 0.05);
+    let copy5 = v5["figures"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "memory_copy_bandwidth")
+        .unwrap();
+    let flagged5: Vec<&str> = copy5["outliers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["node"].as_str().unwrap())
+        .collect();
+    assert_eq!(flagged5, ["slow-mem", "mem-5pct"]);
+    assert!(copy5["watch"].as_array().unwrap().is_empty());
+    assert_eq!(v5["counts"]["flagged"], 2);
+    assert_eq!(v5["counts"]["watch"], 0);
 
     // Drift: the driver alone, the majority first.
     let drift = v["drift"].as_array().unwrap();
@@ -267,7 +322,20 @@ fn the_table_fits_80_columns_and_names_what_stands_out() {
         "{t}"
     );
     assert!(
-        t.contains("slow-mem 3484 GB/s on GPU 1: 12.0% worse"),
+        t.contains("slow-mem 3484 GB/s on GPU 1: 12.0% slower"),
+        "{t}"
+    );
+    // 5% slower where the peers agree exactly: within 10%, far outside the noise.
+    assert!(
+        t.contains("watch: mem-5pct 3761 GB/s on GPU 1: 5.0% slower (within 10%)"),
+        "{t}"
+    );
+    assert!(
+        t.contains("2 nodes 10% or more below what an NVIDIA H200 attains: slow-mem, mem-5pct"),
+        "{t}"
+    );
+    assert!(
+        t.contains("; 1 node slower than\n    its peers; 1 node to watch;"),
         "{t}"
     );
     assert!(
@@ -275,7 +343,10 @@ fn the_table_fits_80_columns_and_names_what_stands_out() {
         "{t}"
     );
     assert!(t.contains("pcie.link (GPU 1)"), "{t}");
-    assert!(t.contains("not read: schema 'gpuaudit.bench/1'"), "{t}");
+    assert!(
+        t.contains("not read: bench.json: not a gpuaudit report: schema"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -386,6 +457,108 @@ fn a_symlink_in_the_directory_is_not_followed() {
     assert_eq!(v["nodes"][0]["hostname"], "outside-secret-host");
 }
 
+/// A JSON file of another shape (a config, a fleet's own summary) is a node not read, its
+/// file named, with the reason "not a gpuaudit report"; the others are summarised.
+#[test]
+fn a_json_that_is_no_report_is_named_and_skipped() {
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..3 {
+        write(
+            dir.path(),
+            &format!("h{i}.json"),
+            &node(&format!("h{i}"), |m| m, |_| {}),
+        );
+    }
+    std::fs::write(dir.path().join("config.json"), r#"{"nodes": ["a", "b"]}"#).unwrap();
+    std::fs::write(dir.path().join("list.json"), "[1, 2]").unwrap();
+    let (code, fleet, _) = run_json(&[dir.path().as_os_str()]);
+    std::fs::write(dir.path().join("summary.json"), fleet.to_string()).unwrap();
+    assert_eq!(code, 1);
+    let (code, v, stderr) = run_json(&[dir.path().as_os_str()]);
+    assert_eq!(code, 1, "{stderr}");
+    assert_eq!(v["counts"]["not_read"], 3);
+    let node = |name: &str| {
+        v["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    for name in ["config", "list"] {
+        let n = node(name);
+        assert_eq!(n["verdict"], "not-read");
+        assert_eq!(
+            n["not_read"],
+            "not a gpuaudit report (it has no \"schema\")"
+        );
+        assert!(n["file"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("/{name}.json")));
+    }
+    assert_eq!(
+        node("summary")["not_read"],
+        "not a gpuaudit report: schema 'gpuaudit.fleet/1' is not one this gpuaudit reads \
+         (gpuaudit.report/1)"
+    );
+    assert_eq!(v["counts"]["pass"], 3);
+    let out = gpuaudit()
+        .arg("fleet")
+        .arg(dir.path())
+        .env("COLUMNS", "200")
+        .output()
+        .unwrap();
+    let t = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        t.contains("not read: config.json: not a gpuaudit report (it has no \"schema\")"),
+        "{t}"
+    );
+    let out = gpuaudit()
+        .args(["fleet", "--format", "md"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let m = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        m.contains("| list |  | not read | list.json: not a gpuaudit report"),
+        "{m}"
+    );
+}
+
+#[test]
+fn threshold_must_be_a_percentage_between_0_and_100() {
+    let dir = tempfile::tempdir().unwrap();
+    write(dir.path(), "a.json", &node("a", |m| m, |_| {}));
+    for bad in ["0", "100", "x", "-3"] {
+        let out = gpuaudit()
+            .arg("fleet")
+            .arg(format!("--threshold={bad}"))
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{bad}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--threshold"), "{err}");
+    }
+    let (code, v, _) = run_json(&[
+        dir.path().as_os_str(),
+        "--threshold".as_ref(),
+        "7.5%".as_ref(),
+    ]);
+    assert_eq!(code, 0);
+    assert_eq!(v["rules"]["threshold"], 0.075);
+    let out = gpuaudit()
+        .args(["fleet", "--threshold", "7.5"])
+        .arg(dir.path())
+        .env("COLUMNS", "80")
+        .output()
+        .unwrap();
+    let t = String::from_utf8(out.stdout).unwrap();
+    assert!(t.contains("a node stands out 7.5% or more worse"), "{t}");
+}
+
 #[test]
 fn output_picks_the_format_from_its_extension() {
     let dir = tempfile::tempdir().unwrap();
@@ -404,7 +577,8 @@ fn output_picks_the_format_from_its_extension() {
     assert!(text.starts_with("### ✅ Fleet of 1 node: 1 pass"), "{text}");
 }
 
-/// A small fleet: two healthy nodes, one on an x8 link, one corrupt file, one hostile name.
+/// A small fleet: two healthy nodes, one on an x8 link, one corrupt file, one hostile name,
+/// one hot and under-powered with copies a little slow.
 fn small_fleet() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     write(dir.path(), "a.json", &node("node-a", |m| m, |_| {}));
@@ -428,6 +602,17 @@ fn small_fleet() -> tempfile::TempDir {
         &node("<b>evil</b>|\x1b[2J", |m| m, |_| {}),
     );
     std::fs::write(dir.path().join("e.json"), "not json").unwrap();
+    // Its GPU 1 12 °C hotter and drawing 13% less power than its peers' (anomalies), its
+    // copies 5% slower (to watch).
+    let mut f = node("node-f", |m| m, |m| slower_copy(m, 0.95));
+    for m in f.measurements.iter_mut().filter(|m| m.gpu == Some(1)) {
+        match m.name.as_str() {
+            "burn_temperature_c" => m.value += 12.0,
+            "burn_power_w" => m.value *= 0.87,
+            _ => {}
+        }
+    }
+    write(dir.path(), "f.json", &f);
     dir
 }
 

@@ -4,21 +4,52 @@
 use super::node::{gpu_model, Input, Node};
 use super::stats::{self, Better};
 use crate::facts::Measurement;
-use crate::figures as catalog;
+use crate::figures::{self as catalog, Nature, Spread, Unit};
 use crate::report::Report;
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// Whether a node stands out as slower (a performance figure) or as running unlike its peers
+/// (a condition: temperature, power), which is an anomaly, never "slower".
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Slow,
+    Anomaly,
+}
 
 /// One node's value of one figure, and how far it is from its peers.
 #[derive(Clone, Debug, Serialize)]
 pub struct Outlier {
     pub node: String,
     pub value: f64,
-    /// Worse than the median by this share of it (0.12: 12% worse).
-    pub shortfall: f64,
-    /// Robust standard deviations worse than the median; null where the peers agree (MAD 0).
+    /// Worse than the median by this share of it (0.12: 12% worse; on a log scale
+    /// exp(Δ)−1); null for a temperature, whose distance is in `degrees`.
+    pub shortfall: Option<f64>,
+    /// Degrees hotter than the median (a temperature); null otherwise.
+    pub degrees: Option<f64>,
+    /// Robust standard deviations worse than the median (on the judged scale); null where
+    /// the peers agree (MAD 0).
     pub robust_z: Option<f64>,
     /// The GPU whose figure is the node's (its worst), where the figure is per GPU.
+    pub gpu: Option<u32>,
+    pub kind: Kind,
+}
+
+impl Outlier {
+    /// How much worse, in the unit it is judged in (a share, or degrees): the sort key.
+    fn worse(&self) -> f64 {
+        self.degrees.or(self.shortfall).unwrap_or(0.0)
+    }
+}
+
+/// A node whose figure is the threshold or more below what the model attains.
+#[derive(Clone, Debug, Serialize)]
+pub struct Below {
+    pub node: String,
+    pub value: f64,
+    /// Below the attainable figure by this share of it.
+    pub shortfall: f64,
     pub gpu: Option<u32>,
 }
 
@@ -29,18 +60,46 @@ pub struct Figure {
     pub dtype: Option<String>,
     pub unit: String,
     pub better: Better,
+    pub nature: Nature,
+    pub spread: Spread,
     /// The peers: a GPU model for a figure per GPU; the node's GPUs (`8× NVIDIA H200`) for a
     /// figure of the whole machine (the all-reduce, context creation), count included.
     pub peers: String,
     pub nodes: usize,
     pub median: f64,
     pub mad: f64,
+    /// The MAD of ln(value), where the figure is judged on a log scale (long-tailed).
+    pub log_mad: Option<f64>,
     /// Why no node is flagged whatever its value (too few peers); null where they were judged.
     pub not_judged: Option<String>,
     pub outliers: Vec<Outlier>,
+    /// Within the threshold but far outside the noise: not flagged.
+    pub watch: Vec<Outlier>,
+    /// What healthy GPUs of the model attain (the median of the nodes' reports'), where
+    /// they say.
+    pub attainable: Option<f64>,
+    /// The median node's shortfall to `attainable` (0.12: 12% below).
+    pub median_shortfall_to_attainable: Option<f64>,
+    /// The nodes the threshold or more below `attainable`, the farthest first.
+    pub below_attainable: Vec<Below>,
 }
 
 impl Figure {
+    /// Whether the median node is the threshold or more below what the model attains.
+    pub fn median_below_attainable(&self, rules: &stats::Rules) -> bool {
+        self.median_shortfall_to_attainable
+            .is_some_and(|s| s >= rules.threshold)
+    }
+
+    /// Whether the views have something to say of it: a node flagged or to watch, or the
+    /// fleet below what the model attains.
+    pub fn remarkable(&self, rules: &stats::Rules) -> bool {
+        !self.outliers.is_empty()
+            || !self.watch.is_empty()
+            || self.median_below_attainable(rules)
+            || !self.below_attainable.is_empty()
+    }
+
     /// `gemm_tflops bf16`, `memory_copy_bandwidth`.
     pub fn label(&self) -> String {
         match &self.dtype {
@@ -60,6 +119,7 @@ struct Key {
 struct NodeValue {
     value: f64,
     gpu: Option<u32>,
+    attainable: Option<f64>,
 }
 
 /// A machine's value of one figure: the measurement that gave it (its worst GPU or pair) and
@@ -79,31 +139,49 @@ pub(crate) fn worst_by<K: Ord>(
     report: &Report,
     key: impl Fn(&Measurement) -> K,
 ) -> BTreeMap<K, Worst<'_>> {
+    worst_around(report, key, |_| None)
+}
+
+/// The measurements [`worst_by`] counts: finite, and of their figure's largest size.
+fn counted(report: &Report) -> Vec<&Measurement> {
     let mut largest: BTreeMap<(&str, Option<&str>, bool), Option<u64>> = BTreeMap::new();
     for m in &report.measurements {
         let k = (m.name.as_str(), m.dtype.as_deref(), m.gpu.is_some());
         let e = largest.entry(k).or_insert(m.size_bytes);
         *e = (*e).max(m.size_bytes);
     }
-    let counted = |m: &Measurement| {
-        let k = (m.name.as_str(), m.dtype.as_deref(), m.gpu.is_some());
-        m.value.is_finite() && largest.get(&k).copied().flatten() == m.size_bytes
-    };
-    // A condition wrong either way (`Better::Neither`) is judged by the GPU farthest from
-    // the machine's own median of it.
+    report
+        .measurements
+        .iter()
+        .filter(|m| {
+            let k = (m.name.as_str(), m.dtype.as_deref(), m.gpu.is_some());
+            m.value.is_finite() && largest.get(&k).copied().flatten() == m.size_bytes
+        })
+        .collect()
+}
+
+/// [`worst_by`], a condition wrong either way (`Better::Neither`) judged by the GPU farthest
+/// from `centre` of its key where given (the fleet: its peers' median), else from the
+/// machine's own median of it. The machine's own median cannot tell the odd one of two GPUs
+/// (it lies halfway between them): the fleet gives its peers'.
+pub(crate) fn worst_around<K: Ord>(
+    report: &Report,
+    key: impl Fn(&Measurement) -> K,
+    centre: impl Fn(&K) -> Option<f64>,
+) -> BTreeMap<K, Worst<'_>> {
+    let counted = counted(report);
     let mut values: BTreeMap<K, Vec<f64>> = BTreeMap::new();
-    for m in report.measurements.iter().filter(|m| counted(m)) {
+    for m in &counted {
         if catalog::Figure::better_of(m) == Better::Neither {
             values.entry(key(m)).or_default().push(m.value);
         }
     }
     let mut out: BTreeMap<K, Worst<'_>> = BTreeMap::new();
-    for m in report.measurements.iter().filter(|m| counted(m)) {
+    for m in counted {
         let better = catalog::Figure::better_of(m);
         let k = key(m);
-        let centre = values
-            .get(&k)
-            .and_then(|v| stats::median(v))
+        let centre = centre(&k)
+            .or_else(|| values.get(&k).and_then(|v| stats::median(v)))
             .unwrap_or(m.value);
         match out.entry(k) {
             std::collections::btree_map::Entry::Occupied(mut e) => {
@@ -123,16 +201,30 @@ pub(crate) fn worst_by<K: Ord>(
     out
 }
 
-/// One node's value of each figure, per figure and group of peers ([`worst_by`]).
-fn node_values(report: &Report, machine_peers: &str) -> BTreeMap<Key, (String, Better, NodeValue)> {
-    worst_by(report, |m| Key {
+/// The key of a measurement: its figure and its peers.
+fn key_of(report: &Report, machine_peers: &str, m: &Measurement) -> Key {
+    Key {
         name: m.name.clone(),
         dtype: m.dtype.clone(),
         peers: match m.gpu {
             Some(g) => gpu_model(report, g),
             None => machine_peers.to_string(),
         },
-    })
+    }
+}
+
+/// One node's value of each figure, per figure and group of peers ([`worst_around`] the
+/// fleet's `centres` of the figures wrong either way).
+fn node_values(
+    report: &Report,
+    machine_peers: &str,
+    centres: &BTreeMap<Key, f64>,
+) -> BTreeMap<Key, (String, Better, NodeValue)> {
+    worst_around(
+        report,
+        |m| key_of(report, machine_peers, m),
+        |k| centres.get(k).copied(),
+    )
     .into_iter()
     .map(|(k, w)| {
         (
@@ -143,6 +235,10 @@ fn node_values(report: &Report, machine_peers: &str) -> BTreeMap<Key, (String, B
                 NodeValue {
                     value: w.measurement.value,
                     gpu: w.measurement.gpu,
+                    attainable: w
+                        .measurement
+                        .attainable
+                        .filter(|a| a.is_finite() && *a > 0.0),
                 },
             ),
         )
@@ -150,17 +246,57 @@ fn node_values(report: &Report, machine_peers: &str) -> BTreeMap<Key, (String, B
     .collect()
 }
 
-/// Every figure of the fleet's reports, by name, dtype and peers.
-pub fn figures(inputs: &[Input], nodes: &[Node]) -> Vec<Figure> {
+/// What a figure is: the catalog's, else (a name this build does not know) a performance
+/// figure, judged as shares of the median.
+fn nature_spread(name: &str) -> (Nature, Spread) {
+    match catalog::Figure::from_id(name) {
+        Some(f) => (f.spec().nature, f.spec().spread),
+        None => (Nature::Performance, Spread::Symmetric),
+    }
+}
+
+/// Whether a figure is held to what its GPU model attains, where its reports say: the device
+/// copies and the GEMMs, which data/attainable.toml measured. Not the burn, whose reports
+/// carry its GEMM's figure: a sustained load on every GPU at once runs below a GEMM's best
+/// (the healthy 2×H200 VM of `testing::measured::full_run`: 704.5 TFLOPS bf16 against 801),
+/// so every healthy node would be listed.
+fn judged_against_attainable(name: &str) -> bool {
+    matches!(
+        catalog::Figure::from_id(name).map(catalog::Figure::group),
+        Some(catalog::Group::Memory | catalog::Group::Gemm)
+    )
+}
+
+/// Every figure of the fleet's reports, by name, dtype and peers, judged under `rules`.
+pub fn figures(inputs: &[Input], nodes: &[Node], rules: &stats::Rules) -> Vec<Figure> {
     struct Acc {
         unit: String,
         better: Better,
         values: Vec<(String, NodeValue)>,
     }
+    // A figure wrong either way: every GPU's value, for the peers' median its GPUs are
+    // judged from.
+    let mut either: BTreeMap<Key, Vec<f64>> = BTreeMap::new();
+    for (input, node) in inputs.iter().zip(nodes) {
+        let Ok(report) = &input.report else { continue };
+        let peers = node.gpu_label();
+        for m in counted(report) {
+            if catalog::Figure::better_of(m) == Better::Neither {
+                either
+                    .entry(key_of(report, &peers, m))
+                    .or_default()
+                    .push(m.value);
+            }
+        }
+    }
+    let centres: BTreeMap<Key, f64> = either
+        .into_iter()
+        .filter_map(|(k, v)| Some((k, stats::median(&v)?)))
+        .collect();
     let mut acc: BTreeMap<Key, Acc> = BTreeMap::new();
     for (input, node) in inputs.iter().zip(nodes) {
         let Ok(report) = &input.report else { continue };
-        for (key, (unit, better, v)) in node_values(report, &node.gpu_label()) {
+        for (key, (unit, better, v)) in node_values(report, &node.gpu_label(), &centres) {
             acc.entry(key)
                 .or_insert_with(|| Acc {
                     unit,
@@ -173,8 +309,11 @@ pub fn figures(inputs: &[Input], nodes: &[Node]) -> Vec<Figure> {
     }
     acc.into_iter()
         .filter_map(|(key, a)| {
+            let (nature, spread) = nature_spread(&key.name);
+            let degrees = Unit::from_report(&a.unit).is_some_and(Unit::is_interval_scale);
             let vals: Vec<f64> = a.values.iter().map(|(_, v)| v.value).collect();
-            let median = stats::median(&vals)?;
+            let y = stats::yardstick(&vals, a.better, spread == Spread::LongTailed, degrees)?;
+            let median = y.median;
             let mad = stats::mad(&vals, median).unwrap_or(0.0);
             let n = a.values.len();
             let not_judged = (n < stats::MIN_PEERS).then(|| {
@@ -184,34 +323,80 @@ pub fn figures(inputs: &[Input], nodes: &[Node]) -> Vec<Figure> {
                     stats::MIN_PEERS
                 )
             });
+            let kind = match nature {
+                Nature::Performance => Kind::Slow,
+                Nature::Condition => Kind::Anomaly,
+            };
             let mut outliers = Vec::new();
+            let mut watch = Vec::new();
             if not_judged.is_none() {
                 for (node, v) in &a.values {
-                    let s = stats::shortfall(v.value, median, a.better);
-                    let z = stats::robust_z(v.value, median, mad, a.better);
-                    if stats::stands_out(s, z) {
-                        outliers.push(Outlier {
+                    let Some(d) = stats::distance(v.value, &y) else {
+                        continue;
+                    };
+                    let into = match stats::tier(&d, rules) {
+                        stats::Tier::Flagged => &mut outliers,
+                        stats::Tier::Watch => &mut watch,
+                        stats::Tier::Within => continue,
+                    };
+                    into.push(Outlier {
+                        node: node.clone(),
+                        value: v.value,
+                        shortfall: d.shortfall,
+                        degrees: d.degrees,
+                        robust_z: d.z,
+                        gpu: v.gpu,
+                        kind,
+                    });
+                }
+                outliers.sort_by(|x, y| y.worse().total_cmp(&x.worse()));
+                watch.sort_by(|x, y| y.worse().total_cmp(&x.worse()));
+            }
+            // What the model attains: the median of what the nodes' reports say, for the
+            // figures it was measured for (`judged_against_attainable`).
+            let att: Vec<f64> = if judged_against_attainable(&key.name) {
+                a.values.iter().filter_map(|(_, v)| v.attainable).collect()
+            } else {
+                Vec::new()
+            };
+            let attainable = stats::median(&att);
+            let median_shortfall_to_attainable =
+                attainable.and_then(|t| stats::shortfall(median, t, a.better));
+            let mut below_attainable: Vec<Below> = match attainable {
+                Some(t) => a
+                    .values
+                    .iter()
+                    .filter_map(|(node, v)| {
+                        let s = stats::shortfall(v.value, t, a.better)?;
+                        (s >= rules.threshold).then(|| Below {
                             node: node.clone(),
                             value: v.value,
-                            shortfall: s.unwrap_or(0.0),
-                            robust_z: z,
+                            shortfall: s,
                             gpu: v.gpu,
-                        });
-                    }
-                }
-                outliers.sort_by(|x, y| y.shortfall.total_cmp(&x.shortfall));
-            }
+                        })
+                    })
+                    .collect(),
+                None => Vec::new(),
+            };
+            below_attainable.sort_by(|x, y| y.shortfall.total_cmp(&x.shortfall));
             Some(Figure {
                 name: key.name,
                 dtype: key.dtype,
                 unit: a.unit,
                 better: a.better,
+                nature,
+                spread,
                 peers: key.peers,
                 nodes: n,
                 median,
                 mad,
+                log_mad: y.scale.log.then_some(y.mad),
                 not_judged,
                 outliers,
+                watch,
+                attainable,
+                median_shortfall_to_attainable,
+                below_attainable,
             })
         })
         .collect()
@@ -252,7 +437,7 @@ mod tests {
     }
 
     fn run(inputs: &[Input]) -> Vec<Figure> {
-        figures(inputs, &nodes(inputs))
+        figures(inputs, &nodes(inputs), &stats::Rules::default())
     }
 
     #[test]
@@ -303,7 +488,7 @@ mod tests {
         let two = [node("a", 3959.3, 450.0), node("b", 1000.0, 450.0)];
         let f = run(&two);
         let copy = figure(&f, "memory_copy_bandwidth");
-        assert!(copy.outliers.is_empty());
+        assert!(copy.outliers.is_empty() && copy.watch.is_empty());
         assert_eq!(
             copy.not_judged.as_deref(),
             Some("2 nodes of these GPUs: fewer than 3 peers flag nothing")
@@ -355,5 +540,265 @@ mod tests {
         // The GEMMs are one figure per dtype.
         assert!(f.iter().any(|x| x.label() == "gemm_tflops bf16"));
         assert!(f.iter().any(|x| x.label() == "gemm_tflops fp64"));
+    }
+
+    /// A fixed linear congruential generator (Knuth's MMIX constants): simulated fleets are
+    /// the same on every run.
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn uniform(&mut self) -> f64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            ((self.0 >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+        }
+
+        /// A standard normal deviate (Box-Muller).
+        fn normal(&mut self) -> f64 {
+            let (u1, u2) = (self.uniform(), self.uniform());
+            (-2.0 * u1.ln()).sqrt() * (2.0 * std::f64::consts::PI * u2).cos()
+        }
+    }
+
+    /// A fleet cloned from one measured node, node i's figure `name` (every entry of it, on
+    /// every GPU) at `values[i]`; node i is named `names(i)`.
+    fn fleet_of(name: &str, values: &[f64], names: impl Fn(usize) -> String) -> Vec<Input> {
+        let template = node("t", 3959.3, 454.6);
+        values
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let mut input = template.clone();
+                let host = names(i);
+                let r = input.report.as_mut().unwrap();
+                r.machine.hostname = Some(host.clone());
+                for m in r.measurements.iter_mut().filter(|m| m.name == name) {
+                    m.value = *v;
+                }
+                input.file = format!("{host}.json");
+                input.stem = host;
+                input
+            })
+            .collect()
+    }
+
+    fn numbered(i: usize) -> String {
+        format!("n{i:02}")
+    }
+
+    fn judged(inputs: &[Input], threshold: f64) -> Vec<Figure> {
+        figures(inputs, &nodes(inputs), &stats::Rules { threshold })
+    }
+
+    fn node_names(o: &[Outlier]) -> Vec<&str> {
+        o.iter().map(|x| x.node.as_str()).collect()
+    }
+
+    #[test]
+    fn a_node_6_percent_slow_in_a_1_percent_fleet_is_watched_then_flagged_at_5() {
+        // 63 healthy nodes, 1% normal noise; node n63 6% slow.
+        let mut rng = Lcg(20261203);
+        let mut values: Vec<f64> = (0..63)
+            .map(|_| 4000.0 * (1.0 + 0.01 * rng.normal()))
+            .collect();
+        values.push(4000.0 * 0.94);
+        let inputs = fleet_of("memory_copy_bandwidth", &values, numbered);
+        let f = judged(&inputs, stats::SHORTFALL);
+        let copy = figure(&f, "memory_copy_bandwidth");
+        assert!(copy.outliers.is_empty(), "{:?}", copy.outliers);
+        assert_eq!(node_names(&copy.watch), vec!["n63"]);
+        let w = &copy.watch[0];
+        assert_eq!(w.kind, Kind::Slow);
+        let z = w.robust_z.unwrap();
+        assert!((stats::WATCH_Z..8.0).contains(&z), "{z}");
+        let s = w.shortfall.unwrap();
+        assert!((0.05..0.07).contains(&s), "{s}");
+        // --threshold 5: flagged, no longer watched.
+        let f = judged(&inputs, 0.05);
+        let copy = figure(&f, "memory_copy_bandwidth");
+        assert_eq!(node_names(&copy.outliers), vec!["n63"]);
+        assert!(copy.watch.is_empty());
+        // --threshold 7: within it again, watched.
+        let f = judged(&inputs, 0.07);
+        assert_eq!(
+            node_names(&figure(&f, "memory_copy_bandwidth").watch),
+            vec!["n63"]
+        );
+    }
+
+    #[test]
+    fn long_tailed_figures_are_judged_on_a_log_scale() {
+        // Context creation of healthy nodes spreads log-normally (σ 0.3 of ln): on a linear
+        // scale the slow tail's MAD is too narrow and healthy nodes are flagged; on the log
+        // scale none is, while a node twice as slow still is.
+        let mut rng = Lcg(7);
+        let (mut linear, mut log, mut total) = (0, 0, 0);
+        for fleet in 0..20 {
+            let mut values: Vec<f64> = (0..64)
+                .map(|_| 450.0 * (0.3 * rng.normal()).exp())
+                .collect();
+            if fleet == 0 {
+                values[0] = 450.0 * 5.0;
+            }
+            let y = stats::yardstick(&values, Better::Lower, false, false).unwrap();
+            linear += values
+                .iter()
+                .skip(usize::from(fleet == 0))
+                .filter(|v| {
+                    let d = stats::distance(**v, &y).unwrap();
+                    stats::tier(&d, &stats::Rules::default()) == stats::Tier::Flagged
+                })
+                .count();
+            let inputs = fleet_of("context_create_ms", &values, numbered);
+            let f = judged(&inputs, stats::SHORTFALL);
+            let ctx = figure(&f, "context_create_ms");
+            assert_eq!(ctx.spread, Spread::LongTailed);
+            assert!(ctx.log_mad.is_some());
+            let flagged = node_names(&ctx.outliers);
+            if fleet == 0 {
+                assert_eq!(flagged, vec!["n00"], "{:?}", ctx.outliers);
+                let s = ctx.outliers[0].shortfall.unwrap();
+                // exp(Δ)−1 against the log-scale centre: about 400% slower.
+                assert!((3.0..5.0).contains(&s), "{s}");
+                log += flagged.len() - 1;
+            } else {
+                log += flagged.len();
+            }
+            total += 64;
+        }
+        let (linear, log) = (linear as f64 / total as f64, log as f64 / total as f64);
+        assert!(linear > 0.005, "linear {linear}");
+        assert!(log < 0.001, "log {log}");
+    }
+
+    #[test]
+    fn half_the_fleet_12_percent_slower_is_below_what_the_model_attains() {
+        let template = node("t", 3959.3, 454.6);
+        let attainable = template
+            .report
+            .as_ref()
+            .unwrap()
+            .measurements
+            .iter()
+            .find(|m| m.name == "memory_copy_bandwidth")
+            .and_then(|m| m.attainable)
+            .expect("an H200's device copy has an attainable figure");
+        // 33 of 64 regressed 12% (the median node among them): no node stands out from its
+        // peers, but the figure says the median node is 12% below, and lists the 33.
+        let values: Vec<f64> = (0..64)
+            .map(|i| attainable * if i < 33 { 0.88 } else { 1.0 })
+            .collect();
+        let inputs = fleet_of("memory_copy_bandwidth", &values, numbered);
+        let f = judged(&inputs, stats::SHORTFALL);
+        let copy = figure(&f, "memory_copy_bandwidth");
+        assert!(copy.outliers.is_empty() && copy.watch.is_empty());
+        assert_eq!(copy.attainable, Some(attainable));
+        let s = copy.median_shortfall_to_attainable.unwrap();
+        assert!((s - 0.12).abs() < 1e-9, "{s}");
+        assert!(copy.median_below_attainable(&stats::Rules::default()));
+        assert_eq!(copy.below_attainable.len(), 33);
+        assert_eq!(copy.below_attainable[0].gpu, Some(0));
+        // At --threshold 13 it is within: neither said nor listed.
+        let f = judged(&inputs, 0.13);
+        let copy = figure(&f, "memory_copy_bandwidth");
+        assert!(!copy.median_below_attainable(&stats::Rules { threshold: 0.13 }));
+        assert!(copy.below_attainable.is_empty());
+        // Exactly half: the median lies halfway (6% below), not said; the 32 are listed.
+        let values: Vec<f64> = (0..64)
+            .map(|i| attainable * if i < 32 { 0.88 } else { 1.0 })
+            .collect();
+        let inputs = fleet_of("memory_copy_bandwidth", &values, numbered);
+        let f = judged(&inputs, stats::SHORTFALL);
+        let copy = figure(&f, "memory_copy_bandwidth");
+        assert!(!copy.median_below_attainable(&stats::Rules::default()));
+        assert_eq!(copy.below_attainable.len(), 32);
+        // Exactly the threshold below attainable is listed; just above it is not.
+        let values = [
+            attainable,
+            attainable,
+            attainable * 0.90,
+            attainable * 0.9001,
+        ];
+        let inputs = fleet_of("memory_copy_bandwidth", &values, numbered);
+        let f = judged(&inputs, stats::SHORTFALL);
+        let copy = figure(&f, "memory_copy_bandwidth");
+        let below: Vec<&str> = copy
+            .below_attainable
+            .iter()
+            .map(|b| b.node.as_str())
+            .collect();
+        assert_eq!(below, vec!["n02"]);
+        // A figure without an attainable value says nothing of it.
+        let ctx = figure(&f, "context_create_ms");
+        assert_eq!(ctx.attainable, None);
+        assert!(ctx.below_attainable.is_empty());
+        // The burn carries its GEMM's figure, which a sustained load does not reach: it is
+        // not held to it (the healthy template's burn is 12% under).
+        let burn = figure(&f, "burn_tflops");
+        assert_eq!(burn.attainable, None);
+        assert!(burn.below_attainable.is_empty());
+        let gemm = f.iter().find(|x| x.label() == "gemm_tflops bf16").unwrap();
+        assert!(gemm.attainable.is_some());
+    }
+
+    #[test]
+    fn a_hot_gpu_is_an_anomaly_in_degrees() {
+        let values = [64.0, 64.0, 65.0, 63.0, 64.0, 64.0, 72.0, 76.0];
+        let inputs = fleet_of("burn_temperature_c", &values, numbered);
+        let f = judged(&inputs, stats::SHORTFALL);
+        let t = figure(&f, "burn_temperature_c");
+        assert_eq!(t.nature, Nature::Condition);
+        // 76 °C: 12 °C hotter, flagged; 72 °C: 8 °C, far outside the noise: watched.
+        assert_eq!(node_names(&t.outliers), vec!["n07"]);
+        let o = &t.outliers[0];
+        assert_eq!(o.kind, Kind::Anomaly);
+        assert_eq!(o.degrees, Some(12.0));
+        assert_eq!(o.shortfall, None);
+        assert_eq!(node_names(&t.watch), vec!["n06"]);
+        assert_eq!(t.watch[0].degrees, Some(8.0));
+        // The threshold is a share: it does not move the degrees' rule.
+        let f = judged(&inputs, 0.5);
+        assert_eq!(
+            node_names(&figure(&f, "burn_temperature_c").outliers),
+            vec!["n07"]
+        );
+        // Exactly 10 °C hotter, where the peers agree, is flagged; 9 °C is watched.
+        let values = [64.0, 64.0, 64.0, 74.0, 73.0];
+        let inputs = fleet_of("burn_temperature_c", &values, numbered);
+        let t = judged(&inputs, stats::SHORTFALL);
+        let t = figure(&t, "burn_temperature_c");
+        assert_eq!(node_names(&t.outliers), vec!["n03"]);
+        assert_eq!(node_names(&t.watch), vec!["n04"]);
+    }
+
+    #[test]
+    fn burn_power_is_judged_either_way() {
+        let values = [700.0, 700.0, 700.0, 700.0, 574.0, 826.0, 640.0];
+        let inputs = fleet_of("burn_power_w", &values, numbered);
+        let f = judged(&inputs, stats::SHORTFALL);
+        let p = figure(&f, "burn_power_w");
+        assert_eq!(p.better, Better::Neither);
+        assert_eq!(node_names(&p.outliers), vec!["n04", "n05"]);
+        assert!(p.outliers.iter().all(|o| o.kind == Kind::Anomaly));
+        let s = p.outliers[0].shortfall.unwrap();
+        assert!((s - 0.18).abs() < 1e-9, "{s}");
+        // 640 W is 8.6% below: within 10%, but the peers agree: watched.
+        assert_eq!(node_names(&p.watch), vec!["n06"]);
+        // One GPU of two 18% below: the machine's own median lies halfway between its two
+        // GPUs; judged from its peers' median, the odd GPU is the node's value.
+        let mut inputs = fleet_of("burn_power_w", &[700.0; 5], numbered);
+        let r = inputs[4].report.as_mut().unwrap();
+        for m in r.measurements.iter_mut() {
+            if m.name == "burn_power_w" && m.gpu == Some(1) {
+                m.value = 574.0;
+            }
+        }
+        let f = judged(&inputs, stats::SHORTFALL);
+        let p = figure(&f, "burn_power_w");
+        assert_eq!(node_names(&p.outliers), vec!["n04"]);
+        assert_eq!(p.outliers[0].gpu, Some(1));
+        assert_eq!(p.outliers[0].value, 574.0);
     }
 }

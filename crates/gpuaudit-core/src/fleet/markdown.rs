@@ -3,7 +3,10 @@
 //! Every string from a report is escaped (`render::escape::markdown_cell`).
 
 use super::table::{headline, some_nodes, NAMED_NODES};
-use super::{explained, stats, verdict_word, with_gpus, with_unit, Fleet};
+use super::{
+    attainable_text, explained, how_worse, percent, rule_text, verdict_word, with_gpus, with_unit,
+    Fleet,
+};
 use crate::render::escape::{markdown_cell, markdown_code};
 use std::fmt::Write;
 
@@ -15,7 +18,7 @@ pub fn markdown(f: &Fleet) -> String {
     let mut s = String::new();
     let icon = if f.fails() {
         "❌"
-    } else if f.counts.warn > 0 || f.counts.flagged > 0 {
+    } else if f.counts.warn > 0 || f.counts.flagged > 0 || f.counts.below_attainable > 0 {
         "⚠️"
     } else {
         "✅"
@@ -23,19 +26,25 @@ pub fn markdown(f: &Fleet) -> String {
     let _ = writeln!(s, "### {icon} {}\n", headline(f));
     let _ = writeln!(
         s,
-        "gpuaudit {} · `{}` · a node stands out {:.0}% or more worse than the median of {} or \
-         more peers (same GPUs)\n",
+        "gpuaudit {} · `{}` · {} (same GPUs)\n",
         f.tool.version,
         f.schema,
-        stats::SHORTFALL * 100.0,
-        stats::MIN_PEERS
+        rule_text(f)
     );
 
     let _ = writeln!(s, "| node | GPUs | verdict | failed checks |");
     let _ = writeln!(s, "|---|---|---|---|");
     for n in &f.nodes {
         let (gpus, verdict, checks) = match &n.not_read {
-            Some(reason) => (String::new(), "not read".into(), cell(reason)),
+            Some(reason) => (
+                String::new(),
+                "not read".into(),
+                format!(
+                    "{}: {}",
+                    cell(&super::table::file_name(&n.file)),
+                    cell(reason)
+                ),
+            ),
             None => {
                 let mut checks: Vec<String> = n
                     .failed_checks
@@ -54,25 +63,69 @@ pub fn markdown(f: &Fleet) -> String {
         let _ = writeln!(s, "| {} | {gpus} | {verdict} | {checks} |", cell(&n.name));
     }
 
-    let flagged: Vec<_> = f.flagged_figures().collect();
-    if !flagged.is_empty() {
-        let _ = writeln!(s, "\n#### Nodes slower than their peers\n");
-        let _ = writeln!(s, "| figure | GPUs | node | value | median | worse by |");
+    let rules = f.rules();
+    let rows = |s: &mut String, title: &str, pick: &dyn Fn(&super::Figure) -> &[super::Outlier]| {
+        let any = f.figures.iter().any(|fig| !pick(fig).is_empty());
+        if !any {
+            return;
+        }
+        let _ = writeln!(s, "\n#### {title}\n");
+        let _ = writeln!(s, "| figure | GPUs | node | value | median | how |");
         let _ = writeln!(s, "|---|---|---|---|---|---|");
-        for fig in flagged {
-            for o in &fig.outliers {
+        for fig in &f.figures {
+            for o in pick(fig) {
                 let on = o.gpu.map(|g| format!(" (GPU {g})")).unwrap_or_default();
                 let _ = writeln!(
                     s,
-                    "| {} | {} | {}{on} | {} | {} | {:.1}% |",
+                    "| {} | {} | {}{on} | {} | {} | {} |",
                     cell(&fig.label()),
                     cell(&fig.peers),
                     cell(&o.node),
                     cell(&with_unit(o.value, &fig.unit)),
                     cell(&with_unit(fig.median, &fig.unit)),
-                    o.shortfall * 100.0
+                    how_worse(fig, o)
                 );
             }
+        }
+    };
+    rows(&mut s, "Nodes that stand out from their peers", &|fig| {
+        &fig.outliers
+    });
+    rows(
+        &mut s,
+        "To watch (within the threshold, far outside the noise)",
+        &|fig| &fig.watch,
+    );
+    let below: Vec<&super::Figure> = f
+        .figures
+        .iter()
+        .filter(|fig| fig.median_below_attainable(&rules) || !fig.below_attainable.is_empty())
+        .collect();
+    if !below.is_empty() {
+        let _ = writeln!(s, "\n#### Below what the GPU model attains\n");
+        for fig in below {
+            let mut line = format!("- {} on {}", cell(&fig.label()), cell(&fig.peers));
+            if let Some(t) = attainable_text(f, fig) {
+                line.push_str(&format!(": {}", cell(&t)));
+            }
+            if !fig.below_attainable.is_empty() {
+                let names: Vec<String> = fig
+                    .below_attainable
+                    .iter()
+                    .map(|b| b.node.clone())
+                    .collect();
+                line.push_str(&format!(
+                    "; {} {}% or more below it: {}",
+                    if names.len() == 1 {
+                        "1 node".to_string()
+                    } else {
+                        format!("{} nodes", names.len())
+                    },
+                    percent(rules.threshold),
+                    some_nodes(&names, NAMED_NODES, cell)
+                ));
+            }
+            let _ = writeln!(s, "{line}");
         }
     }
 
@@ -130,8 +183,11 @@ pub fn markdown(f: &Fleet) -> String {
             "\n<details><summary>Every measured figure ({})</summary>\n",
             f.figures.len()
         );
-        let _ = writeln!(s, "| figure | GPUs | nodes | median | MAD | flagged |");
-        let _ = writeln!(s, "|---|---|---|---|---|---|");
+        let _ = writeln!(
+            s,
+            "| figure | GPUs | nodes | median | MAD | flagged | watch |"
+        );
+        let _ = writeln!(s, "|---|---|---|---|---|---|---|");
         for fig in &f.figures {
             let flagged = match &fig.not_judged {
                 Some(why) => cell(why),
@@ -139,12 +195,13 @@ pub fn markdown(f: &Fleet) -> String {
             };
             let _ = writeln!(
                 s,
-                "| {} | {} | {} | {} | {} | {flagged} |",
+                "| {} | {} | {} | {} | {} | {flagged} | {} |",
                 cell(&fig.label()),
                 cell(&fig.peers),
                 fig.nodes,
                 cell(&with_unit(fig.median, &fig.unit)),
-                cell(&with_unit(fig.mad, &fig.unit))
+                cell(&with_unit(fig.mad, &fig.unit)),
+                fig.watch.len()
             );
         }
         let _ = writeln!(s, "\n</details>");

@@ -2,7 +2,10 @@
 //! with nodes that stand out, the drift and the checks failing on several nodes. Every string
 //! from a report is escaped (`render::escape`): a hostname is hostile input.
 
-use super::{explained, stats, verdict_word, with_gpus, with_unit, Fleet, Node, Verdict};
+use super::{
+    attainable_text, explained, how_worse, rule_text, verdict_word, with_gpus, with_unit, Fleet,
+    Node, Verdict,
+};
 use crate::render::escape::escape_line;
 use owo_colors::{OwoColorize, Style};
 use std::fmt::Write;
@@ -100,20 +103,46 @@ pub(crate) fn headline(f: &Fleet) -> String {
         plural(c.nodes, "node", "nodes"),
         parts.join(", ")
     );
-    if c.flagged > 0 {
+    if c.slow > 0 {
         s.push_str(&format!(
             "; {} slower than {} peers",
-            plural(c.flagged, "node", "nodes"),
-            if c.flagged == 1 { "its" } else { "their" }
+            plural(c.slow, "node", "nodes"),
+            if c.slow == 1 { "its" } else { "their" }
+        ));
+    }
+    if c.anomalous > 0 {
+        s.push_str(&format!(
+            "; {} running unlike {} peers",
+            plural(c.anomalous, "node", "nodes"),
+            if c.anomalous == 1 { "its" } else { "their" }
+        ));
+    }
+    if c.watch > 0 {
+        s.push_str(&format!("; {} to watch", plural(c.watch, "node", "nodes")));
+    }
+    if c.below_attainable > 0 {
+        s.push_str(&format!(
+            "; {} below what {} GPUs attain",
+            plural(c.below_attainable, "node", "nodes"),
+            if c.below_attainable == 1 {
+                "its"
+            } else {
+                "their"
+            }
         ));
     }
     s
 }
 
+/// The last part of a file's path: what names a file not read in its row.
+pub(crate) fn file_name(path: &str) -> String {
+    path.rsplit('/').next().unwrap_or(path).to_string()
+}
+
 fn node_row(out: &mut Out, n: &Node, cols: usize) {
     let name = esc(&n.name);
     let verdict = match &n.not_read {
-        Some(reason) => format!("not read: {}", esc(reason)),
+        Some(reason) => format!("not read: {}: {}", esc(&file_name(&n.file)), esc(reason)),
         None => {
             let mut v = verdict_word(n);
             if !n.failed_checks.is_empty() {
@@ -179,12 +208,10 @@ pub fn table(f: &Fleet, width: usize, color: bool) -> String {
     out.para(&headline(f), 4);
     out.para(
         &format!(
-            "gpuaudit {} · {} · a node stands out {:.0}% or more worse than the median of \
-             {} or more peers",
+            "gpuaudit {} · {} · {}",
             f.tool.version,
             f.schema,
-            stats::SHORTFALL * 100.0,
-            stats::MIN_PEERS
+            rule_text(f)
         ),
         4,
     );
@@ -208,6 +235,7 @@ pub fn table(f: &Fleet, width: usize, color: bool) -> String {
             4,
         );
     }
+    let rules = f.rules();
     let mut quiet = 0;
     let mut not_judged = Vec::new();
     for fig in &f.figures {
@@ -217,9 +245,11 @@ pub fn table(f: &Fleet, width: usize, color: bool) -> String {
                 esc(&fig.label()),
                 esc(&fig.peers)
             ));
-            continue;
-        }
-        if fig.outliers.is_empty() {
+            // Too few peers to judge a node by them; what the model attains needs none.
+            if !fig.remarkable(&rules) {
+                continue;
+            }
+        } else if !fig.remarkable(&rules) {
             quiet += 1;
             continue;
         }
@@ -234,16 +264,53 @@ pub fn table(f: &Fleet, width: usize, color: bool) -> String {
             ),
             6,
         );
-        for o in &fig.outliers {
+        let line = |o: &super::Outlier| {
             let on = o.gpu.map(|g| format!(" on GPU {g}")).unwrap_or_default();
+            format!(
+                "{} {}{on}: {}",
+                esc(&o.node),
+                esc(&with_unit(o.value, &fig.unit)),
+                how_worse(fig, o)
+            )
+        };
+        for o in &fig.outliers {
+            out.para(&format!("    {}", line(o)), 8);
+        }
+        for o in &fig.watch {
+            let z = o
+                .robust_z
+                .map(|z| format!(", {z:.1} robust deviations"))
+                .unwrap_or_default();
             out.para(
                 &format!(
-                    "    {} {}{on}: {:.1}% worse",
-                    esc(&o.node),
-                    esc(&with_unit(o.value, &fig.unit)),
-                    o.shortfall * 100.0
+                    "    watch: {}{z} (within {})",
+                    line(o),
+                    match o.degrees {
+                        Some(_) => format!("{} °C", super::stats::HOTTER_C),
+                        None => format!("{}%", super::percent(rules.threshold)),
+                    }
                 ),
                 8,
+            );
+        }
+        if let Some(t) = attainable_text(f, fig) {
+            out.para(&format!("    {}", esc(&t)), 6);
+        }
+        if !fig.below_attainable.is_empty() {
+            let names: Vec<String> = fig
+                .below_attainable
+                .iter()
+                .map(|b| b.node.clone())
+                .collect();
+            out.para(
+                &format!(
+                    "    {} {}% or more below what an {} attains: {}",
+                    plural(names.len(), "node", "nodes"),
+                    super::percent(rules.threshold),
+                    esc(&fig.peers),
+                    some_nodes(&names, NAMED_NODES, esc)
+                ),
+                6,
             );
         }
     }
@@ -331,14 +398,18 @@ mod tests {
     #[test]
     fn hostile_names_are_written_out_and_lines_fit() {
         let bad = Input {
-            file: "x.json".into(),
+            file: "reports/x\x1b[2J.json".into(),
             stem: "evil\x1b]0;pwned\x07".into(),
             report: Err("not JSON (\u{9b}2J)".into()),
         };
         let t = table(&Fleet::summarise(&[bad]), 80, false);
         assert!(!t.contains('\x1b') && !t.contains('\u{9b}'), "{t}");
         assert!(t.contains("evil\\x1b]0;pwned\\x07"), "{t}");
-        assert!(t.contains("not read: not JSON (\\u{9b}2J)"), "{t}");
+        // The file not read is named by its last part, escaped too.
+        assert!(
+            t.contains("not read: x\\x1b[2J.json: not JSON (\\u{9b}2J)"),
+            "{t}"
+        );
         for l in t.lines() {
             assert!(display_width(l) <= 80, "{l}");
         }

@@ -8,6 +8,7 @@ use anyhow::{anyhow, bail, Result};
 use gpuaudit_core::fleet::{self, Fleet, Input};
 use gpuaudit_core::render::Format;
 use gpuaudit_core::report::limits::{thousands, MAX_FLEET_FILES};
+use gpuaudit_core::report::ReadError;
 use gpuaudit_probe::root::io_reason;
 use std::path::{Path, PathBuf};
 
@@ -90,10 +91,24 @@ fn input(entry: &Entry) -> Input {
         Some(why) => Err(why.to_string()),
         // Only what the summary reads: no series, messages, fixes or methods, the evidence
         // of the drift's checks alone.
-        None => report::read_with(path, |t| {
-            gpuaudit_core::report::from_json_for_summary(t, fleet::EVIDENCE_READ)
-        })
-        .map_err(|e| e.reason()),
+        None => {
+            // A report of another schema (a bench's, a fleet's own JSON) is named as what it
+            // is not, as a JSON of another shape is ("not a gpuaudit report (it has no
+            // \"schema\")").
+            let other_schema = std::cell::Cell::new(false);
+            report::read_with(path, |t| {
+                let r = gpuaudit_core::report::from_json_for_summary(t, fleet::EVIDENCE_READ);
+                other_schema.set(matches!(r, Err(ReadError::OtherSchema(_))));
+                r
+            })
+            .map_err(|e| {
+                if other_schema.get() {
+                    format!("not a gpuaudit report: {}", e.reason())
+                } else {
+                    e.reason()
+                }
+            })
+        }
     };
     Input {
         file: path.display().to_string(),
@@ -152,7 +167,10 @@ fn choose_format(format: Option<FleetFormat>, out: Option<&Path>) -> FleetFormat
 pub fn run(args: &FleetArgs) -> Result<u8> {
     let paths = files(&args.reports)?;
     let inputs = inputs(&paths);
-    let summary = Fleet::summarise(&inputs);
+    let rules = fleet::Rules {
+        threshold: args.threshold,
+    };
+    let summary = Fleet::summarise_with(&inputs, &rules);
     if summary.nothing_read() {
         let first = summary
             .nodes
