@@ -484,8 +484,10 @@ fn a_full_audit_reports_every_figure_of_its_groups() {
     );
     assert!(got
         .iter()
-        .filter(|m| m.name.starts_with("h2d_"))
+        .filter(|m| m.name.starts_with("h2d_") || m.name.starts_with("burn_"))
         .all(|m| m.attainable.is_none()));
+    // The burn's figure is there, without the GEMM's attainable value.
+    assert!(got.iter().any(|m| m.name == "burn_tflops"));
 }
 
 #[test]
@@ -571,4 +573,23 @@ fn each_group_is_judged_by_a_check_of_the_catalog() {
     for g in Group::ALL {
         assert!(ids.contains(&g.check()), "{g:?}: {}", g.check());
     }
+}
+
+#[test]
+fn the_rehearsals_gemm_is_labelled_with_its_dtype_and_no_expectation_gives_no_ratio() {
+    let m = Measurement {
+        dtype: Some("bf16".into()),
+        ..measurement(
+            Figure::Rehearsal(RehearsalFigure::GpuStepTflops),
+            515.0,
+            None,
+            "",
+        )
+    };
+    assert_eq!(Figure::label_of(&m), "GPU step bf16, alone");
+    // An expectation of 0 is none: no ratio, never an infinite one.
+    let z = measurement(Figure::Gemm(GemmFigure::Tflops), 5.0, Some(0.0), "");
+    assert_eq!(z.ratio, None);
+    let e = measurement(Figure::Gemm(GemmFigure::Tflops), 5.0, Some(10.0), "");
+    assert_eq!(e.ratio, Some(0.5));
 }

@@ -287,6 +287,9 @@ mod tests {
         // Neither: the one farther from the centre, either side.
         assert_eq!(Better::Neither.worse(9.0, 12.0, 10.0), 12.0);
         assert_eq!(Better::Neither.worse(12.0, 7.0, 10.0), 7.0);
+        // The one far below beats the one just above; a tie keeps the first.
+        assert_eq!(Better::Neither.worse(2.0, 11.0, 10.0), 2.0);
+        assert_eq!(Better::Neither.worse(9.0, 11.0, 10.0), 9.0);
     }
 
     #[test]
