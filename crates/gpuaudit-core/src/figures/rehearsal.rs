@@ -9,7 +9,7 @@ use crate::facts::{Facts, Measurement, Stage};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RehearsalFigure {
     /// One stage alone, samples per second (`rehearse_<stage>_samples_per_s`).
-    Stage(RehearsalStage),
+    Stage(Stage),
     /// The GPU step's GEMMs alone, TFLOPS (`dtype`).
     GpuStepTflops,
     /// The GPU step alone at the reference batch.
@@ -22,30 +22,6 @@ pub enum RehearsalFigure {
     NvmlUtilization,
     /// A PyTorch training run on synthetic data.
     Torch(TorchModel),
-}
-
-/// The stages, as the catalog names them (`facts::Stage`, which the rehearsal measures).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum RehearsalStage {
-    Read,
-    Transform,
-    Loader,
-    H2d,
-    GpuStep,
-    AllReduce,
-}
-
-impl RehearsalStage {
-    pub fn of(s: Stage) -> RehearsalStage {
-        match s {
-            Stage::Read => RehearsalStage::Read,
-            Stage::Transform => RehearsalStage::Transform,
-            Stage::Loader => RehearsalStage::Loader,
-            Stage::H2d => RehearsalStage::H2d,
-            Stage::GpuStep => RehearsalStage::GpuStep,
-            Stage::AllReduce => RehearsalStage::AllReduce,
-        }
-    }
 }
 
 /// The models the torch script runs (`checks::workload::pipeline::torch_model`).
@@ -69,12 +45,12 @@ impl TorchModel {
 
 impl RehearsalFigure {
     pub const ALL: [RehearsalFigure; 13] = [
-        RehearsalFigure::Stage(RehearsalStage::Read),
-        RehearsalFigure::Stage(RehearsalStage::Transform),
-        RehearsalFigure::Stage(RehearsalStage::Loader),
-        RehearsalFigure::Stage(RehearsalStage::H2d),
-        RehearsalFigure::Stage(RehearsalStage::GpuStep),
-        RehearsalFigure::Stage(RehearsalStage::AllReduce),
+        RehearsalFigure::Stage(Stage::Read),
+        RehearsalFigure::Stage(Stage::Transform),
+        RehearsalFigure::Stage(Stage::Loader),
+        RehearsalFigure::Stage(Stage::H2d),
+        RehearsalFigure::Stage(Stage::GpuStep),
+        RehearsalFigure::Stage(Stage::AllReduce),
         RehearsalFigure::GpuStepTflops,
         RehearsalFigure::GpuStepReference,
         RehearsalFigure::Pipeline,
@@ -89,18 +65,16 @@ impl RehearsalFigure {
         let p = FigureSpec::perf;
         match self {
             RehearsalFigure::Stage(s) => match s {
-                RehearsalStage::Read => p("rehearse_read_samples_per_s", "storage read", sps),
-                RehearsalStage::Transform => {
-                    p("rehearse_transform_samples_per_s", "CPU transform", sps)
-                }
-                RehearsalStage::Loader => p(
+                Stage::Read => p("rehearse_read_samples_per_s", "storage read", sps),
+                Stage::Transform => p("rehearse_transform_samples_per_s", "CPU transform", sps),
+                Stage::Loader => p(
                     "rehearse_loader_samples_per_s",
                     "loader (read + transform)",
                     sps,
                 ),
-                RehearsalStage::H2d => p("rehearse_h2d_samples_per_s", "host-to-device copy", sps),
-                RehearsalStage::GpuStep => p("rehearse_gpu_step_samples_per_s", "GPU step", sps),
-                RehearsalStage::AllReduce => p(
+                Stage::H2d => p("rehearse_h2d_samples_per_s", "host-to-device copy", sps),
+                Stage::GpuStep => p("rehearse_gpu_step_samples_per_s", "GPU step", sps),
+                Stage::AllReduce => p(
                     "rehearse_all_reduce_samples_per_s",
                     "gradient all-reduce",
                     sps,
@@ -152,7 +126,7 @@ pub(super) fn measurements(facts: &Facts) -> Vec<Measurement> {
     for s in Stage::ALL {
         if let Some(x) = r.stage(s).value() {
             out.push(measurement(
-                f(RehearsalFigure::Stage(RehearsalStage::of(s))),
+                f(RehearsalFigure::Stage(s)),
                 x.samples_per_s,
                 None,
                 format!("{}, alone: {}", s.label(), x.method),
