@@ -243,7 +243,7 @@ fn a_header_without_end_is_431_in_bounded_memory() {
     );
     assert!(peak < 100 * 1024, "peak RSS {peak} KiB");
     assert_eq!(get(e.addr, "/healthz").status, 200);
-    let said = e.said();
+    let said = e.said_once("header was over 16 KiB", Duration::from_secs(10));
     assert_eq!(
         said.matches("header was over 16 KiB").count(),
         1,
@@ -293,7 +293,7 @@ fn a_slowloris_client_is_cut_off_and_others_are_answered() {
         );
     }
     assert!(worst < Duration::from_secs(1), "/healthz took {worst:?}");
-    let said = e.said();
+    let said = e.said_once("sent no whole request within", Duration::from_secs(10));
     assert_eq!(
         said.matches("sent no whole request within").count(),
         1,
@@ -356,7 +356,10 @@ fn a_client_that_pipelines_and_reads_nothing_delays_no_one() {
     assert!(worst < Duration::from_secs(1), "/healthz took {worst:?}");
     let peak = e.vm_kib("VmHWM");
     assert!(peak < 100 * 1024, "peak RSS {peak} KiB");
-    let said = e.said();
+    let said = e.said_once(
+        "closed a connection that did not take its answer",
+        Duration::from_secs(10),
+    );
     assert!(
         said.contains(&format!(
             "closed a connection that did not take its answer within {} s",

@@ -129,6 +129,20 @@ impl Exporter {
             .clone()
     }
 
+    /// Stderr once it holds `text`, or after `within` as it is: the limits' lines go through
+    /// a thread and a queue of their own, so a line may reach stderr a moment after the event
+    /// (on a loaded machine, after the test's next request).
+    pub fn said_once(&self, text: &str, within: Duration) -> String {
+        let end = std::time::Instant::now() + within;
+        loop {
+            let said = self.said();
+            if said.contains(text) || std::time::Instant::now() >= end {
+                return said;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// SIGTERM, then the exit status (within `within`, else a panic).
     pub fn terminate(&mut self, within: Duration) -> ExitStatus {
         let pid = i32::try_from(self.child.id()).expect("a pid");
