@@ -354,7 +354,7 @@ fn label_of(spec: &Spec) -> String {
         let spec = f.spec();
         match dtype {
             Some(d) => spec.label.replace("{dtype}", d),
-            None => spec.label.replace(", {size}", ""),
+            None => spec.plain_label(),
         }
     };
     match spec.source {

@@ -8,6 +8,7 @@ use super::{
     Fleet,
 };
 use crate::render::escape::{markdown_cell, markdown_code};
+use crate::render::overview::plural;
 use std::fmt::Write;
 
 fn cell(s: &str) -> String {
@@ -116,11 +117,7 @@ pub fn markdown(f: &Fleet) -> String {
                     .collect();
                 line.push_str(&format!(
                     "; {} {}% or more below it: {}",
-                    if names.len() == 1 {
-                        "1 node".to_string()
-                    } else {
-                        format!("{} nodes", names.len())
-                    },
+                    plural(names.len(), "node", "nodes"),
                     percent(rules.threshold),
                     some_nodes(&names, NAMED_NODES, cell)
                 ));

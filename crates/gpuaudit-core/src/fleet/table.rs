@@ -7,6 +7,7 @@ use super::{
     Node, Verdict,
 };
 use crate::render::escape::escape_line;
+use crate::render::overview::plural;
 use owo_colors::{OwoColorize, Style};
 use std::fmt::Write;
 use textwrap::core::display_width;
@@ -67,10 +68,6 @@ impl Out {
             Verdict::Fail | Verdict::NotRead => Style::new().red().bold(),
         }
     }
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// "a, b and 3 more" (escaped).
