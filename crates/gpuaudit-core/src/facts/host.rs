@@ -5,6 +5,7 @@
 //! prefixed with a snapshot directory, so a live audit and an audit of its snapshot compare
 //! equal.
 
+use crate::figures::results::{DirThroughput, LoopbackRtt};
 use crate::reading::Reading;
 use serde::{Deserialize, Serialize};
 
@@ -393,39 +394,6 @@ pub struct DataDir {
     pub resolved: Option<String>,
     /// Whether this audit's user can create files in it.
     pub writable: Reading<bool>,
-}
-
-/// storage.throughput in one data directory.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct DirThroughput {
-    pub path: String,
-    /// `Unavailable`: why it was not measured (not writable, too little free space, ...).
-    pub result: Reading<IoResult>,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct IoResult {
-    /// Sequential write, MB/s (10^6 bytes), including the final fsync.
-    pub seq_write_mb_s: f64,
-    /// Sequential read, MB/s.
-    pub seq_read_mb_s: f64,
-    /// 4 KiB random reads at queue depth 1, per second.
-    pub rand_read_iops: f64,
-    /// Size of the test file, bytes.
-    pub file_bytes: u64,
-    /// O_DIRECT was used (false: the file system refused it and buffered I/O was used).
-    pub direct: bool,
-    /// How it was measured, in words.
-    pub method: String,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct LoopbackRtt {
-    pub round_trips: u32,
-    pub median_us: f64,
-    pub p99_us: f64,
-    pub max_us: f64,
-    pub method: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -9,15 +9,14 @@ mod host;
 mod measured;
 mod pcie;
 pub mod plausible;
-mod rehearsal;
 mod system;
 
+pub use crate::figures::results::*;
 pub use aer::*;
 pub use gpu::*;
 pub use host::*;
 pub use measured::*;
 pub use pcie::*;
-pub use rehearsal::*;
 pub use system::*;
 
 use crate::reading::Reading;

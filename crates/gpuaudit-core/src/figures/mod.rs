@@ -2,7 +2,8 @@
 //!
 //! A check is a first-class unit (one file, one registry line); so is a figure. Each
 //! measurement group (context, pcie, memory, gemm, p2p, nccl, burn, storage, loopback,
-//! rehearsal) is one module here that owns its figures as an enum, what each is (its stable
+//! rehearsal) is one module here that owns its result type (`<group>/result.rs`, what the
+//! facts hold) and its figures as an enum, what each is (its stable
 //! JSON name, a person's label, its unit and base unit, which way it is better, whether it is
 //! a performance or an operating condition, how it spreads across healthy machines) and its
 //! slice of the report's `measurements`. Everything that reads a figure (the report, the
@@ -16,6 +17,7 @@
 //! report) is kept and shown as it is, judged by nothing.
 
 mod burn;
+mod common;
 mod context;
 mod gemm;
 mod loopback;
@@ -36,6 +38,23 @@ pub use p2p::P2pFigure;
 pub use pcie::PcieFigure;
 pub use rehearsal::RehearsalFigure;
 pub use storage::StorageFigure;
+
+/// What each group measured, as the types `facts` holds: defined beside the group's figures
+/// (its result and its figures change together) and re-exported by [`crate::facts`], where
+/// checks read every fact from one place.
+pub mod results {
+    pub use super::burn::result::*;
+    pub use super::common::*;
+    pub use super::context::result::*;
+    pub use super::gemm::result::*;
+    pub use super::loopback::result::*;
+    pub use super::memory::result::*;
+    pub use super::nccl::result::*;
+    pub use super::p2p::result::*;
+    pub use super::pcie::result::*;
+    pub use super::rehearsal::result::*;
+    pub use super::storage::result::*;
+}
 
 use crate::facts::{Facts, Measurement};
 use crate::units::bytes;

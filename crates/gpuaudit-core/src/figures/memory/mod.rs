@@ -1,5 +1,7 @@
 //! Device memory bandwidth (memory.bandwidth): gpuaudit's kernels and cuMemcpy within the GPU.
 
+pub(super) mod result;
+
 use super::{measurement, Figure, FigureSpec, Unit};
 use crate::checks::judge::spec_of;
 use crate::facts::{

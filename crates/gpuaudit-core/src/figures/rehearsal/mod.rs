@@ -1,6 +1,8 @@
 //! The training-pipeline rehearsal (workload.pipeline, `gpuaudit rehearse`): each stage's
 //! rate alone, the whole pipeline's, how busy it kept the GPU, and the PyTorch runs.
 
+pub(super) mod result;
+
 use super::{measurement, Figure, FigureSpec, Unit};
 use crate::checks::judge::spec_of;
 use crate::checks::workload::pipeline::{expected_samples_per_s, torch_model};

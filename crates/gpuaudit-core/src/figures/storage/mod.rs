@@ -1,6 +1,8 @@
 //! The data directories' throughput (storage.throughput): one figure per directory
 //! measured (`path`).
 
+pub(super) mod result;
+
 use super::{measurement, Figure, FigureSpec, Unit};
 use crate::facts::{Facts, Measurement};
 

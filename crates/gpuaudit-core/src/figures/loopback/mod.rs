@@ -1,5 +1,7 @@
 //! The loopback TCP round trip (net.loopback): the host's network stack alone.
 
+pub(super) mod result;
+
 use super::{measurement, Figure, FigureSpec, Unit};
 use crate::facts::{Facts, Measurement};
 

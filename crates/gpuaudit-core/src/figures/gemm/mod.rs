@@ -1,5 +1,7 @@
 //! Dense GEMM throughput per dtype (compute.gemm).
 
+pub(super) mod result;
+
 use super::{measurement, Figure, FigureSpec, Unit};
 use crate::checks::judge::{gemm_expected, spec_of};
 use crate::facts::{Facts, Measurement};

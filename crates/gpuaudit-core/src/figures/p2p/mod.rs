@@ -1,6 +1,8 @@
 //! GPU to GPU (p2p.bandwidth): each pair one way and both ways, its latency, and one GPU to
 //! all others and back (nvbandwidth's patterns).
 
+pub(super) mod result;
+
 use super::{measurement, Figure, FigureSpec, Unit};
 use crate::checks::judge::p2p_expected;
 use crate::facts::{Facts, Measurement, PatternKind};

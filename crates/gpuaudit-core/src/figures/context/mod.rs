@@ -1,5 +1,7 @@
 //! CUDA context creation (cuda.context-latency): each run a fresh process.
 
+pub(super) mod result;
+
 use super::{measurement, Figure, FigureSpec, Unit};
 use crate::facts::{Facts, Measurement};
 use crate::reading::Reading;

@@ -1,5 +1,7 @@
 //! The sustained load (stability.burn): TFLOPS over time and NVML's readings meanwhile.
 
+pub(super) mod result;
+
 use super::{measurement, Better, Figure, FigureSpec, Unit};
 use crate::checks::judge::{gemm_expected, spec_of};
 use crate::facts::{Facts, Measurement};

@@ -6,7 +6,7 @@
 //! measurement child (group `rehearse`). Rates are samples per second of the whole machine:
 //! with n GPUs a step is n batches.
 
-use super::measured::GpuValue;
+use crate::figures::common::GpuValue;
 use crate::reading::Reading;
 use serde::{Deserialize, Serialize};
 

@@ -1,5 +1,7 @@
 //! The all-reduce across the machine's GPUs (nccl.allreduce).
 
+pub(super) mod result;
+
 use super::{measurement, Figure, FigureSpec, Unit};
 use crate::checks::judge::allreduce_expected;
 use crate::facts::{Facts, Measurement};
