@@ -16,6 +16,7 @@
 //! [`Figure::from_id`] reads it back, and a name this build does not know (a newer gpuaudit's
 //! report) is kept and shown as it is, judged by nothing.
 
+mod bench;
 mod burn;
 mod common;
 mod context;
@@ -56,7 +57,7 @@ pub mod results {
     pub use super::storage::result::*;
 }
 
-use crate::facts::{Facts, Measurement};
+use crate::facts::{Facts, MeasuredFacts, Measurement};
 use crate::units::bytes;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -89,6 +90,22 @@ impl Group {
         Group::Loopback,
         Group::Rehearsal,
     ];
+
+    /// The group's full tables in `gpuaudit bench` (title, rows with the header first), from
+    /// its own `bench.rs`. The host groups (storage, loopback) and the rehearsal have their
+    /// own commands and views, and none here.
+    pub fn bench_tables(self, m: &MeasuredFacts) -> Vec<(String, Vec<Vec<String>>)> {
+        match self {
+            Group::Context => context::bench::tables(&m.context),
+            Group::Pcie => pcie::bench::tables(&m.pcie),
+            Group::Memory => memory::bench::tables(&m.memory),
+            Group::Gemm => gemm::bench::tables(&m.gemm),
+            Group::P2p => p2p::bench::tables(&m.p2p),
+            Group::Nccl => nccl::bench::tables(&m.nccl),
+            Group::Burn => burn::bench::tables(&m.burn),
+            Group::Storage | Group::Loopback | Group::Rehearsal => Vec::new(),
+        }
+    }
 
     /// The group's figures, in report order.
     pub fn figures(self) -> Vec<Figure> {

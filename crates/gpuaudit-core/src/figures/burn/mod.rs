@@ -1,5 +1,6 @@
 //! The sustained load (stability.burn): TFLOPS over time and NVML's readings meanwhile.
 
+pub(super) mod bench;
 pub(super) mod result;
 
 use super::{measurement, Better, Figure, FigureSpec, Unit};

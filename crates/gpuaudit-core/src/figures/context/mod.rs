@@ -1,5 +1,6 @@
 //! CUDA context creation (cuda.context-latency): each run a fresh process.
 
+pub(super) mod bench;
 pub(super) mod result;
 
 use super::{measurement, Figure, FigureSpec, Unit};

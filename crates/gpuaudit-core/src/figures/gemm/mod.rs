@@ -1,5 +1,6 @@
 //! Dense GEMM throughput per dtype (compute.gemm).
 
+pub(super) mod bench;
 pub(super) mod result;
 
 use super::{measurement, Figure, FigureSpec, Unit};

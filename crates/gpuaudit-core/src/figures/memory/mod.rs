@@ -1,5 +1,6 @@
 //! Device memory bandwidth (memory.bandwidth): gpuaudit's kernels and cuMemcpy within the GPU.
 
+pub(super) mod bench;
 pub(super) mod result;
 
 use super::{measurement, Figure, FigureSpec, Unit};

@@ -1,5 +1,6 @@
 //! The all-reduce across the machine's GPUs (nccl.allreduce).
 
+pub(super) mod bench;
 pub(super) mod result;
 
 use super::{measurement, Figure, FigureSpec, Unit};

@@ -1,6 +1,7 @@
 //! GPU to GPU (p2p.bandwidth): each pair one way and both ways, its latency, and one GPU to
 //! all others and back (nvbandwidth's patterns).
 
+pub(super) mod bench;
 pub(super) mod result;
 
 use super::{measurement, Figure, FigureSpec, Unit};

@@ -1,6 +1,7 @@
 //! The host link (pcie.bandwidth): pinned and pageable copies each way, all GPUs at once,
 //! both ways at once, SM-driven copies and the latency of host memory.
 
+pub(super) mod bench;
 pub(super) mod result;
 
 use super::{measurement, Figure, FigureSpec, Unit};
