@@ -218,4 +218,68 @@ mod tests {
         assert_eq!(find("All-reduce")[0][3], "busbw GB/s");
         assert!(t.iter().any(|x| x.0 == "GPU -> GPU 4-byte copy, µs"));
     }
+
+    /// The both-ways matrix shows each unordered pair in both of its cells and nowhere
+    /// else; the launch-shape table is there only when shapes were measured.
+    #[test]
+    fn pairs_and_launch_shapes_land_in_their_cells() {
+        use crate::facts::{KernelPoint, OnGpu, P2pBidir};
+        use crate::testing::measured::membw;
+        let f = Machine::healthy("h200-sxm-141gb", 3)
+            .measured(|m| {
+                let mut x = p2p(393.7, true);
+                x.gpus = vec![0, 1, 2];
+                x.bidirectional = vec![
+                    P2pBidir {
+                        a: 0,
+                        b: 1,
+                        gbps: Reading::Value(740.0),
+                    },
+                    P2pBidir {
+                        a: 2,
+                        b: 1,
+                        gbps: Reading::Value(500.0),
+                    },
+                ];
+                m.p2p = Reading::Value(x);
+                let mut swept = membw(4100.0);
+                swept.sweep = vec![KernelPoint {
+                    kernel: "copy".into(),
+                    blocks: 528,
+                    threads: 256,
+                    gbps: 4100.0,
+                    verified: true,
+                }];
+                m.memory = Reading::Value(vec![
+                    OnGpu::new(0, Reading::Value(swept)),
+                    OnGpu::new(1, Reading::Value(membw(4090.0))),
+                ]);
+            })
+            .build();
+        let t = tables(&f.measured);
+        let both = &t
+            .iter()
+            .find(|x| x.0.starts_with("GPU <-> GPU both directions"))
+            .unwrap()
+            .1;
+        assert_eq!(both[1], ["GPU 0", "X", "740", "-"]);
+        assert_eq!(both[2], ["GPU 1", "740", "X", "500"]);
+        assert_eq!(both[3], ["GPU 2", "-", "500", "X"]);
+        let shapes = &t
+            .iter()
+            .find(|x| x.0 == "Device memory kernels by launch shape")
+            .unwrap()
+            .1;
+        assert_eq!(shapes.len(), 2, "{shapes:?}");
+        assert_eq!(shapes[1][..4], ["0", "copy", "528", "256"]);
+        // No shape measured on any GPU: no table of shapes (not a header alone).
+        let plain = Machine::healthy("h200-sxm-141gb", 1)
+            .measured(|m| {
+                m.memory = Reading::Value(vec![OnGpu::new(0, Reading::Value(membw(4100.0)))]);
+            })
+            .build();
+        assert!(!tables(&plain.measured)
+            .iter()
+            .any(|x| x.0 == "Device memory kernels by launch shape"));
+    }
 }
