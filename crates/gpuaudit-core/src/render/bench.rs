@@ -282,4 +282,46 @@ mod tests {
             .iter()
             .any(|x| x.0 == "Device memory kernels by launch shape"));
     }
+
+    /// Each host-copy cell is the point of its size, direction and host memory, nothing else.
+    #[test]
+    fn host_copies_land_in_their_size_and_direction() {
+        use crate::facts::*;
+        use crate::testing::measured::pcie_gpu;
+        let f = Machine::healthy("h200-sxm-141gb", 1)
+            .measured(|m| {
+                let mut g = pcie_gpu(55.4, 55.3);
+                g.points.push(CopyPoint {
+                    direction: Direction::D2h,
+                    host_memory: HostMemory::Pageable,
+                    size_bytes: 1 << 20,
+                    gbps: 7.0,
+                    repeats: 5,
+                });
+                m.pcie = Reading::Value(PcieBandwidth {
+                    per_gpu: vec![OnGpu::new(0, Reading::Value(g))],
+                    all_at_once: Reading::unavailable("one GPU"),
+                });
+            })
+            .build();
+        let t = tables(&f.measured);
+        let rows = &t
+            .iter()
+            .find(|x| x.0.starts_with("Host <-> device copies,"))
+            .unwrap()
+            .1;
+        assert_eq!(
+            rows[0],
+            [
+                "GPU",
+                "size",
+                "h2d pinned",
+                "d2h pinned",
+                "h2d pageable",
+                "d2h pageable"
+            ]
+        );
+        assert_eq!(rows[1], ["0", "1 MiB", "-", "-", "-", "7.00"]);
+        assert_eq!(rows[2], ["0", "1 GiB", "55.4", "55.3", "20.0", "-"]);
+    }
 }
