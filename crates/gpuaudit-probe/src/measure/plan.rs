@@ -4,93 +4,13 @@
 //! on which GPUs, at which sizes, within which time limits, and why a group or GPU is left
 //! out), so it is tested here and the child process only executes it.
 
+use super::group::GpuGroup;
 use crate::rehearse::loader::LoaderConfig;
 use gpuaudit_core::facts::{
     ComputeCapability, GemmDtype, RehearsalConfig, SkippedGpu, NOT_REHEARSED,
 };
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
-
-/// A measurement group: one check's worth of measurements.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Group {
-    Context,
-    Pcie,
-    Memory,
-    Gemm,
-    P2p,
-    Nccl,
-    Burn,
-    /// `gpuaudit rehearse`: the GPU stages of the training-shaped pipeline.
-    Rehearse,
-}
-
-impl Group {
-    pub const ALL: [Group; 8] = [
-        Group::Context,
-        Group::Pcie,
-        Group::Memory,
-        Group::Gemm,
-        Group::P2p,
-        Group::Nccl,
-        Group::Burn,
-        Group::Rehearse,
-    ];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Group::Context => "context",
-            Group::Pcie => "pcie",
-            Group::Memory => "memory",
-            Group::Gemm => "gemm",
-            Group::P2p => "p2p",
-            Group::Nccl => "nccl",
-            Group::Burn => "burn",
-            Group::Rehearse => "rehearse",
-        }
-    }
-
-    /// The check that judges this group.
-    pub fn check_id(self) -> &'static str {
-        match self {
-            Group::Context => "cuda.context-latency",
-            Group::Pcie => "pcie.bandwidth",
-            Group::Memory => "memory.bandwidth",
-            Group::Gemm => "compute.gemm",
-            Group::P2p => "p2p.bandwidth",
-            Group::Nccl => "nccl.allreduce",
-            Group::Burn => "stability.burn",
-            Group::Rehearse => "workload.pipeline",
-        }
-    }
-
-    /// `gpuaudit bench NAME`: the group name or its check id (the rehearsal is a command of
-    /// its own, `gpuaudit rehearse`).
-    pub fn parse(s: &str) -> Option<Group> {
-        let s = s.trim().to_ascii_lowercase();
-        Group::BENCH
-            .into_iter()
-            .find(|g| g.name() == s || g.check_id() == s)
-    }
-
-    /// The groups `gpuaudit bench` names.
-    pub const BENCH: [Group; 7] = [
-        Group::Context,
-        Group::Pcie,
-        Group::Memory,
-        Group::Gemm,
-        Group::P2p,
-        Group::Nccl,
-        Group::Burn,
-    ];
-
-    /// Whether the group runs in the measurement child (all but context creation, which
-    /// runs in processes of its own).
-    pub fn in_child(self) -> bool {
-        self != Group::Context
-    }
-}
 
 /// A kernel launch shape for the bandwidth kernels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -131,7 +51,7 @@ pub struct Options {
     pub full: bool,
     /// `gpuaudit bench NAME...` / `gpuaudit burn`: only these groups; `None` is every group
     /// of the mode.
-    pub groups: Option<Vec<Group>>,
+    pub groups: Option<Vec<GpuGroup>>,
     pub burn_seconds: u32,
     /// Measure GPUs that are busy too.
     pub force: bool,
@@ -250,11 +170,11 @@ impl Default for Options {
 impl Options {
     /// `gpuaudit bench [NAME...]`: full measurements of the named groups (all but the burn
     /// when none is named).
-    pub fn bench(groups: &[Group]) -> Options {
+    pub fn bench(groups: &[GpuGroup]) -> Options {
         let groups = if groups.is_empty() {
-            Group::BENCH
+            GpuGroup::BENCH
                 .into_iter()
-                .filter(|g| *g != Group::Burn)
+                .filter(|g| *g != GpuGroup::Burn)
                 .collect()
         } else {
             groups.to_vec()
@@ -270,7 +190,7 @@ impl Options {
     pub fn rehearse(req: RehearseRequest) -> Options {
         Options {
             full: true,
-            groups: Some(vec![Group::Rehearse]),
+            groups: Some(vec![GpuGroup::Rehearse]),
             rehearse: Some(req),
             ..Options::default()
         }
@@ -280,13 +200,13 @@ impl Options {
     pub fn burn(seconds: u32) -> Options {
         Options {
             full: true,
-            groups: Some(vec![Group::Burn]),
+            groups: Some(vec![GpuGroup::Burn]),
             burn_seconds: seconds,
             ..Options::default()
         }
     }
 
-    fn wants(&self, g: Group) -> bool {
+    fn wants(&self, g: GpuGroup) -> bool {
         self.groups.as_ref().is_none_or(|v| v.contains(&g))
     }
 }
@@ -563,33 +483,33 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn budget(&self, g: Group) -> Option<Budget> {
+    pub fn budget(&self, g: GpuGroup) -> Option<Budget> {
         match g {
-            Group::Context => self.context.params().map(|p| p.budget),
-            Group::Pcie => self.pcie.params().map(|p| p.budget),
-            Group::Memory => self.memory.params().map(|p| p.budget),
-            Group::Gemm => self.gemm.params().map(|p| p.budget),
-            Group::P2p => self.p2p.params().map(|p| p.budget),
-            Group::Nccl => self.nccl.params().map(|p| p.budget),
-            Group::Burn => self.burn.params().map(|p| p.budget),
-            Group::Rehearse => self.rehearse.params().map(|p| p.budget),
+            GpuGroup::Context => self.context.params().map(|p| p.budget),
+            GpuGroup::Pcie => self.pcie.params().map(|p| p.budget),
+            GpuGroup::Memory => self.memory.params().map(|p| p.budget),
+            GpuGroup::Gemm => self.gemm.params().map(|p| p.budget),
+            GpuGroup::P2p => self.p2p.params().map(|p| p.budget),
+            GpuGroup::Nccl => self.nccl.params().map(|p| p.budget),
+            GpuGroup::Burn => self.burn.params().map(|p| p.budget),
+            GpuGroup::Rehearse => self.rehearse.params().map(|p| p.budget),
         }
     }
 
-    pub fn skip_reason(&self, g: Group) -> Option<&str> {
+    pub fn skip_reason(&self, g: GpuGroup) -> Option<&str> {
         match g {
-            Group::Context => self.context.skip_reason(),
-            Group::Pcie => self.pcie.skip_reason(),
-            Group::Memory => self.memory.skip_reason(),
-            Group::Gemm => self.gemm.skip_reason(),
-            Group::P2p => self.p2p.skip_reason(),
-            Group::Nccl => self.nccl.skip_reason(),
-            Group::Burn => self.burn.skip_reason(),
-            Group::Rehearse => self.rehearse.skip_reason(),
+            GpuGroup::Context => self.context.skip_reason(),
+            GpuGroup::Pcie => self.pcie.skip_reason(),
+            GpuGroup::Memory => self.memory.skip_reason(),
+            GpuGroup::Gemm => self.gemm.skip_reason(),
+            GpuGroup::P2p => self.p2p.skip_reason(),
+            GpuGroup::Nccl => self.nccl.skip_reason(),
+            GpuGroup::Burn => self.burn.skip_reason(),
+            GpuGroup::Rehearse => self.rehearse.skip_reason(),
         }
     }
 
-    pub fn runs(&self, g: Group) -> bool {
+    pub fn runs(&self, g: GpuGroup) -> bool {
         self.budget(g).is_some()
     }
 
@@ -597,8 +517,8 @@ impl Plan {
     /// every group in one child (each child pays cuInit again), NCCL last: results stream out
     /// group by group, so a crash or hang costs only the group it happened in (the parent
     /// restarts a child for the groups after it). Full mode gives every group a fresh child.
-    pub fn jobs(&self) -> Vec<Vec<Group>> {
-        let child: Vec<Group> = Group::ALL
+    pub fn jobs(&self) -> Vec<Vec<GpuGroup>> {
+        let child: Vec<GpuGroup> = GpuGroup::ALL
             .into_iter()
             .filter(|g| g.in_child() && self.runs(*g))
             .collect();
@@ -611,7 +531,7 @@ impl Plan {
 
     /// Expected time of everything planned, milliseconds (progress bar length).
     pub fn estimate_ms(&self) -> u64 {
-        let groups: u64 = Group::ALL
+        let groups: u64 = GpuGroup::ALL
             .into_iter()
             .filter_map(|g| self.budget(g))
             .map(|b| b.estimate_ms)
@@ -768,10 +688,10 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
             .map(|r| format!("the CUDA driver library is missing: {r}"))
     };
 
-    let not_asked = |g: Group| -> Option<String> {
+    let not_asked = |g: GpuGroup| -> Option<String> {
         if opts.wants(g) {
             None
-        } else if g == Group::Rehearse {
+        } else if g == GpuGroup::Rehearse {
             Some(NOT_REHEARSED.into())
         } else {
             Some(format!(
@@ -781,9 +701,9 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
         }
     };
     // Ordered by precedence: not asked, nothing to run on, then group-specific reasons.
-    let gate = |g: Group| -> Option<String> { not_asked(g).or_else(|| none_reason.clone()) };
+    let gate = |g: GpuGroup| -> Option<String> { not_asked(g).or_else(|| none_reason.clone()) };
 
-    let context = match gate(Group::Context) {
+    let context = match gate(GpuGroup::Context) {
         Some(r) => Step::Skip(r),
         None => {
             // Each probe is a fresh process that pays cuInit over every GPU of the machine
@@ -801,7 +721,7 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
         }
     };
 
-    let pcie = match gate(Group::Pcie) {
+    let pcie = match gate(GpuGroup::Pcie) {
         Some(r) => Step::Skip(r),
         None => {
             // The quick audit copies one size per GPU, one GPU after the other (they share the
@@ -846,7 +766,7 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
     });
     let at_once = order == GpuOrder::AllAtOnce;
 
-    let memory = match gate(Group::Memory) {
+    let memory = match gate(GpuGroup::Memory) {
         Some(r) => Step::Skip(r),
         None => {
             let default_shapes = if full {
@@ -909,7 +829,7 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
     };
 
     let tensor_lib_missing = libs.cublaslt.clone();
-    let gemm = match gate(Group::Gemm) {
+    let gemm = match gate(GpuGroup::Gemm) {
         Some(r) => Step::Skip(r),
         None => {
             let cc_min = gpus.iter().filter_map(|t| t.compute_capability).min();
@@ -975,7 +895,7 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
         }
     };
 
-    let p2p = match gate(Group::P2p) {
+    let p2p = match gate(GpuGroup::P2p) {
         Some(r) => Step::Skip(r),
         None if n < 2 => Step::Skip(format!(
             "{} GPU measured: GPU-to-GPU copies need two",
@@ -1024,7 +944,7 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
         }
     };
 
-    let nccl = match gate(Group::Nccl) {
+    let nccl = match gate(GpuGroup::Nccl) {
         Some(r) => Step::Skip(r),
         None if n < 2 => Step::Skip(format!(
             "{} GPU measured: an all-reduce needs two",
@@ -1048,7 +968,7 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
         },
     };
 
-    let burn = match gate(Group::Burn) {
+    let burn = match gate(GpuGroup::Burn) {
         Some(r) => Step::Skip(r),
         None if !full => Step::Skip("quick audit: run with --full (or gpuaudit burn)".into()),
         None => match &tensor_lib_missing {
@@ -1072,7 +992,7 @@ pub fn plan(targets: &[Target], opts: &Options, libs: &LibStatus) -> Plan {
         },
     };
 
-    let rehearse = match gate(Group::Rehearse) {
+    let rehearse = match gate(GpuGroup::Rehearse) {
         Some(r) => Step::Skip(r),
         None => match &opts.rehearse {
             None => Step::Skip(NOT_REHEARSED.into()),
@@ -1166,15 +1086,15 @@ mod tests {
         assert_eq!(p.mode, Mode::Quick);
         assert_eq!(p.gpus.len(), 2);
         for g in [
-            Group::Context,
-            Group::Pcie,
-            Group::Memory,
-            Group::Gemm,
-            Group::P2p,
+            GpuGroup::Context,
+            GpuGroup::Pcie,
+            GpuGroup::Memory,
+            GpuGroup::Gemm,
+            GpuGroup::P2p,
         ] {
             assert!(p.runs(g), "{g:?}");
         }
-        assert!(p.runs(Group::Nccl));
+        assert!(p.runs(GpuGroup::Nccl));
         assert_eq!(
             p.burn.skip_reason(),
             Some("quick audit: run with --full (or gpuaudit burn)")
@@ -1188,11 +1108,11 @@ mod tests {
         assert_eq!(
             p.jobs(),
             vec![vec![
-                Group::Pcie,
-                Group::Memory,
-                Group::Gemm,
-                Group::P2p,
-                Group::Nccl
+                GpuGroup::Pcie,
+                GpuGroup::Memory,
+                GpuGroup::Gemm,
+                GpuGroup::P2p,
+                GpuGroup::Nccl
             ]]
         );
         // The quick audit must fit in 10 s on 2 GPUs.
@@ -1385,14 +1305,14 @@ mod tests {
             vec![GemmDtype::Fp32, GemmDtype::Fp64]
         );
         assert!(p.burn.skip_reason().is_some());
-        assert!(p.runs(Group::Pcie) && p.runs(Group::P2p));
+        assert!(p.runs(GpuGroup::Pcie) && p.runs(GpuGroup::P2p));
 
         let no_cuda = LibStatus {
             cuda: Some("libcuda.so.1 not found".into()),
             ..LibStatus::default()
         };
         let p = plan(&[h200(0)], &full, &no_cuda);
-        assert!(Group::ALL.into_iter().all(|g| !p.runs(g)));
+        assert!(GpuGroup::ALL.into_iter().all(|g| !p.runs(g)));
         assert!(p.pcie.skip_reason().unwrap().contains("libcuda.so.1"));
     }
 
@@ -1417,10 +1337,10 @@ mod tests {
     fn bench_and_burn_select_groups() {
         let p = plan(
             &[h200(0), h200(1)],
-            &Options::bench(&[Group::Gemm]),
+            &Options::bench(&[GpuGroup::Gemm]),
             &LibStatus::all_found(),
         );
-        assert!(p.runs(Group::Gemm));
+        assert!(p.runs(GpuGroup::Gemm));
         assert!(p
             .pcie
             .skip_reason()
@@ -1428,10 +1348,10 @@ mod tests {
             .contains("gpuaudit bench pcie"));
         let p = plan(&[h200(0)], &Options::burn(30), &LibStatus::all_found());
         assert_eq!(p.burn.params().unwrap().seconds, 30);
-        assert!(!p.runs(Group::Gemm));
-        assert_eq!(p.jobs(), vec![vec![Group::Burn]]);
+        assert!(!p.runs(GpuGroup::Gemm));
+        assert_eq!(p.jobs(), vec![vec![GpuGroup::Burn]]);
         let all = Options::bench(&[]);
-        assert!(!all.wants(Group::Burn) && all.wants(Group::Nccl));
+        assert!(!all.wants(GpuGroup::Burn) && all.wants(GpuGroup::Nccl));
     }
 
     #[test]
@@ -1445,9 +1365,9 @@ mod tests {
 
     #[test]
     fn group_names_and_shapes_parse() {
-        assert_eq!(Group::parse("gemm"), Some(Group::Gemm));
-        assert_eq!(Group::parse("nccl.allreduce"), Some(Group::Nccl));
-        assert_eq!(Group::parse("x"), None);
+        assert_eq!(GpuGroup::parse("gemm"), Some(GpuGroup::Gemm));
+        assert_eq!(GpuGroup::parse("nccl.allreduce"), Some(GpuGroup::Nccl));
+        assert_eq!(GpuGroup::parse("x"), None);
         assert_eq!(
             LaunchShape::parse_list("4x512, 8X256"),
             Some(vec![
@@ -1504,12 +1424,12 @@ mod tests {
         assert_eq!(p.gpus.len(), 8);
         assert_eq!(p.gpus[7].pci_bus_id, "0000:00:0d.0");
         for g in [
-            Group::Context,
-            Group::Pcie,
-            Group::Memory,
-            Group::Gemm,
-            Group::P2p,
-            Group::Nccl,
+            GpuGroup::Context,
+            GpuGroup::Pcie,
+            GpuGroup::Memory,
+            GpuGroup::Gemm,
+            GpuGroup::P2p,
+            GpuGroup::Nccl,
         ] {
             assert!(p.runs(g), "{g:?}");
         }
@@ -1680,12 +1600,12 @@ mod tests {
                 &LibStatus::all_found(),
             );
             assert_eq!(p.rehearse.skip_reason(), Some(NOT_REHEARSED));
-            assert!(p.jobs().iter().all(|j| !j.contains(&Group::Rehearse)));
+            assert!(p.jobs().iter().all(|j| !j.contains(&GpuGroup::Rehearse)));
         }
         let p = plan(&h200s(2), &Options::bench(&[]), &LibStatus::all_found());
         assert_eq!(p.rehearse.skip_reason(), Some(NOT_REHEARSED));
-        assert_eq!(Group::parse("rehearse"), None);
-        assert_eq!(Group::parse("workload.pipeline"), None);
+        assert_eq!(GpuGroup::parse("rehearse"), None);
+        assert_eq!(GpuGroup::parse("workload.pipeline"), None);
     }
 
     #[test]
@@ -1695,7 +1615,7 @@ mod tests {
             &Options::rehearse(rehearse_request(2)),
             &LibStatus::all_found(),
         );
-        assert_eq!(p.jobs(), vec![vec![Group::Rehearse]]);
+        assert_eq!(p.jobs(), vec![vec![GpuGroup::Rehearse]]);
         let r = p.rehearse.params().unwrap();
         assert_eq!(
             r.allreduce_skip.as_deref(),

@@ -7,7 +7,8 @@ use super::cu::{
 };
 use super::{guarded, log, progress, Ctx, Fail};
 use crate::measure::fill;
-use crate::measure::plan::{GemmLayout, GemmParams, GpuOrder, Group};
+use crate::measure::plan::{GemmLayout, GemmParams, GpuOrder};
+use crate::measure::GpuGroup;
 use cudarc::cublas::sys as blas;
 use cudarc::cublaslt::sys as lt;
 use gpuaudit_core::facts::{GemmDtype, GemmPoint, GemmResult, OnGpu};
@@ -926,7 +927,7 @@ pub fn run(ctx: &Ctx, p: &GemmParams) -> R<Vec<OnGpu<Vec<GemmResult>>>> {
                             // The GPUs run side by side: the first one's progress stands for all.
                             let report = |f: f64, msg: String| {
                                 if gi == 0 {
-                                    progress(Group::Gemm, f, format!("{msg} (and the others)"));
+                                    progress(GpuGroup::Gemm, f, format!("{msg} (and the others)"));
                                 }
                             };
                             let g = &ctx.gpus[gi];
@@ -950,7 +951,7 @@ pub fn run(ctx: &Ctx, p: &GemmParams) -> R<Vec<OnGpu<Vec<GemmResult>>>> {
         _ => (0..n_gpus)
             .map(|gi| {
                 all_dtypes(ctx, gi, p, |f, msg| {
-                    progress(Group::Gemm, (gi as f64 + f) / n_gpus as f64, msg)
+                    progress(GpuGroup::Gemm, (gi as f64 + f) / n_gpus as f64, msg)
                 })
             })
             .collect(),
@@ -1009,7 +1010,7 @@ fn interleaved(ctx: &Ctx, p: &GemmParams) -> Vec<Reading<Vec<GemmResult>>> {
         for gi in 0..n {
             let g = &ctx.gpus[gi];
             progress(
-                Group::Gemm,
+                GpuGroup::Gemm,
                 (di * n + gi) as f64 / steps,
                 format!("{} GEMM on GPU {}", d.as_str(), g.index),
             );

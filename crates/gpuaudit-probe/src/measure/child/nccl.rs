@@ -4,7 +4,8 @@
 
 use super::cu::{self, helper_grid, human_bytes, kargs, launch, DevBuf, Event, Stream, R};
 use super::{gbps, guarded, progress, Ctx, Fail};
-use crate::measure::plan::{Group, NcclParams};
+use crate::measure::plan::NcclParams;
+use crate::measure::GpuGroup;
 use cudarc::nccl::sys as nc;
 use gpuaudit_core::facts::{allreduce_busbw, AllReduce, AllReducePoint, Verify};
 use std::ffi::{c_void, CStr};
@@ -144,7 +145,11 @@ pub fn run(ctx: &Ctx, p: &NcclParams) -> R<AllReduce> {
     if sizes.is_empty() {
         return Err(Fail("not enough free device memory".into()));
     }
-    progress(Group::Nccl, 0.02, format!("ncclCommInitAll over {n} GPUs"));
+    progress(
+        GpuGroup::Nccl,
+        0.02,
+        format!("ncclCommInitAll over {n} GPUs"),
+    );
     let devs: Vec<i32> = gpus.iter().map(|g| g.ordinal as i32).collect();
     let comms = Comms::init_all(&devs)?;
 
@@ -195,7 +200,7 @@ pub fn run(ctx: &Ctx, p: &NcclParams) -> R<AllReduce> {
     let mut points = Vec::new();
     for (si, &size) in sizes.iter().enumerate() {
         progress(
-            Group::Nccl,
+            GpuGroup::Nccl,
             0.1 + 0.9 * si as f64 / sizes.len() as f64,
             format!("all-reduce {} over {n} GPUs", human_bytes(size)),
         );

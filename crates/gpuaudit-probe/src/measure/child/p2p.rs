@@ -3,7 +3,8 @@
 
 use super::cu::{self, human_bytes, DevBuf, Event, Gpu, Stream, R};
 use super::{gbps, progress, Ctx, Fail};
-use crate::measure::plan::{self, Group, P2pParams};
+use crate::measure::plan::{self, P2pParams};
+use crate::measure::GpuGroup;
 use cudarc::driver::sys;
 use gpuaudit_core::facts::{P2pBidir, P2pMatrix, P2pPair, P2pPattern, PatternKind, Verify};
 use gpuaudit_core::Reading;
@@ -87,7 +88,7 @@ pub fn run(ctx: &Ctx, p: &P2pParams) -> R<P2pMatrix> {
     for &(i, j) in &ordered {
         done += 1.0;
         progress(
-            Group::P2p,
+            GpuGroup::P2p,
             done / total,
             format!(
                 "GPU {} -> GPU {} ({})",
@@ -179,7 +180,7 @@ pub fn run(ctx: &Ctx, p: &P2pParams) -> R<P2pMatrix> {
     for &(i, j) in &unordered {
         done += 1.0;
         progress(
-            Group::P2p,
+            GpuGroup::P2p,
             done / total,
             format!("GPU {} <-> GPU {}", gpus[i].index, gpus[j].index),
         );
@@ -205,7 +206,7 @@ pub fn run(ctx: &Ctx, p: &P2pParams) -> R<P2pMatrix> {
         for (hub, hub_gpu) in gpus.iter().enumerate() {
             for kind in [PatternKind::OneToAll, PatternKind::AllToOne] {
                 progress(
-                    Group::P2p,
+                    GpuGroup::P2p,
                     0.99,
                     format!("{} GPU {}", kind.label(), hub_gpu.index),
                 );

@@ -4,7 +4,8 @@
 use super::cu::{self, human_bytes, kargs, launch, DevBuf, Event, PinnedBuf, Stream, R};
 use super::{gbps, log, progress, Ctx, Fail};
 use crate::measure::fill;
-use crate::measure::plan::{Group, PcieParams};
+use crate::measure::plan::PcieParams;
+use crate::measure::GpuGroup;
 use gpuaudit_core::facts::{
     median, BidirectionalCopy, ConcurrentCopy, CopyPoint, Direction, GpuValue, HostLatency,
     HostMemory, OnGpu, PcieBandwidth, PcieGpu, SmHostCopy, Verify,
@@ -101,7 +102,7 @@ pub fn run(ctx: &Ctx, p: &PcieParams) -> R<PcieBandwidth> {
                     for &size in &sizes {
                         step += 1;
                         progress(
-                            Group::Pcie,
+                            GpuGroup::Pcie,
                             (gi as f64 + step as f64 / steps as f64) / n as f64,
                             format!(
                                 "{} {} {} on GPU {}",
@@ -192,7 +193,7 @@ pub fn run(ctx: &Ctx, p: &PcieParams) -> R<PcieBandwidth> {
             let (bidirectional, sm_copy, latency) = if p.host_extras {
                 let size = EXTRAS_SIZE.min(host_size);
                 progress(
-                    Group::Pcie,
+                    GpuGroup::Pcie,
                     (gi as f64 + 0.97) / n as f64,
                     format!("both directions, SM copies and latency on GPU {}", g.index),
                 );
@@ -568,7 +569,7 @@ fn all_at_once(ctx: &Ctx, p: &PcieParams, size: u64) -> R<Vec<ConcurrentCopy>> {
             "not enough host memory for {n} pinned buffers"
         )));
     }
-    progress(Group::Pcie, 0.95, format!("{} GPUs at once", n));
+    progress(GpuGroup::Pcie, 0.95, format!("{} GPUs at once", n));
     let mut bufs = Vec::new();
     for g in &ctx.gpus {
         let (free, _) = g.mem_info()?;

@@ -17,8 +17,9 @@ use super::gemm::{bck, lt_matmul_at, lt_plan_for, Handles, LtPlan, Shape};
 use super::nccl::{all_reduce_f32, nvls_off, Comms};
 use super::{gbps, log, progress, Ctx, Fail};
 use crate::measure::fill;
-use crate::measure::plan::{Group, RehearseParams};
+use crate::measure::plan::RehearseParams;
 use crate::measure::protocol::PIPELINE_PROGRESS;
+use crate::measure::GpuGroup;
 use crate::rehearse::loader::{with_loader, BatchBuf, Dataset};
 use cudarc::cublas::sys as blas;
 use cudarc::driver::sys::CUdeviceptr;
@@ -789,7 +790,7 @@ fn pipeline(
                     _ => 0.0,
                 };
                 progress(
-                    Group::Rehearse,
+                    GpuGroup::Rehearse,
                     0.5 + 0.5 * f.min(1.0),
                     format!(
                         "{PIPELINE_PROGRESS}: step {k} on {n} GPU{}",
@@ -864,7 +865,7 @@ pub fn run(ctx: &Ctx, p: &RehearseParams) -> R<RehearsalGpu> {
     } else {
         0
     };
-    progress(Group::Rehearse, 0.02, "setting up the model on the GPUs");
+    progress(GpuGroup::Rehearse, 0.02, "setting up the model on the GPUs");
     // Each GPU's share of its free memory: the model, and the gradients' buffers.
     let mut models = Vec::new();
     let mut reference_note = None;
@@ -905,10 +906,10 @@ pub fn run(ctx: &Ctx, p: &RehearseParams) -> R<RehearsalGpu> {
     let n = models.len();
     let gpus_text = format!("{n} GPU{}", if n == 1 { "" } else { "s" });
 
-    progress(Group::Rehearse, 0.1, "host-to-device copies alone");
+    progress(GpuGroup::Rehearse, 0.1, "host-to-device copies alone");
     let h2d = time_copies(ctx, &models, p);
 
-    progress(Group::Rehearse, 0.2, "the GPU step alone");
+    progress(GpuGroup::Rehearse, 0.2, "the GPU step alone");
     let step_ms = time_steps(&mut models, 0, p.request.stage_ms);
     let step = step_ms.as_ref().map_err(|e| e.clone()).map(|ms| {
         step_figure(
@@ -955,7 +956,7 @@ pub fn run(ctx: &Ctx, p: &RehearseParams) -> R<RehearsalGpu> {
         }
         Some(rb) => {
             progress(
-                Group::Rehearse,
+                GpuGroup::Rehearse,
                 0.3,
                 format!("the GPU step alone at batch {rb}"),
             );
@@ -976,7 +977,7 @@ pub fn run(ctx: &Ctx, p: &RehearseParams) -> R<RehearsalGpu> {
         Some(why) => Err(Fail(why.clone())),
         None => {
             progress(
-                Group::Rehearse,
+                GpuGroup::Rehearse,
                 0.4,
                 format!("gradient all-reduce over {gpus_text}"),
             );
@@ -989,7 +990,7 @@ pub fn run(ctx: &Ctx, p: &RehearseParams) -> R<RehearsalGpu> {
     };
 
     progress(
-        Group::Rehearse,
+        GpuGroup::Rehearse,
         0.5,
         format!("starting the pipeline on {gpus_text}"),
     );
