@@ -24,15 +24,24 @@
 //! NCCL: any 2.x with ncclCommInitAll/ncclAllReduce/group calls (bindings `nccl-02022`). A
 //! symbol an older library lacks fails its group with the symbol's name.
 
+mod burn;
 mod child;
+mod context;
 mod fill;
+mod gemm;
 mod group;
 pub mod libs;
+mod memory;
+mod nccl;
+mod p2p;
 mod parent;
+mod pcie;
 pub mod plan;
 pub mod protocol;
+mod rehearse;
 
-pub use child::{child_main, ctx_probe_main};
+pub use child::child_main;
+pub use context::ctx_probe_main;
 pub use group::{GpuGroup, HOST_GROUPS};
 pub use plan::{GemmLayout, GpuOrder, LaunchShape, Options, RehearseRequest};
 

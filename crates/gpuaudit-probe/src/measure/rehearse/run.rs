@@ -11,12 +11,14 @@
 //! Every CUDA, cuBLAS and NCCL call is checked (the helpers of cu.rs, gemm.rs and nccl.rs);
 //! a failure costs the stage it happened in, or the group where the set-up failed.
 
-use super::cu::{self, helper_grid, human_bytes, kargs, launch, DevBuf, Event, Gpu, Kernels};
-use super::cu::{PinnedBuf, Stream, R};
-use super::gemm::{bck, lt_matmul_at, lt_plan_for, Handles, LtPlan, Shape};
-use super::nccl::{all_reduce_f32, nvls_off, Comms};
-use super::{gbps, log, progress, Ctx, Fail};
+use crate::measure::child::cu::{
+    self, helper_grid, human_bytes, kargs, launch, DevBuf, Event, Gpu, Kernels,
+};
+use crate::measure::child::cu::{PinnedBuf, Stream, R};
+use crate::measure::child::{gbps, guarded, log, progress, Ctx, Fail};
 use crate::measure::fill;
+use crate::measure::gemm::run::{bck, lt_matmul_at, lt_plan_for, Handles, LtHandle, LtPlan, Shape};
+use crate::measure::nccl::run::{all_reduce_f32, nvls_off, Comms};
 use crate::measure::plan::RehearseParams;
 use crate::measure::protocol::PIPELINE_PROGRESS;
 use crate::measure::GpuGroup;
@@ -543,7 +545,7 @@ impl Gradients {
     fn new(ctx: &Ctx, models: &[Model], params: u64) -> R<Gradients> {
         nvls_off()?;
         let ords: Vec<i32> = models.iter().map(|m| m.gpu.ordinal as i32).collect();
-        let comms = super::guarded("loading libnccl", || Comms::init_all(&ords))?;
+        let comms = guarded("loading libnccl", || Comms::init_all(&ords))?;
         let (mut send, mut recv) = (Vec::new(), Vec::new());
         for (r, m) in models.iter().enumerate() {
             let s = DevBuf::new(m.gpu, params * 4)?;
@@ -899,7 +901,7 @@ pub fn run(ctx: &Ctx, p: &RehearseParams) -> R<RehearsalGpu> {
     }
     let library = if dtype == GemmDtype::Bf16 {
         // The plans were made: the library is loaded.
-        format!("cublasLt {}", super::gemm::LtHandle::version())
+        format!("cublasLt {}", LtHandle::version())
     } else {
         "cublas (fp32)".into()
     };

@@ -1,8 +1,8 @@
 //! GPU <-> GPU copies: the peer access state of every ordered pair, one-direction bandwidth,
 //! both directions at once, and the time of back-to-back 4-byte copies.
 
-use super::cu::{self, human_bytes, DevBuf, Event, Gpu, Stream, R};
-use super::{gbps, progress, Ctx, Fail};
+use crate::measure::child::cu::{self, human_bytes, DevBuf, Event, Gpu, Stream, R};
+use crate::measure::child::{gbps, progress, reading, Ctx, Fail};
 use crate::measure::plan::{self, P2pParams};
 use crate::measure::GpuGroup;
 use cudarc::driver::sys;
@@ -376,7 +376,7 @@ fn pattern(
         gpu: gpus[hub].index,
         peers: peers.iter().map(|&j| gpus[j].index).collect(),
         size_bytes: size,
-        gbps: super::reading(gbps),
+        gbps: reading(gbps),
         verify,
     }
 }

@@ -1,8 +1,10 @@
 //! Host <-> device copies: pinned and pageable, both directions, over a size sweep, per GPU;
 //! then pinned copies on every GPU at once.
 
-use super::cu::{self, human_bytes, kargs, launch, DevBuf, Event, PinnedBuf, Stream, R};
-use super::{gbps, log, progress, Ctx, Fail};
+use crate::measure::child::cu::{
+    self, human_bytes, kargs, launch, DevBuf, Event, PinnedBuf, Stream, R,
+};
+use crate::measure::child::{gbps, log, progress, reading, Ctx, Fail};
 use crate::measure::fill;
 use crate::measure::plan::PcieParams;
 use crate::measure::GpuGroup;
@@ -199,14 +201,9 @@ pub fn run(ctx: &Ctx, p: &PcieParams) -> R<PcieBandwidth> {
                 );
                 match ExtraBufs::new(g, &ctx.kernels[gi], size) {
                     Ok(mut x) => (
-                        super::reading(x.bidirectional(
-                            g,
-                            &ctx.kernels[gi],
-                            p.batches,
-                            &mut verify,
-                        )),
-                        super::reading(x.sm_copy(g, &ctx.kernels[gi], p.batches, &mut verify)),
-                        super::reading(latency(g, &ctx.kernels[gi], &mut verify)),
+                        reading(x.bidirectional(g, &ctx.kernels[gi], p.batches, &mut verify)),
+                        reading(x.sm_copy(g, &ctx.kernels[gi], p.batches, &mut verify)),
+                        reading(latency(g, &ctx.kernels[gi], &mut verify)),
                     ),
                     Err(e) => (
                         Reading::Unavailable(e.0.clone()),

@@ -3,9 +3,9 @@
 //! by the check) and a CPU check of sampled elements. The parent samples clocks, power,
 //! temperature and throttle reasons through NVML meanwhile.
 
-use super::cu::{Event, Gpu, Kernels, Stream, R};
-use super::gemm::{tolerance, Gemm, Handles};
-use super::{guarded, progress, Ctx, Fail};
+use crate::measure::child::cu::{Event, Gpu, Kernels, Stream, R};
+use crate::measure::child::{guarded, progress, Ctx, Fail};
+use crate::measure::gemm::run::{tolerance, Gemm, Handles};
 use crate::measure::plan::BurnParams;
 use crate::measure::GpuGroup;
 use gpuaudit_core::facts::{

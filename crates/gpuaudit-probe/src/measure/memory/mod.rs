@@ -1,0 +1,11 @@
+//! Device memory bandwidth (memory.bandwidth): gpuaudit's copy, read, write, triad and
+//! add kernels over a launch-shape sweep, the flat kernels, and `cuMemcpyDtoDAsync`.
+//!
+//! `run.rs` is the executor: what the measurement child runs from the plan's params (no
+//! planning, no time limits: those are the plan's).
+
+pub(super) mod run;
+
+// The executor by the name the child's dispatch calls (`pcie::run(ctx, params)`); a
+// function and a module of one name live side by side in Rust.
+pub(super) use run::run;
