@@ -24,10 +24,12 @@
 //! NCCL: any 2.x with ncclCommInitAll/ncclAllReduce/group calls (bindings `nccl-02022`). A
 //! symbol an older library lacks fails its group with the symbol's name.
 
+mod budget;
 mod burn;
 mod child;
 mod context;
 mod fill;
+mod gate;
 mod gemm;
 mod group;
 pub mod libs;
@@ -39,6 +41,7 @@ mod pcie;
 pub mod plan;
 pub mod protocol;
 mod rehearse;
+mod sizes;
 
 pub use child::child_main;
 pub use context::ctx_probe_main;

@@ -3,10 +3,10 @@
 //! by the check) and a CPU check of sampled elements. The parent samples clocks, power,
 //! temperature and throttle reasons through NVML meanwhile.
 
+use super::plan::BurnParams;
 use crate::measure::child::cu::{Event, Gpu, Kernels, Stream, R};
 use crate::measure::child::{guarded, progress, Ctx, Fail};
 use crate::measure::gemm::run::{tolerance, Gemm, Handles};
-use crate::measure::plan::BurnParams;
 use crate::measure::GpuGroup;
 use gpuaudit_core::facts::{
     coefficient_of_variation, Burn, BurnGpu, ComputeCapability, GemmDtype, OnGpu, Stats,

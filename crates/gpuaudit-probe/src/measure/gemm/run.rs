@@ -2,12 +2,13 @@
 //! tf32, fp8), cuBLAS for fp32 and fp64. Random inputs (zeros run faster than real data),
 //! output checked against a CPU reference on sampled elements.
 
+use super::plan::{GemmLayout, GemmParams};
 use crate::measure::child::cu::{
     self, helper_grid, human_bytes, kargs, launch, DevBuf, Event, Gpu, Kernels, Stream, R,
 };
 use crate::measure::child::{guarded, log, progress, Ctx, Fail};
 use crate::measure::fill;
-use crate::measure::plan::{GemmLayout, GemmParams, GpuOrder};
+use crate::measure::gate::GpuOrder;
 use crate::measure::GpuGroup;
 use cudarc::cublas::sys as blas;
 use cudarc::cublaslt::sys as lt;

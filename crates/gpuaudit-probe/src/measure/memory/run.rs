@@ -2,12 +2,12 @@
 //! several times the L2, each launch shape of the plan tried, plus the driver's memcpy.
 //! Copies count bytes read + written (as PyTorch's and STREAM's figures do).
 
+use super::plan::{self, LaunchShape, MemoryParams};
 use crate::measure::child::cu::{
     self, helper_grid, human_bytes, kargs, launch, DevBuf, Gpu, Kernels, Stream, R,
 };
 use crate::measure::child::{gbps, guarded, log, progress, Ctx, Fail};
 use crate::measure::fill;
-use crate::measure::plan::{self, LaunchShape, MemoryParams};
 use crate::measure::GpuGroup;
 use gpuaudit_core::facts::{
     best_verified, median, KernelPoint, MemoryBandwidth, OnGpu, Verify, ADD_KERNELS, COPY_KERNELS,

@@ -2,11 +2,11 @@
 //! group calls), float32 sums out of place, timed with events on every GPU; nccl-tests'
 //! definitions: algbw = size / time, busbw = algbw × 2(n−1)/n.
 
+use super::plan::NcclParams;
 use crate::measure::child::cu::{
     self, helper_grid, human_bytes, kargs, launch, DevBuf, Event, Stream, R,
 };
 use crate::measure::child::{gbps, guarded, progress, Ctx, Fail};
-use crate::measure::plan::NcclParams;
 use crate::measure::GpuGroup;
 use cudarc::nccl::sys as nc;
 use gpuaudit_core::facts::{allreduce_busbw, AllReduce, AllReducePoint, Verify};

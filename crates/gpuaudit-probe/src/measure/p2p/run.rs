@@ -1,9 +1,9 @@
 //! GPU <-> GPU copies: the peer access state of every ordered pair, one-direction bandwidth,
 //! both directions at once, and the time of back-to-back 4-byte copies.
 
+use super::plan::{self, P2pParams};
 use crate::measure::child::cu::{self, human_bytes, DevBuf, Event, Gpu, Stream, R};
 use crate::measure::child::{gbps, progress, reading, Ctx, Fail};
-use crate::measure::plan::{self, P2pParams};
 use crate::measure::GpuGroup;
 use cudarc::driver::sys;
 use gpuaudit_core::facts::{P2pBidir, P2pMatrix, P2pPair, P2pPattern, PatternKind, Verify};

@@ -1,12 +1,12 @@
 //! Host <-> device copies: pinned and pageable, both directions, over a size sweep, per GPU;
 //! then pinned copies on every GPU at once.
 
+use super::plan::PcieParams;
 use crate::measure::child::cu::{
     self, human_bytes, kargs, launch, DevBuf, Event, PinnedBuf, Stream, R,
 };
 use crate::measure::child::{gbps, log, progress, reading, Ctx, Fail};
 use crate::measure::fill;
-use crate::measure::plan::PcieParams;
 use crate::measure::GpuGroup;
 use gpuaudit_core::facts::{
     median, BidirectionalCopy, ConcurrentCopy, CopyPoint, Direction, GpuValue, HostLatency,

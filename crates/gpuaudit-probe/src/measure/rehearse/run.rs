@@ -11,6 +11,7 @@
 //! Every CUDA, cuBLAS and NCCL call is checked (the helpers of cu.rs, gemm.rs and nccl.rs);
 //! a failure costs the stage it happened in, or the group where the set-up failed.
 
+use super::plan::RehearseParams;
 use crate::measure::child::cu::{
     self, helper_grid, human_bytes, kargs, launch, DevBuf, Event, Gpu, Kernels,
 };
@@ -19,7 +20,6 @@ use crate::measure::child::{gbps, guarded, log, progress, Ctx, Fail};
 use crate::measure::fill;
 use crate::measure::gemm::run::{bck, lt_matmul_at, lt_plan_for, Handles, LtHandle, LtPlan, Shape};
 use crate::measure::nccl::run::{all_reduce_f32, nvls_off, Comms};
-use crate::measure::plan::RehearseParams;
 use crate::measure::protocol::PIPELINE_PROGRESS;
 use crate::measure::GpuGroup;
 use crate::rehearse::loader::{with_loader, BatchBuf, Dataset};
