@@ -12,7 +12,7 @@
 use gpuaudit_core::facts::{Facts, Origin};
 use gpuaudit_core::render::bench::tables as bench_tables;
 use gpuaudit_core::report::measurements;
-use gpuaudit_probe::measure::{self, Group, Options};
+use gpuaudit_probe::measure::{self, GpuGroup, Options};
 use gpuaudit_probe::nvml;
 
 /// The GPUs as the NVML child reads them (NVML is never loaded in this process).
@@ -50,7 +50,7 @@ fn main() {
             "--quick" => quick = true,
             "--force" => force = true,
             "--burn" => burn = it.next().and_then(|s| s.parse().ok()),
-            g => match Group::parse(g) {
+            g => match GpuGroup::parse(g) {
                 Some(g) => groups.push(g),
                 None => {
                     eprintln!("unknown argument {g:?}");
@@ -70,8 +70,8 @@ fn main() {
     if let Some(s) = burn {
         opts.burn_seconds = s;
         if let Some(g) = opts.groups.as_mut() {
-            if !g.contains(&Group::Burn) {
-                g.push(Group::Burn);
+            if !g.contains(&GpuGroup::Burn) {
+                g.push(GpuGroup::Burn);
             }
         }
     }

@@ -24,15 +24,29 @@
 //! NCCL: any 2.x with ncclCommInitAll/ncclAllReduce/group calls (bindings `nccl-02022`). A
 //! symbol an older library lacks fails its group with the symbol's name.
 
+mod budget;
+mod burn;
 mod child;
+mod context;
 mod fill;
+mod gate;
+mod gemm;
+mod group;
 pub mod libs;
+mod memory;
+mod nccl;
+mod p2p;
 mod parent;
+mod pcie;
 pub mod plan;
 pub mod protocol;
+mod rehearse;
+mod sizes;
 
-pub use child::{child_main, ctx_probe_main};
-pub use plan::{GemmLayout, GpuOrder, Group, LaunchShape, Options, RehearseRequest};
+pub use child::child_main;
+pub use context::ctx_probe_main;
+pub use group::{GpuGroup, HOST_GROUPS};
+pub use plan::{GemmLayout, GpuOrder, LaunchShape, Options, RehearseRequest};
 
 use crate::nvml::{self, GpuState, Watcher};
 use gpuaudit_core::facts::{
@@ -190,7 +204,7 @@ pub fn run_with_rehearsal(
     let persistence = persistence_of(facts, &state);
     let (mut m, rehearsal) = run_plan(&plan, &found, watcher, &persistence, progress);
     if let Some(n) = watch_note {
-        if Group::ALL.into_iter().any(|g| plan.runs(g)) {
+        if GpuGroup::ALL.into_iter().any(|g| plan.runs(g)) {
             m.notes.insert(0, n);
         }
     }
@@ -208,7 +222,7 @@ pub fn run_with_rehearsal(
 }
 
 /// A result slot per group, starting as the plan's reason for not running it.
-fn skipped(plan: &Plan, g: Group) -> String {
+fn skipped(plan: &Plan, g: GpuGroup) -> String {
     plan.skip_reason(g)
         .map(str::to_string)
         .unwrap_or_else(|| "not measured".into())
@@ -244,7 +258,7 @@ fn run_plan(
     persistence: &Reading<Vec<GpuFlag>>,
     progress: &mut dyn FnMut(&Progress),
 ) -> (MeasuredFacts, Reading<RehearsalGpu>) {
-    let mut rehearsal = Reading::Unavailable(skipped(plan, Group::Rehearse));
+    let mut rehearsal = Reading::Unavailable(skipped(plan, GpuGroup::Rehearse));
     let mut m = MeasuredFacts {
         not_run: None,
         mode: Some(plan.mode.as_str().to_string()),
@@ -252,17 +266,17 @@ fn run_plan(
         libraries: Vec::new(),
         devices: Reading::unavailable("no measurement process ran"),
         skipped_gpus: plan.skipped_gpus.clone(),
-        context: Reading::Unavailable(skipped(plan, Group::Context)),
-        pcie: Reading::Unavailable(skipped(plan, Group::Pcie)),
-        memory: Reading::Unavailable(skipped(plan, Group::Memory)),
-        gemm: Reading::Unavailable(skipped(plan, Group::Gemm)),
-        p2p: Reading::Unavailable(skipped(plan, Group::P2p)),
-        nccl: Reading::Unavailable(skipped(plan, Group::Nccl)),
-        burn: Reading::Unavailable(skipped(plan, Group::Burn)),
+        context: Reading::Unavailable(skipped(plan, GpuGroup::Context)),
+        pcie: Reading::Unavailable(skipped(plan, GpuGroup::Pcie)),
+        memory: Reading::Unavailable(skipped(plan, GpuGroup::Memory)),
+        gemm: Reading::Unavailable(skipped(plan, GpuGroup::Gemm)),
+        p2p: Reading::Unavailable(skipped(plan, GpuGroup::P2p)),
+        nccl: Reading::Unavailable(skipped(plan, GpuGroup::Nccl)),
+        burn: Reading::Unavailable(skipped(plan, GpuGroup::Burn)),
         rehearsal: gpuaudit_core::facts::not_rehearsed(),
         notes: Vec::new(),
     };
-    let anything = Group::ALL.into_iter().any(|g| plan.runs(g));
+    let anything = GpuGroup::ALL.into_iter().any(|g| plan.runs(g));
     if !anything {
         return (m, rehearsal);
     }
@@ -317,7 +331,7 @@ fn run_plan(
     }
 
     // NVML samples while the children run, tagged with the group in progress.
-    let phase: Mutex<(Option<Group>, bool)> = Mutex::new((None, false));
+    let phase: Mutex<(Option<GpuGroup>, bool)> = Mutex::new((None, false));
     let stop = AtomicBool::new(false);
     let samples: Mutex<Vec<Sample>> = Mutex::new(Vec::new());
     let mut child_devices: Option<(Vec<gpuaudit_core::facts::CudaDevice>, Vec<SkippedGpu>)> = None;
@@ -365,7 +379,7 @@ fn run_plan(
                         if p.0 == Some(*group) {
                             // The rehearsal's samples count only while the whole pipeline
                             // runs (not during its stages alone).
-                            p.1 = *group != Group::Rehearse
+                            p.1 = *group != GpuGroup::Rehearse
                                 || message.starts_with(protocol::PIPELINE_PROGRESS);
                         }
                     }
@@ -421,7 +435,7 @@ fn run_plan(
     if let Reading::Value(r) = &mut rehearsal {
         if let Reading::Value(p) = &mut r.pipeline {
             p.nvml_utilization_pct = if have_watcher {
-                parent::utilization(&samples, Group::Rehearse, &r.gpus)
+                parent::utilization(&samples, GpuGroup::Rehearse, &r.gpus)
             } else {
                 Reading::unavailable("NVML not sampled")
             };
@@ -433,17 +447,17 @@ fn run_plan(
 }
 
 fn fail_all(m: &mut MeasuredFacts, rehearsal: &mut Reading<RehearsalGpu>, plan: &Plan, why: &str) {
-    for g in Group::ALL {
+    for g in GpuGroup::ALL {
         if plan.runs(g) {
             match g {
-                Group::Context => m.context = Reading::unavailable(why),
-                Group::Pcie => m.pcie = Reading::unavailable(why),
-                Group::Memory => m.memory = Reading::unavailable(why),
-                Group::Gemm => m.gemm = Reading::unavailable(why),
-                Group::P2p => m.p2p = Reading::unavailable(why),
-                Group::Nccl => m.nccl = Reading::unavailable(why),
-                Group::Burn => m.burn = Reading::unavailable(why),
-                Group::Rehearse => *rehearsal = Reading::unavailable(why),
+                GpuGroup::Context => m.context = Reading::unavailable(why),
+                GpuGroup::Pcie => m.pcie = Reading::unavailable(why),
+                GpuGroup::Memory => m.memory = Reading::unavailable(why),
+                GpuGroup::Gemm => m.gemm = Reading::unavailable(why),
+                GpuGroup::P2p => m.p2p = Reading::unavailable(why),
+                GpuGroup::Nccl => m.nccl = Reading::unavailable(why),
+                GpuGroup::Burn => m.burn = Reading::unavailable(why),
+                GpuGroup::Rehearse => *rehearsal = Reading::unavailable(why),
             }
         }
     }
@@ -501,7 +515,7 @@ fn context_facts(
 /// when it arrived.
 fn sampler(
     mut watcher: Watcher,
-    phase: &Mutex<(Option<Group>, bool)>,
+    phase: &Mutex<(Option<GpuGroup>, bool)>,
     stop: &AtomicBool,
     out: &Mutex<Vec<Sample>>,
 ) {
@@ -512,7 +526,7 @@ fn sampler(
         // group faster so the copies themselves are caught.
         watcher.set_interval(match group {
             None => 0,
-            Some(Group::Pcie) => PCIE_SAMPLE_MS as u64,
+            Some(GpuGroup::Pcie) => PCIE_SAMPLE_MS as u64,
             Some(_) => SAMPLE_MS as u64,
         });
         let batch =

@@ -2,8 +2,9 @@
 //! meanwhile (through the `__nvml` watcher child), and assembles [`MeasuredFacts`]. Nothing
 //! here loads a CUDA library or NVML.
 
-use super::plan::{Budget, Group, Plan};
+use super::plan::{Budget, Plan};
 use super::protocol::{ChildMsg, ChildRequest, CtxProbeLine, CtxSample, GroupResult};
+use crate::measure::GpuGroup;
 use crate::nvml::WatchSample;
 use crate::process::{self, Caps, Cmd, Ended, Event, Input, Running};
 use gpuaudit_core::facts::{
@@ -97,11 +98,14 @@ pub enum ChildEnd {
     Done,
     /// It exited or was killed by a signal before finishing.
     Died {
-        during: Option<Group>,
+        during: Option<GpuGroup>,
         reason: String,
     },
     /// It ran past a time limit and was killed.
-    TimedOut { during: Option<Group>, after_s: u64 },
+    TimedOut {
+        during: Option<GpuGroup>,
+        after_s: u64,
+    },
 }
 
 /// Runs one child for `req`, calling `on_msg` for each message. The running group must
@@ -124,7 +128,7 @@ pub fn run_child(
             }
         }
     };
-    let budget_of = |g: Group| -> Duration {
+    let budget_of = |g: GpuGroup| -> Duration {
         Duration::from_secs(
             req.plan
                 .budget(g)
@@ -132,7 +136,7 @@ pub fn run_child(
         )
     };
     let mut tail = Tail::default();
-    let mut current: Option<Group> = None;
+    let mut current: Option<GpuGroup> = None;
     let mut deadline = Instant::now() + startup;
     let mut limit = startup;
     let mut done = false;
@@ -196,11 +200,11 @@ pub fn run_child(
 pub fn run_job(
     cmd: &ChildCmd,
     plan: &Plan,
-    groups: &[Group],
+    groups: &[GpuGroup],
     on_msg: &mut dyn FnMut(&ChildMsg),
 ) -> Vec<GroupResult> {
     let startup = Duration::from_secs(plan.startup_timeout_s.max(1));
-    let mut pending: Vec<Group> = groups.to_vec();
+    let mut pending: Vec<GpuGroup> = groups.to_vec();
     let mut results: Vec<GroupResult> = Vec::new();
     while !pending.is_empty() {
         let req = ChildRequest {
@@ -218,7 +222,7 @@ pub fn run_job(
             }
             on_msg(m);
         });
-        let reported: Vec<Group> = got.iter().map(|r| r.group()).collect();
+        let reported: Vec<GpuGroup> = got.iter().map(|r| r.group()).collect();
         results.extend(got);
         pending.retain(|g| !reported.contains(g));
         let (failed, reason, retry) = match end {
@@ -315,7 +319,7 @@ pub fn run_ctx_probes(
 /// One NVML reading of one GPU while a group ran.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sample {
-    pub group: Option<Group>,
+    pub group: Option<GpuGroup>,
     /// The group had reported progress (past its setup) when the sample was taken.
     pub loaded: bool,
     /// Milliseconds since the sampler started, when the sample arrived.
@@ -327,7 +331,7 @@ pub struct Sample {
 pub fn link_under_load(samples: &[Sample], gpu: u32) -> Reading<PcieLinkState> {
     let s: Vec<&Sample> = samples
         .iter()
-        .filter(|s| s.nvml.gpu == gpu && s.group == Some(Group::Pcie))
+        .filter(|s| s.nvml.gpu == gpu && s.group == Some(GpuGroup::Pcie))
         .collect();
     let gen = s.iter().filter_map(|s| s.nvml.pcie_gen).max();
     let width = s.iter().filter_map(|s| s.nvml.pcie_width).max();
@@ -344,7 +348,7 @@ pub fn link_under_load(samples: &[Sample], gpu: u32) -> Reading<PcieLinkState> {
 
 /// NVML's utilisation while `group` was loaded (for the rehearsal: the whole pipeline), the
 /// mean percent over `gpus`.
-pub fn utilization(samples: &[Sample], group: Group, gpus: &[u32]) -> Reading<f64> {
+pub fn utilization(samples: &[Sample], group: GpuGroup, gpus: &[u32]) -> Reading<f64> {
     let v: Vec<f64> = samples
         .iter()
         .filter(|s| s.group == Some(group) && s.loaded && gpus.contains(&s.nvml.gpu))
@@ -361,7 +365,7 @@ pub fn utilization(samples: &[Sample], group: Group, gpus: &[u32]) -> Reading<f6
 pub fn telemetry(samples: &[Sample], gpu: u32, interval_ms: u32) -> Reading<Telemetry> {
     let s: Vec<&Sample> = samples
         .iter()
-        .filter(|s| s.nvml.gpu == gpu && s.group == Some(Group::Burn) && s.loaded)
+        .filter(|s| s.nvml.gpu == gpu && s.group == Some(GpuGroup::Burn) && s.loaded)
         .collect();
     if s.is_empty() {
         return Reading::unavailable("no NVML sample taken during the burn");
@@ -465,7 +469,7 @@ mod tests {
             echo '{"type":"result","group":"p2p","result":{"unavailable":"fake"}}'
             echo '{"type":"done"}'"#);
         let mut seen = Vec::new();
-        let r = run_job(&cmd, &p, &[Group::P2p], &mut |m| seen.push(m.clone()));
+        let r = run_job(&cmd, &p, &[GpuGroup::P2p], &mut |m| seen.push(m.clone()));
         assert_eq!(r.len(), 1);
         assert_eq!(r[0], GroupResult::P2p(Reading::unavailable("fake")));
         assert!(seen.iter().any(|m| matches!(m, ChildMsg::Progress { .. })));
@@ -497,11 +501,11 @@ mod tests {
         let r = run_job(
             &cmd,
             &p,
-            &[Group::Pcie, Group::Memory, Group::Gemm],
+            &[GpuGroup::Pcie, GpuGroup::Memory, GpuGroup::Gemm],
             &mut |_| {},
         );
-        let find = |g: Group| r.iter().find(|x| x.group() == g).cloned();
-        match find(Group::Memory) {
+        let find = |g: GpuGroup| r.iter().find(|x| x.group() == g).cloned();
+        match find(GpuGroup::Memory) {
             Some(GroupResult::Memory(Reading::Unavailable(why))) => {
                 assert!(why.contains("SIGABRT"), "{why}");
                 assert!(why.contains("during the memory measurement"), "{why}");
@@ -510,10 +514,10 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert_eq!(
-            find(Group::Gemm),
+            find(GpuGroup::Gemm),
             Some(GroupResult::Gemm(Reading::unavailable("ok-gemm")))
         );
-        assert!(find(Group::Pcie).is_some());
+        assert!(find(GpuGroup::Pcie).is_some());
     }
 
     #[test]
@@ -523,7 +527,7 @@ mod tests {
             echo '{"type":"start","group":"nccl"}'
             sleep 30"#);
         let t = Instant::now();
-        let r = run_job(&cmd, &p, &[Group::Nccl], &mut |_| {});
+        let r = run_job(&cmd, &p, &[GpuGroup::Nccl], &mut |_| {});
         assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
         match &r[..] {
             [GroupResult::Nccl(Reading::Unavailable(why))] => {
@@ -541,7 +545,7 @@ mod tests {
             args: vec![],
             env: vec![],
         };
-        let r = run_job(&cmd, &p, &[Group::Pcie, Group::Gemm], &mut |_| {});
+        let r = run_job(&cmd, &p, &[GpuGroup::Pcie, GpuGroup::Gemm], &mut |_| {});
         assert_eq!(r.len(), 2);
         for x in r {
             let why = match x {
@@ -573,7 +577,7 @@ mod tests {
         assert!(f[0].contains("SIGSEGV"), "{}", f[0]);
     }
 
-    fn sample(gpu: u32, group: Group, sm: u32, throttle: u64) -> Sample {
+    fn sample(gpu: u32, group: GpuGroup, sm: u32, throttle: u64) -> Sample {
         Sample {
             group: Some(group),
             loaded: true,
@@ -593,30 +597,32 @@ mod tests {
 
     #[test]
     fn utilisation_is_the_mean_while_the_pipeline_ran() {
-        let mut a = sample(0, Group::Rehearse, 1980, 0);
+        let mut a = sample(0, GpuGroup::Rehearse, 1980, 0);
         a.nvml.util_pct = Some(40);
-        let b = sample(1, Group::Rehearse, 1980, 0);
-        let mut idle = sample(0, Group::Rehearse, 1980, 0);
+        let b = sample(1, GpuGroup::Rehearse, 1980, 0);
+        let mut idle = sample(0, GpuGroup::Rehearse, 1980, 0);
         idle.loaded = false;
         idle.nvml.util_pct = Some(0);
-        let other = sample(0, Group::Burn, 1980, 0);
+        let other = sample(0, GpuGroup::Burn, 1980, 0);
         let v = [a, b, idle, other];
         assert_eq!(
-            utilization(&v, Group::Rehearse, &[0, 1]).into_value(),
+            utilization(&v, GpuGroup::Rehearse, &[0, 1]).into_value(),
             Some(65.0)
         );
         assert_eq!(
-            utilization(&v, Group::Rehearse, &[1]).into_value(),
+            utilization(&v, GpuGroup::Rehearse, &[1]).into_value(),
             Some(90.0)
         );
-        assert!(utilization(&v, Group::Rehearse, &[2]).reason().is_some());
+        assert!(utilization(&v, GpuGroup::Rehearse, &[2]).reason().is_some());
     }
 
     #[test]
     fn telemetry_summarises_each_reason_on_its_own() {
-        let mut v: Vec<Sample> = (0..8).map(|_| sample(0, Group::Burn, 1980, 0x4)).collect();
-        v.extend((0..8).map(|_| sample(0, Group::Burn, 1700, 0x4 | 0x40)));
-        v.push(sample(1, Group::Burn, 100, 0x8));
+        let mut v: Vec<Sample> = (0..8)
+            .map(|_| sample(0, GpuGroup::Burn, 1980, 0x4))
+            .collect();
+        v.extend((0..8).map(|_| sample(0, GpuGroup::Burn, 1700, 0x4 | 0x40)));
+        v.push(sample(1, GpuGroup::Burn, 100, 0x8));
         for (i, x) in v.iter_mut().enumerate() {
             x.at_ms = 1000 + 200 * i as u64;
         }
@@ -654,9 +660,9 @@ mod tests {
 
     #[test]
     fn link_state_is_the_best_seen_under_load() {
-        let mut a = sample(0, Group::Pcie, 0, 0);
+        let mut a = sample(0, GpuGroup::Pcie, 0, 0);
         a.nvml.pcie_gen = Some(1);
-        let b = sample(0, Group::Pcie, 0, 0);
+        let b = sample(0, GpuGroup::Pcie, 0, 0);
         let l = link_under_load(&[a, b], 0).into_value().unwrap();
         assert_eq!((l.gen, l.width, l.samples), (5, 16, 2));
         assert!(link_under_load(&[], 0).reason().is_some());

@@ -3,7 +3,8 @@
 //! Anything else on stdout (a library printing, `NCCL_DEBUG=INFO`) is not an error: the
 //! parent keeps the last such lines for the finding if the child dies.
 
-use super::plan::{Group, Plan};
+use super::plan::Plan;
+use crate::measure::GpuGroup;
 use gpuaudit_core::facts::GemmResult;
 use gpuaudit_core::facts::{
     AllReduce, Burn, CudaDevice, MemoryBandwidth, OnGpu, P2pMatrix, PcieBandwidth, RehearsalGpu,
@@ -17,7 +18,7 @@ use serde::{Deserialize, Serialize};
 pub struct ChildRequest {
     pub plan: Plan,
     /// The groups this child runs, in order.
-    pub groups: Vec<Group>,
+    pub groups: Vec<GpuGroup>,
 }
 
 /// A group's result, typed.
@@ -39,30 +40,30 @@ pub enum GroupResult {
 pub const PIPELINE_PROGRESS: &str = "whole pipeline";
 
 impl GroupResult {
-    pub fn group(&self) -> Group {
+    pub fn group(&self) -> GpuGroup {
         match self {
-            GroupResult::Pcie(_) => Group::Pcie,
-            GroupResult::Memory(_) => Group::Memory,
-            GroupResult::Gemm(_) => Group::Gemm,
-            GroupResult::P2p(_) => Group::P2p,
-            GroupResult::Nccl(_) => Group::Nccl,
-            GroupResult::Burn(_) => Group::Burn,
-            GroupResult::Rehearse(_) => Group::Rehearse,
+            GroupResult::Pcie(_) => GpuGroup::Pcie,
+            GroupResult::Memory(_) => GpuGroup::Memory,
+            GroupResult::Gemm(_) => GpuGroup::Gemm,
+            GroupResult::P2p(_) => GpuGroup::P2p,
+            GroupResult::Nccl(_) => GpuGroup::Nccl,
+            GroupResult::Burn(_) => GpuGroup::Burn,
+            GroupResult::Rehearse(_) => GpuGroup::Rehearse,
         }
     }
 
     /// The same group, not measured, with the reason.
-    pub fn unavailable(group: Group, reason: &str) -> Option<GroupResult> {
+    pub fn unavailable(group: GpuGroup, reason: &str) -> Option<GroupResult> {
         let r = reason.to_string();
         Some(match group {
-            Group::Context => return None,
-            Group::Pcie => GroupResult::Pcie(Reading::Unavailable(r)),
-            Group::Memory => GroupResult::Memory(Reading::Unavailable(r)),
-            Group::Gemm => GroupResult::Gemm(Reading::Unavailable(r)),
-            Group::P2p => GroupResult::P2p(Reading::Unavailable(r)),
-            Group::Nccl => GroupResult::Nccl(Reading::Unavailable(r)),
-            Group::Burn => GroupResult::Burn(Reading::Unavailable(r)),
-            Group::Rehearse => GroupResult::Rehearse(Box::new(Reading::Unavailable(r))),
+            GpuGroup::Context => return None,
+            GpuGroup::Pcie => GroupResult::Pcie(Reading::Unavailable(r)),
+            GpuGroup::Memory => GroupResult::Memory(Reading::Unavailable(r)),
+            GpuGroup::Gemm => GroupResult::Gemm(Reading::Unavailable(r)),
+            GpuGroup::P2p => GroupResult::P2p(Reading::Unavailable(r)),
+            GpuGroup::Nccl => GroupResult::Nccl(Reading::Unavailable(r)),
+            GpuGroup::Burn => GroupResult::Burn(Reading::Unavailable(r)),
+            GpuGroup::Rehearse => GroupResult::Rehearse(Box::new(Reading::Unavailable(r))),
         })
     }
 }
@@ -83,10 +84,10 @@ pub enum ChildMsg {
         unavailable: Vec<SkippedGpu>,
     },
     /// A group starts (its time limit starts now).
-    Start { group: Group },
+    Start { group: GpuGroup },
     /// Within the running group, `fraction` (0..1) is done.
     Progress {
-        group: Group,
+        group: GpuGroup,
         fraction: f64,
         message: String,
     },
@@ -154,9 +155,11 @@ mod tests {
                 pid: 7,
                 driver_version: Some(13000),
             },
-            ChildMsg::Start { group: Group::Gemm },
+            ChildMsg::Start {
+                group: GpuGroup::Gemm,
+            },
             ChildMsg::Progress {
-                group: Group::Gemm,
+                group: GpuGroup::Gemm,
                 fraction: 0.5,
                 message: "bf16 on GPU 0".into(),
             },

@@ -12,18 +12,18 @@ use gpuaudit_core::render::escape::escape_line;
 use gpuaudit_core::{Policy, Status};
 use gpuaudit_probe::gather::{self, GatherOptions};
 use gpuaudit_probe::host::HostOptions;
-use gpuaudit_probe::measure::{self, Group};
+use gpuaudit_probe::measure::{self, GpuGroup};
 use std::fmt::Write;
 use std::io::IsTerminal;
 
 pub fn bench(args: &BenchArgs) -> Result<u8> {
     let mut groups = Vec::new();
     for n in &args.names {
-        match Group::parse(n) {
+        match GpuGroup::parse(n) {
             Some(g) => groups.push(g),
             None => bail!(
                 "no measurement '{n}': choose from {} (the rehearsal is `gpuaudit rehearse`)",
-                Group::BENCH
+                GpuGroup::BENCH
                     .iter()
                     .map(|g| g.name())
                     .collect::<Vec<_>>()
@@ -94,7 +94,10 @@ fn run(command: &str, mut opts: measure::Options, common: &MeasureArgs) -> Resul
     };
     // The groups asked for (the options resolved "none named"); their measured checks judge
     // the figures.
-    let asked: Vec<Group> = opts.groups.clone().unwrap_or_else(|| Group::ALL.to_vec());
+    let asked: Vec<GpuGroup> = opts
+        .groups
+        .clone()
+        .unwrap_or_else(|| GpuGroup::ALL.to_vec());
     let wanted: Vec<&str> = asked.iter().map(|g| g.check_id()).collect();
     let findings: Vec<_> = checks::all()
         .iter()
@@ -158,7 +161,7 @@ fn run(command: &str, mut opts: measure::Options, common: &MeasureArgs) -> Resul
 /// no group asked for has a result, or when a measured check failed.
 fn outcome(
     command: &str,
-    asked: &[Group],
+    asked: &[GpuGroup],
     m: &MeasuredFacts,
     failed: usize,
 ) -> (u8, Option<String>) {
@@ -205,16 +208,16 @@ fn nothing_to_measure(facts: &Facts, selected: Option<&[u32]>) -> Result<()> {
 }
 
 /// Why a group of measurements has no result, `None` where it has one.
-fn unmeasured(m: &MeasuredFacts, g: Group) -> Option<&str> {
+fn unmeasured(m: &MeasuredFacts, g: GpuGroup) -> Option<&str> {
     match g {
-        Group::Context => m.context.reason(),
-        Group::Pcie => m.pcie.reason(),
-        Group::Memory => m.memory.reason(),
-        Group::Gemm => m.gemm.reason(),
-        Group::P2p => m.p2p.reason(),
-        Group::Nccl => m.nccl.reason(),
-        Group::Burn => m.burn.reason(),
-        Group::Rehearse => m.rehearsal.reason(),
+        GpuGroup::Context => m.context.reason(),
+        GpuGroup::Pcie => m.pcie.reason(),
+        GpuGroup::Memory => m.memory.reason(),
+        GpuGroup::Gemm => m.gemm.reason(),
+        GpuGroup::P2p => m.p2p.reason(),
+        GpuGroup::Nccl => m.nccl.reason(),
+        GpuGroup::Burn => m.burn.reason(),
+        GpuGroup::Rehearse => m.rehearsal.reason(),
     }
 }
 
@@ -229,7 +232,7 @@ mod tests {
         let mut m = MeasuredFacts::not_run("x");
         m.context = Reading::unavailable("GPU 0 busy");
         m.pcie = Reading::unavailable("GPU 0 busy");
-        let asked = [Group::Context, Group::Pcie];
+        let asked = [GpuGroup::Context, GpuGroup::Pcie];
         let (code, why) = outcome("bench", &asked, &m, 0);
         assert_eq!(code, 1);
         assert_eq!(
@@ -248,7 +251,7 @@ mod tests {
             Some("gpuaudit bench: 2 measured checks failed")
         );
         assert_eq!(
-            outcome("burn", &[Group::Burn], &m, 0).1.as_deref(),
+            outcome("burn", &[GpuGroup::Burn], &m, 0).1.as_deref(),
             Some("gpuaudit burn: nothing could be measured (burn: x)")
         );
     }

@@ -5,21 +5,16 @@
 //! [`ChildMsg`] per line on stdout. Each group runs under `catch_unwind`: a missing symbol on
 //! an old driver (cudarc panics) costs that group, not the others. A crash, an abort or a hang
 //! is the parent's to handle (it kills the child after the group's time limit).
+//!
+//! This is the frame every group's executor runs in (`measure::<group>::run`): the GPUs
+//! opened ([`Ctx`]), the CUDA driver wrappers (`cu`), the protocol lines ([`progress`],
+//! [`log`]) and the guard that turns a panic into the group's failure ([`guarded`]).
 
-mod burn;
-mod ctx_probe;
 pub(crate) mod cu;
-mod gemm;
-mod memory;
-mod nccl;
-mod p2p;
-mod pcie;
-mod rehearse;
 
-pub use ctx_probe::ctx_probe_main;
-
-use super::plan::Group;
 use super::protocol::{ChildMsg, ChildRequest, GroupResult};
+use super::{burn, gemm, memory, nccl, p2p, pcie, rehearse};
+use crate::measure::GpuGroup;
 use cu::{Gpu, Kernels};
 use gpuaudit_core::facts::{ComputeCapability, CudaDevice, OnGpu, SkippedGpu};
 use gpuaudit_core::Reading;
@@ -53,7 +48,7 @@ pub fn emit(msg: &ChildMsg) {
     crate::process::write_line(&line);
 }
 
-pub fn progress(group: Group, fraction: f64, message: impl Into<String>) {
+pub fn progress(group: GpuGroup, fraction: f64, message: impl Into<String>) {
     emit(&ChildMsg::Progress {
         group,
         fraction: fraction.clamp(0.0, 1.0),
@@ -293,43 +288,43 @@ pub fn child_main(args: &[String]) -> i32 {
     0
 }
 
-fn run_group(ctx: &Ctx, req: &ChildRequest, group: Group) -> Option<GroupResult> {
+fn run_group(ctx: &Ctx, req: &ChildRequest, group: GpuGroup) -> Option<GroupResult> {
     let plan = &req.plan;
     let what = format!("{} measurement", group.name());
     Some(match group {
-        Group::Context => return None,
-        Group::Pcie => GroupResult::Pcie(match plan.pcie.params() {
+        GpuGroup::Context => return None,
+        GpuGroup::Pcie => GroupResult::Pcie(match plan.pcie.params() {
             Some(p) => reading(guarded(&what, || pcie::run(ctx, p))),
             None => Reading::unavailable(plan.pcie.skip_reason().unwrap_or("not planned")),
         }),
-        Group::Memory => GroupResult::Memory(match plan.memory.params() {
+        GpuGroup::Memory => GroupResult::Memory(match plan.memory.params() {
             Some(p) => reading(guarded(&what, || memory::run(ctx, p))),
             None => Reading::unavailable(plan.memory.skip_reason().unwrap_or("not planned")),
         }),
-        Group::Gemm => GroupResult::Gemm(match plan.gemm.params() {
+        GpuGroup::Gemm => GroupResult::Gemm(match plan.gemm.params() {
             Some(p) => reading(guarded(&what, || gemm::run(ctx, p))),
             None => Reading::unavailable(plan.gemm.skip_reason().unwrap_or("not planned")),
         }),
-        Group::P2p => GroupResult::P2p(match plan.p2p.params() {
+        GpuGroup::P2p => GroupResult::P2p(match plan.p2p.params() {
             Some(p) => reading(guarded(&what, || p2p::run(ctx, p))),
             None => Reading::unavailable(plan.p2p.skip_reason().unwrap_or("not planned")),
         }),
-        Group::Nccl => GroupResult::Nccl(match plan.nccl.params() {
+        GpuGroup::Nccl => GroupResult::Nccl(match plan.nccl.params() {
             Some(p) => reading(guarded(&what, || nccl::run(ctx, p))),
             None => Reading::unavailable(plan.nccl.skip_reason().unwrap_or("not planned")),
         }),
-        Group::Burn => GroupResult::Burn(match plan.burn.params() {
+        GpuGroup::Burn => GroupResult::Burn(match plan.burn.params() {
             Some(p) => reading(guarded(&what, || burn::run(ctx, p))),
             None => Reading::unavailable(plan.burn.skip_reason().unwrap_or("not planned")),
         }),
-        Group::Rehearse => GroupResult::Rehearse(Box::new(match plan.rehearse.params() {
+        GpuGroup::Rehearse => GroupResult::Rehearse(Box::new(match plan.rehearse.params() {
             Some(p) => reading(guarded(&what, || rehearse::run(ctx, p))),
             None => Reading::unavailable(plan.rehearse.skip_reason().unwrap_or("not planned")),
         })),
     })
 }
 
-fn reading<T>(r: Result<T, Fail>) -> Reading<T> {
+pub fn reading<T>(r: Result<T, Fail>) -> Reading<T> {
     match r {
         Ok(v) => Reading::Value(v),
         Err(e) => Reading::Unavailable(e.0),
@@ -365,7 +360,7 @@ mod tests {
         let p = plan(&[t], &Options::default(), &LibStatus::all_found());
         let req = ChildRequest {
             plan: p,
-            groups: vec![Group::Pcie, Group::Gemm, Group::Rehearse],
+            groups: vec![GpuGroup::Pcie, GpuGroup::Gemm, GpuGroup::Rehearse],
         };
         let json = serde_json::to_string(&req).unwrap();
         assert_eq!(child_main(&[json]), 0);
@@ -382,12 +377,6 @@ mod tests {
                 .starts_with("cuMemcpy3DBatchAsync is missing")
         );
         assert_eq!(explain_panic("boom\nmore"), "boom");
-    }
-
-    #[test]
-    fn ctx_probe_returns_normally_with_or_without_a_driver() {
-        // 1 with a ctx_error line where libcuda is missing, 0 on a GPU machine.
-        assert!(matches!(ctx_probe_main(), 0 | 1));
     }
 
     #[test]

@@ -3,10 +3,11 @@
 //! by the check) and a CPU check of sampled elements. The parent samples clocks, power,
 //! temperature and throttle reasons through NVML meanwhile.
 
-use super::cu::{Event, Gpu, Kernels, Stream, R};
-use super::gemm::{tolerance, Gemm, Handles};
-use super::{guarded, progress, Ctx, Fail};
-use crate::measure::plan::{BurnParams, Group};
+use super::plan::BurnParams;
+use crate::measure::child::cu::{Event, Gpu, Kernels, Stream, R};
+use crate::measure::child::{guarded, progress, Ctx, Fail};
+use crate::measure::gemm::run::{tolerance, Gemm, Handles};
+use crate::measure::GpuGroup;
 use gpuaudit_core::facts::{
     coefficient_of_variation, Burn, BurnGpu, ComputeCapability, GemmDtype, OnGpu, Stats,
 };
@@ -146,7 +147,7 @@ fn one(
                 let f = t0.elapsed().as_secs_f64() / p.seconds.max(1) as f64;
                 let last = windows.last().copied().unwrap_or(0.0);
                 progress(
-                    Group::Burn,
+                    GpuGroup::Burn,
                     f,
                     format!(
                         "{} GEMMs on every GPU: GPU {} at {last:.0} TFLOPS",

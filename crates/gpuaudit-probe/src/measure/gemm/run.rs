@@ -2,12 +2,14 @@
 //! tf32, fp8), cuBLAS for fp32 and fp64. Random inputs (zeros run faster than real data),
 //! output checked against a CPU reference on sampled elements.
 
-use super::cu::{
+use super::plan::{GemmLayout, GemmParams};
+use crate::measure::child::cu::{
     self, helper_grid, human_bytes, kargs, launch, DevBuf, Event, Gpu, Kernels, Stream, R,
 };
-use super::{guarded, log, progress, Ctx, Fail};
+use crate::measure::child::{guarded, log, progress, Ctx, Fail};
 use crate::measure::fill;
-use crate::measure::plan::{GemmLayout, GemmParams, GpuOrder, Group};
+use crate::measure::gate::GpuOrder;
+use crate::measure::GpuGroup;
 use cudarc::cublas::sys as blas;
 use cudarc::cublaslt::sys as lt;
 use gpuaudit_core::facts::{GemmDtype, GemmPoint, GemmResult, OnGpu};
@@ -43,11 +45,11 @@ fn status(code: u32, call: &str) -> R<()> {
     }
 }
 
-pub(super) fn lck(r: lt::cublasStatus_t, call: &str) -> R<()> {
+pub(in crate::measure) fn lck(r: lt::cublasStatus_t, call: &str) -> R<()> {
     status(r as u32, call)
 }
 
-pub(super) fn bck(r: blas::cublasStatus_t, call: &str) -> R<()> {
+pub(in crate::measure) fn bck(r: blas::cublasStatus_t, call: &str) -> R<()> {
     status(r as u32, call)
 }
 
@@ -55,7 +57,7 @@ pub(super) fn bck(r: blas::cublasStatus_t, call: &str) -> R<()> {
 pub struct LtHandle(lt::cublasLtHandle_t);
 
 impl LtHandle {
-    pub(super) fn raw(&self) -> lt::cublasLtHandle_t {
+    pub(in crate::measure) fn raw(&self) -> lt::cublasLtHandle_t {
         self.0
     }
 
@@ -89,7 +91,7 @@ impl Drop for LtHandle {
 pub struct BlasHandle(blas::cublasHandle_t);
 
 impl BlasHandle {
-    pub(super) fn raw(&self) -> blas::cublasHandle_t {
+    pub(in crate::measure) fn raw(&self) -> blas::cublasHandle_t {
         self.0
     }
 
@@ -134,13 +136,13 @@ pub struct Handles {
 }
 
 impl Handles {
-    pub(super) fn lt(&mut self, gpu: &Gpu) -> R<&LtHandle> {
+    pub(in crate::measure) fn lt(&mut self, gpu: &Gpu) -> R<&LtHandle> {
         self.lt
             .get_or_insert_with(|| LtHandle::new(gpu))
             .as_ref()
             .map_err(|e| e.clone())
     }
-    pub(super) fn blas(&mut self, gpu: &Gpu) -> R<&BlasHandle> {
+    pub(in crate::measure) fn blas(&mut self, gpu: &Gpu) -> R<&BlasHandle> {
         self.blas
             .get_or_insert_with(|| BlasHandle::new(gpu))
             .as_ref()
@@ -198,7 +200,7 @@ fn decode_out(d: GemmDtype, b: &[u8]) -> f64 {
 }
 
 /// The cuBLASLt descriptors of one GEMM shape, destroyed on drop.
-pub(super) struct LtPlan {
+pub(in crate::measure) struct LtPlan {
     desc: lt::cublasLtMatmulDesc_t,
     layouts: [lt::cublasLtMatrixLayout_t; 3],
     algo: lt::cublasLtMatmulAlgo_t,
@@ -325,7 +327,7 @@ fn lt_plan(
 /// A GEMM's shape, column-major as cuBLAS sees it: D (m x n) = op(A) · op(B), op(A) m x k,
 /// op(B) k x n, with A or B stored transposed where `ta` / `tb`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Shape {
+pub(in crate::measure) struct Shape {
     pub m: u64,
     pub n: u64,
     pub k: u64,
@@ -353,7 +355,7 @@ impl Shape {
 
 /// The cuBLASLt plan (descriptors and the heuristic's algorithm) of a GEMM of any shape, for
 /// the tensor-core types (not fp8).
-pub(super) fn lt_plan_for(
+pub(in crate::measure) fn lt_plan_for(
     h: &LtHandle,
     gpu: &Gpu,
     s: &Stream,
@@ -507,7 +509,7 @@ fn lt_matmul(
 
 /// D = alpha·op(A)·op(B) through cuBLASLt (beta 0), operands given as device addresses
 /// `[A, B, C, D]` (C is read, D written; they may be the same).
-pub(super) fn lt_matmul_at(
+pub(in crate::measure) fn lt_matmul_at(
     handle: lt::cublasLtHandle_t,
     plan: &LtPlan,
     alpha: f32,
@@ -865,7 +867,7 @@ impl<'g> Gemm<'g> {
                 GemmDtype::Fp8 => vec![fill::bits_e4m3(SEED_A, i)],
             };
             if b != want.as_slice() {
-                super::log(format!(
+                log(format!(
                     "GPU {}: fill kernel and fill.rs disagree on {} element {i}: {b:02x?} vs {want:02x?}",
                     self.gpu.index,
                     self.dtype.as_str()
@@ -926,7 +928,7 @@ pub fn run(ctx: &Ctx, p: &GemmParams) -> R<Vec<OnGpu<Vec<GemmResult>>>> {
                             // The GPUs run side by side: the first one's progress stands for all.
                             let report = |f: f64, msg: String| {
                                 if gi == 0 {
-                                    progress(Group::Gemm, f, format!("{msg} (and the others)"));
+                                    progress(GpuGroup::Gemm, f, format!("{msg} (and the others)"));
                                 }
                             };
                             let g = &ctx.gpus[gi];
@@ -950,7 +952,7 @@ pub fn run(ctx: &Ctx, p: &GemmParams) -> R<Vec<OnGpu<Vec<GemmResult>>>> {
         _ => (0..n_gpus)
             .map(|gi| {
                 all_dtypes(ctx, gi, p, |f, msg| {
-                    progress(Group::Gemm, (gi as f64 + f) / n_gpus as f64, msg)
+                    progress(GpuGroup::Gemm, (gi as f64 + f) / n_gpus as f64, msg)
                 })
             })
             .collect(),
@@ -1009,7 +1011,7 @@ fn interleaved(ctx: &Ctx, p: &GemmParams) -> Vec<Reading<Vec<GemmResult>>> {
         for gi in 0..n {
             let g = &ctx.gpus[gi];
             progress(
-                Group::Gemm,
+                GpuGroup::Gemm,
                 (di * n + gi) as f64 / steps,
                 format!("{} GEMM on GPU {}", d.as_str(), g.index),
             );

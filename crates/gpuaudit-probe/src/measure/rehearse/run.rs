@@ -11,14 +11,17 @@
 //! Every CUDA, cuBLAS and NCCL call is checked (the helpers of cu.rs, gemm.rs and nccl.rs);
 //! a failure costs the stage it happened in, or the group where the set-up failed.
 
-use super::cu::{self, helper_grid, human_bytes, kargs, launch, DevBuf, Event, Gpu, Kernels};
-use super::cu::{PinnedBuf, Stream, R};
-use super::gemm::{bck, lt_matmul_at, lt_plan_for, Handles, LtPlan, Shape};
-use super::nccl::{all_reduce_f32, nvls_off, Comms};
-use super::{gbps, log, progress, Ctx, Fail};
+use super::plan::RehearseParams;
+use crate::measure::child::cu::{
+    self, helper_grid, human_bytes, kargs, launch, DevBuf, Event, Gpu, Kernels,
+};
+use crate::measure::child::cu::{PinnedBuf, Stream, R};
+use crate::measure::child::{gbps, guarded, log, progress, Ctx, Fail};
 use crate::measure::fill;
-use crate::measure::plan::{Group, RehearseParams};
+use crate::measure::gemm::run::{bck, lt_matmul_at, lt_plan_for, Handles, LtHandle, LtPlan, Shape};
+use crate::measure::nccl::run::{all_reduce_f32, nvls_off, Comms};
 use crate::measure::protocol::PIPELINE_PROGRESS;
+use crate::measure::GpuGroup;
 use crate::rehearse::loader::{with_loader, BatchBuf, Dataset};
 use cudarc::cublas::sys as blas;
 use cudarc::driver::sys::CUdeviceptr;
@@ -542,7 +545,7 @@ impl Gradients {
     fn new(ctx: &Ctx, models: &[Model], params: u64) -> R<Gradients> {
         nvls_off()?;
         let ords: Vec<i32> = models.iter().map(|m| m.gpu.ordinal as i32).collect();
-        let comms = super::guarded("loading libnccl", || Comms::init_all(&ords))?;
+        let comms = guarded("loading libnccl", || Comms::init_all(&ords))?;
         let (mut send, mut recv) = (Vec::new(), Vec::new());
         for (r, m) in models.iter().enumerate() {
             let s = DevBuf::new(m.gpu, params * 4)?;
@@ -789,7 +792,7 @@ fn pipeline(
                     _ => 0.0,
                 };
                 progress(
-                    Group::Rehearse,
+                    GpuGroup::Rehearse,
                     0.5 + 0.5 * f.min(1.0),
                     format!(
                         "{PIPELINE_PROGRESS}: step {k} on {n} GPU{}",
@@ -864,7 +867,7 @@ pub fn run(ctx: &Ctx, p: &RehearseParams) -> R<RehearsalGpu> {
     } else {
         0
     };
-    progress(Group::Rehearse, 0.02, "setting up the model on the GPUs");
+    progress(GpuGroup::Rehearse, 0.02, "setting up the model on the GPUs");
     // Each GPU's share of its free memory: the model, and the gradients' buffers.
     let mut models = Vec::new();
     let mut reference_note = None;
@@ -898,17 +901,17 @@ pub fn run(ctx: &Ctx, p: &RehearseParams) -> R<RehearsalGpu> {
     }
     let library = if dtype == GemmDtype::Bf16 {
         // The plans were made: the library is loaded.
-        format!("cublasLt {}", super::gemm::LtHandle::version())
+        format!("cublasLt {}", LtHandle::version())
     } else {
         "cublas (fp32)".into()
     };
     let n = models.len();
     let gpus_text = format!("{n} GPU{}", if n == 1 { "" } else { "s" });
 
-    progress(Group::Rehearse, 0.1, "host-to-device copies alone");
+    progress(GpuGroup::Rehearse, 0.1, "host-to-device copies alone");
     let h2d = time_copies(ctx, &models, p);
 
-    progress(Group::Rehearse, 0.2, "the GPU step alone");
+    progress(GpuGroup::Rehearse, 0.2, "the GPU step alone");
     let step_ms = time_steps(&mut models, 0, p.request.stage_ms);
     let step = step_ms.as_ref().map_err(|e| e.clone()).map(|ms| {
         step_figure(
@@ -955,7 +958,7 @@ pub fn run(ctx: &Ctx, p: &RehearseParams) -> R<RehearsalGpu> {
         }
         Some(rb) => {
             progress(
-                Group::Rehearse,
+                GpuGroup::Rehearse,
                 0.3,
                 format!("the GPU step alone at batch {rb}"),
             );
@@ -976,7 +979,7 @@ pub fn run(ctx: &Ctx, p: &RehearseParams) -> R<RehearsalGpu> {
         Some(why) => Err(Fail(why.clone())),
         None => {
             progress(
-                Group::Rehearse,
+                GpuGroup::Rehearse,
                 0.4,
                 format!("gradient all-reduce over {gpus_text}"),
             );
@@ -989,7 +992,7 @@ pub fn run(ctx: &Ctx, p: &RehearseParams) -> R<RehearsalGpu> {
     };
 
     progress(
-        Group::Rehearse,
+        GpuGroup::Rehearse,
         0.5,
         format!("starting the pipeline on {gpus_text}"),
     );

@@ -1,10 +1,13 @@
 //! Host <-> device copies: pinned and pageable, both directions, over a size sweep, per GPU;
 //! then pinned copies on every GPU at once.
 
-use super::cu::{self, human_bytes, kargs, launch, DevBuf, Event, PinnedBuf, Stream, R};
-use super::{gbps, log, progress, Ctx, Fail};
+use super::plan::PcieParams;
+use crate::measure::child::cu::{
+    self, human_bytes, kargs, launch, DevBuf, Event, PinnedBuf, Stream, R,
+};
+use crate::measure::child::{gbps, log, progress, reading, Ctx, Fail};
 use crate::measure::fill;
-use crate::measure::plan::{Group, PcieParams};
+use crate::measure::GpuGroup;
 use gpuaudit_core::facts::{
     median, BidirectionalCopy, ConcurrentCopy, CopyPoint, Direction, GpuValue, HostLatency,
     HostMemory, OnGpu, PcieBandwidth, PcieGpu, SmHostCopy, Verify,
@@ -101,7 +104,7 @@ pub fn run(ctx: &Ctx, p: &PcieParams) -> R<PcieBandwidth> {
                     for &size in &sizes {
                         step += 1;
                         progress(
-                            Group::Pcie,
+                            GpuGroup::Pcie,
                             (gi as f64 + step as f64 / steps as f64) / n as f64,
                             format!(
                                 "{} {} {} on GPU {}",
@@ -192,20 +195,15 @@ pub fn run(ctx: &Ctx, p: &PcieParams) -> R<PcieBandwidth> {
             let (bidirectional, sm_copy, latency) = if p.host_extras {
                 let size = EXTRAS_SIZE.min(host_size);
                 progress(
-                    Group::Pcie,
+                    GpuGroup::Pcie,
                     (gi as f64 + 0.97) / n as f64,
                     format!("both directions, SM copies and latency on GPU {}", g.index),
                 );
                 match ExtraBufs::new(g, &ctx.kernels[gi], size) {
                     Ok(mut x) => (
-                        super::reading(x.bidirectional(
-                            g,
-                            &ctx.kernels[gi],
-                            p.batches,
-                            &mut verify,
-                        )),
-                        super::reading(x.sm_copy(g, &ctx.kernels[gi], p.batches, &mut verify)),
-                        super::reading(latency(g, &ctx.kernels[gi], &mut verify)),
+                        reading(x.bidirectional(g, &ctx.kernels[gi], p.batches, &mut verify)),
+                        reading(x.sm_copy(g, &ctx.kernels[gi], p.batches, &mut verify)),
+                        reading(latency(g, &ctx.kernels[gi], &mut verify)),
                     ),
                     Err(e) => (
                         Reading::Unavailable(e.0.clone()),
@@ -568,7 +566,7 @@ fn all_at_once(ctx: &Ctx, p: &PcieParams, size: u64) -> R<Vec<ConcurrentCopy>> {
             "not enough host memory for {n} pinned buffers"
         )));
     }
-    progress(Group::Pcie, 0.95, format!("{} GPUs at once", n));
+    progress(GpuGroup::Pcie, 0.95, format!("{} GPUs at once", n));
     let mut bufs = Vec::new();
     for g in &ctx.gpus {
         let (free, _) = g.mem_info()?;

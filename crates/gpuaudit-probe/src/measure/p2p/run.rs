@@ -1,9 +1,10 @@
 //! GPU <-> GPU copies: the peer access state of every ordered pair, one-direction bandwidth,
 //! both directions at once, and the time of back-to-back 4-byte copies.
 
-use super::cu::{self, human_bytes, DevBuf, Event, Gpu, Stream, R};
-use super::{gbps, progress, Ctx, Fail};
-use crate::measure::plan::{self, Group, P2pParams};
+use super::plan::{self, P2pParams};
+use crate::measure::child::cu::{self, human_bytes, DevBuf, Event, Gpu, Stream, R};
+use crate::measure::child::{gbps, progress, reading, Ctx, Fail};
+use crate::measure::GpuGroup;
 use cudarc::driver::sys;
 use gpuaudit_core::facts::{P2pBidir, P2pMatrix, P2pPair, P2pPattern, PatternKind, Verify};
 use gpuaudit_core::Reading;
@@ -87,7 +88,7 @@ pub fn run(ctx: &Ctx, p: &P2pParams) -> R<P2pMatrix> {
     for &(i, j) in &ordered {
         done += 1.0;
         progress(
-            Group::P2p,
+            GpuGroup::P2p,
             done / total,
             format!(
                 "GPU {} -> GPU {} ({})",
@@ -179,7 +180,7 @@ pub fn run(ctx: &Ctx, p: &P2pParams) -> R<P2pMatrix> {
     for &(i, j) in &unordered {
         done += 1.0;
         progress(
-            Group::P2p,
+            GpuGroup::P2p,
             done / total,
             format!("GPU {} <-> GPU {}", gpus[i].index, gpus[j].index),
         );
@@ -205,7 +206,7 @@ pub fn run(ctx: &Ctx, p: &P2pParams) -> R<P2pMatrix> {
         for (hub, hub_gpu) in gpus.iter().enumerate() {
             for kind in [PatternKind::OneToAll, PatternKind::AllToOne] {
                 progress(
-                    Group::P2p,
+                    GpuGroup::P2p,
                     0.99,
                     format!("{} GPU {}", kind.label(), hub_gpu.index),
                 );
@@ -375,7 +376,7 @@ fn pattern(
         gpu: gpus[hub].index,
         peers: peers.iter().map(|&j| gpus[j].index).collect(),
         size_bytes: size,
-        gbps: super::reading(gbps),
+        gbps: reading(gbps),
         verify,
     }
 }

@@ -2,10 +2,13 @@
 //! several times the L2, each launch shape of the plan tried, plus the driver's memcpy.
 //! Copies count bytes read + written (as PyTorch's and STREAM's figures do).
 
-use super::cu::{self, helper_grid, human_bytes, kargs, launch, DevBuf, Gpu, Kernels, Stream, R};
-use super::{gbps, guarded, log, progress, Ctx, Fail};
+use super::plan::{self, LaunchShape, MemoryParams};
+use crate::measure::child::cu::{
+    self, helper_grid, human_bytes, kargs, launch, DevBuf, Gpu, Kernels, Stream, R,
+};
+use crate::measure::child::{gbps, guarded, log, progress, Ctx, Fail};
 use crate::measure::fill;
-use crate::measure::plan::{self, Group, LaunchShape, MemoryParams};
+use crate::measure::GpuGroup;
 use gpuaudit_core::facts::{
     best_verified, median, KernelPoint, MemoryBandwidth, OnGpu, Verify, ADD_KERNELS, COPY_KERNELS,
     READ_KERNELS, TRIAD_KERNELS, WRITE_KERNELS,
@@ -38,7 +41,7 @@ pub fn run(ctx: &Ctx, p: &MemoryParams) -> R<Vec<OnGpu<MemoryBandwidth>>> {
                         let r = guarded(&format!("memory on GPU {}", g.index), || {
                             one(ctx, g, k, p, |f, msg| {
                                 if gi == 0 {
-                                    progress(Group::Memory, f, format!("{msg} (and the others)"))
+                                    progress(GpuGroup::Memory, f, format!("{msg} (and the others)"))
                                 }
                             })
                         });
@@ -60,7 +63,7 @@ pub fn run(ctx: &Ctx, p: &MemoryParams) -> R<Vec<OnGpu<MemoryBandwidth>>> {
             .enumerate()
             .map(|(gi, g)| {
                 reading(one(ctx, g, &ctx.kernels[gi], p, |f, msg| {
-                    progress(Group::Memory, (gi as f64 + f) / n as f64, msg)
+                    progress(GpuGroup::Memory, (gi as f64 + f) / n as f64, msg)
                 }))
             })
             .collect()

@@ -2,14 +2,17 @@
 //! group calls), float32 sums out of place, timed with events on every GPU; nccl-tests'
 //! definitions: algbw = size / time, busbw = algbw × 2(n−1)/n.
 
-use super::cu::{self, helper_grid, human_bytes, kargs, launch, DevBuf, Event, Stream, R};
-use super::{gbps, guarded, progress, Ctx, Fail};
-use crate::measure::plan::{Group, NcclParams};
+use super::plan::NcclParams;
+use crate::measure::child::cu::{
+    self, helper_grid, human_bytes, kargs, launch, DevBuf, Event, Stream, R,
+};
+use crate::measure::child::{gbps, guarded, progress, Ctx, Fail};
+use crate::measure::GpuGroup;
 use cudarc::nccl::sys as nc;
 use gpuaudit_core::facts::{allreduce_busbw, AllReduce, AllReducePoint, Verify};
 use std::ffi::{c_void, CStr};
 
-pub(super) fn nck(r: nc::ncclResult_t, call: &str) -> R<()> {
+pub(in crate::measure) fn nck(r: nc::ncclResult_t, call: &str) -> R<()> {
     let code = r as u32;
     if code == 0 {
         return Ok(());
@@ -26,11 +29,11 @@ pub(super) fn nck(r: nc::ncclResult_t, call: &str) -> R<()> {
 }
 
 /// The communicators, destroyed on drop.
-pub(super) struct Comms(Vec<nc::ncclComm_t>);
+pub(in crate::measure) struct Comms(Vec<nc::ncclComm_t>);
 
 impl Comms {
     /// One communicator per CUDA ordinal, all in this process (ncclCommInitAll).
-    pub(super) fn init_all(ordinals: &[i32]) -> R<Comms> {
+    pub(in crate::measure) fn init_all(ordinals: &[i32]) -> R<Comms> {
         let mut comms = Comms(vec![std::ptr::null_mut(); ordinals.len()]);
         // SAFETY: `comms` has room for one communicator per ordinal.
         nck(
@@ -49,7 +52,7 @@ impl Comms {
 
 /// Refuses to run NCCL unless NVLink multicast (NVLS) is off: it must never be used (the
 /// parent always sets NCCL_NVLS_ENABLE=0).
-pub(super) fn nvls_off() -> R<()> {
+pub(in crate::measure) fn nvls_off() -> R<()> {
     if std::env::var("NCCL_NVLS_ENABLE").as_deref() != Ok("0") {
         return Err(Fail(
             "NCCL_NVLS_ENABLE is not 0 in the measuring process: refusing to run NCCL".into(),
@@ -60,7 +63,7 @@ pub(super) fn nvls_off() -> R<()> {
 
 /// One float32 sum all-reduce of `count` elements over every rank, out of place
 /// (`(send, recv, stream)` per rank, in communicator order), as one NCCL group.
-pub(super) fn all_reduce_f32(
+pub(in crate::measure) fn all_reduce_f32(
     comms: &Comms,
     ranks: &[(
         cudarc::driver::sys::CUdeviceptr,
@@ -112,7 +115,7 @@ impl Drop for Comms {
     }
 }
 
-pub(super) fn version() -> Option<String> {
+pub(in crate::measure) fn version() -> Option<String> {
     let mut v = 0i32;
     // SAFETY: writes one int.
     let r = unsafe { nc::ncclGetVersion(&mut v) };
@@ -144,7 +147,11 @@ pub fn run(ctx: &Ctx, p: &NcclParams) -> R<AllReduce> {
     if sizes.is_empty() {
         return Err(Fail("not enough free device memory".into()));
     }
-    progress(Group::Nccl, 0.02, format!("ncclCommInitAll over {n} GPUs"));
+    progress(
+        GpuGroup::Nccl,
+        0.02,
+        format!("ncclCommInitAll over {n} GPUs"),
+    );
     let devs: Vec<i32> = gpus.iter().map(|g| g.ordinal as i32).collect();
     let comms = Comms::init_all(&devs)?;
 
@@ -195,7 +202,7 @@ pub fn run(ctx: &Ctx, p: &NcclParams) -> R<AllReduce> {
     let mut points = Vec::new();
     for (si, &size) in sizes.iter().enumerate() {
         progress(
-            Group::Nccl,
+            GpuGroup::Nccl,
             0.1 + 0.9 * si as f64 / sizes.len() as f64,
             format!("all-reduce {} over {n} GPUs", human_bytes(size)),
         );

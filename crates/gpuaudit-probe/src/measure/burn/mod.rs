@@ -1,0 +1,17 @@
+//! Sustained load (stability.burn): bf16 GEMMs (the GEMM group's) on every GPU at once,
+//! TFLOPS per window, output checksums compared across GPUs; the parent samples NVML.
+//!
+//! `plan.rs` is the group's plan: its params, what it schedules and its time estimate, a pure
+//! function of the gate (`measure::gate`), which `measure::plan::plan` calls in catalog order.
+//! `run.rs` is the executor: what the measurement child runs from the plan's params (no
+//! planning, no time limits: those are the plan's).
+
+mod plan;
+pub(super) mod run;
+
+pub use plan::BurnParams;
+// The plan and the executor by the names the composition and the child's dispatch call
+// (`burn::plan(&gate)`, `burn::run(ctx, params)`): a function and a module of one name live
+// side by side in Rust.
+pub(super) use plan::plan;
+pub(super) use run::run;

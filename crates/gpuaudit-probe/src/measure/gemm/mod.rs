@@ -1,0 +1,18 @@
+//! GEMM throughput (compute.gemm): cuBLASLt and cuBLAS per data type, random data,
+//! outputs checked against an f64 CPU reference. Its GEMM and handles are the burn's and the
+//! rehearsal's too (`run::{Gemm, Handles, ...}`).
+//!
+//! `plan.rs` is the group's plan: its params, what it schedules and its time estimate, a pure
+//! function of the gate (`measure::gate`), which `measure::plan::plan` calls in catalog order.
+//! `run.rs` is the executor: what the measurement child runs from the plan's params (no
+//! planning, no time limits: those are the plan's).
+
+mod plan;
+pub(super) mod run;
+
+pub use plan::{GemmLayout, GemmParams};
+// The plan and the executor by the names the composition and the child's dispatch call
+// (`gemm::plan(&gate)`, `gemm::run(ctx, params)`): a function and a module of one name live
+// side by side in Rust.
+pub(super) use plan::plan;
+pub(super) use run::run;

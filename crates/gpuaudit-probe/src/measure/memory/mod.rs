@@ -1,0 +1,17 @@
+//! Device memory bandwidth (memory.bandwidth): gpuaudit's copy, read, write, triad and
+//! add kernels over a launch-shape sweep, the flat kernels, and `cuMemcpyDtoDAsync`.
+//!
+//! `plan.rs` is the group's plan: its params, what it schedules and its time estimate, a pure
+//! function of the gate (`measure::gate`), which `measure::plan::plan` calls in catalog order.
+//! `run.rs` is the executor: what the measurement child runs from the plan's params (no
+//! planning, no time limits: those are the plan's).
+
+mod plan;
+pub(super) mod run;
+
+pub use plan::{read_shapes, LaunchShape, MemoryParams, READ_MIN_BLOCKS_PER_SM};
+// The plan and the executor by the names the composition and the child's dispatch call
+// (`memory::plan(&gate)`, `memory::run(ctx, params)`): a function and a module of one name live
+// side by side in Rust.
+pub(super) use plan::plan;
+pub(super) use run::run;

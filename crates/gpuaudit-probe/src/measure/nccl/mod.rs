@@ -1,0 +1,17 @@
+//! All-reduce (nccl.allreduce): NCCL in one process over all the GPUs measured, a size
+//! sweep, the sum verified. Its communicators are the rehearsal's too.
+//!
+//! `plan.rs` is the group's plan: its params, what it schedules and its time estimate, a pure
+//! function of the gate (`measure::gate`), which `measure::plan::plan` calls in catalog order.
+//! `run.rs` is the executor: what the measurement child runs from the plan's params (no
+//! planning, no time limits: those are the plan's).
+
+mod plan;
+pub(super) mod run;
+
+pub use plan::NcclParams;
+// The plan and the executor by the names the composition and the child's dispatch call
+// (`nccl::plan(&gate)`, `nccl::run(ctx, params)`): a function and a module of one name live
+// side by side in Rust.
+pub(super) use plan::plan;
+pub(super) use run::run;

@@ -1,0 +1,18 @@
+//! Host copies (pcie.bandwidth): pinned and pageable copies both ways over a size
+//! sweep, each GPU alone and all at once; with `--full`, both directions at once, copies by
+//! the SMs and the host latency.
+//!
+//! `plan.rs` is the group's plan: its params, what it schedules and its time estimate, a pure
+//! function of the gate (`measure::gate`), which `measure::plan::plan` calls in catalog order.
+//! `run.rs` is the executor: what the measurement child runs from the plan's params (no
+//! planning, no time limits: those are the plan's).
+
+mod plan;
+pub(super) mod run;
+
+pub use plan::{PcieParams, HOST_EXTRAS_MS};
+// The plan and the executor by the names the composition and the child's dispatch call
+// (`pcie::plan(&gate)`, `pcie::run(ctx, params)`): a function and a module of one name live
+// side by side in Rust.
+pub(super) use plan::plan;
+pub(super) use run::run;
