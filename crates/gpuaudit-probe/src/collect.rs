@@ -181,6 +181,21 @@ impl<'a> Collector<'a> {
     }
 }
 
+/// `gpuaudit collect`: a snapshot of `src` (the live machine, or a snapshot collected again)
+/// written into `out`, a directory this call creates. The summary says what was written, what
+/// the machine did not give and what could not be written.
+pub fn collect(
+    src: &RootFs,
+    out: &Path,
+    description: &str,
+    opts: &crate::gather::GatherOptions,
+) -> Result<CollectSummary, CollectError> {
+    let mut c = Collector::new(src, out)?;
+    collect_base(&mut c, description, opts.command_timeout);
+    collect_host(&mut c, &opts.host);
+    Ok(c.summary)
+}
+
 /// Collect everything the facts readers of this crate need. Other sources (the host module)
 /// add theirs through the same [`Collector`].
 pub fn collect_base(c: &mut Collector, description: &str, timeout: Duration) {
