@@ -7,8 +7,8 @@ use super::{
     container, env, fabric, graphics, jupyter, libraries, python, ssh, storage, versions,
     HostOptions,
 };
-use crate::collect::Collector;
 use crate::root::join;
+use crate::root::RootFs;
 use gpuaudit_core::facts::ContainerdConfig;
 use gpuaudit_core::parse::host::jupyter::{reduce, reduce_json};
 use gpuaudit_core::parse::host::listing::{
@@ -44,8 +44,11 @@ fn toml_str(s: &str) -> String {
     format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-pub fn collect_into(w: &mut Collector, opts: &HostOptions) {
-    let root = w.src;
+/// Record into `w`'s snapshot what the host sources read (not yet through the recording
+/// reader: this list is kept in step with them by `tests/host_parity.rs`).
+pub fn record(w: &RootFs, opts: &HostOptions) {
+    let quiet = w.unrecorded();
+    let root = &quiet;
 
     // Plain copies.
     for rel in [
@@ -58,7 +61,7 @@ pub fn collect_into(w: &mut Collector, opts: &HostOptions) {
         "run/.containerenv",
         container::DOCKER,
     ] {
-        w.copy(rel);
+        w.keep(rel);
     }
 
     // The environment and what derives from it.
@@ -66,10 +69,10 @@ pub fn collect_into(w: &mut Collector, opts: &HostOptions) {
     // cmd/env.json marks a snapshot that has a host part; one collected from a snapshot
     // without it must not claim one.
     if super::has_host_part(root) {
-        w.reading(env::SNAPSHOT_FILE, &envr, format_env);
+        w.record_reading(env::SNAPSHOT_FILE, &envr, format_env);
     }
     let env_value = envr.value().cloned().unwrap_or_default();
-    w.reading(
+    w.record_reading(
         storage::DATA_DIRS_FILE,
         &storage::data_dirs(root, opts, &env_value),
         |d| format_data_dirs(d),
@@ -79,17 +82,17 @@ pub fn collect_into(w: &mut Collector, opts: &HostOptions) {
     // found), the interpreters, torch/version.py, the NVIDIA wheels' metadata headers.
     let sites = python::discover(root, &env_value);
     for s in &sites {
-        w.marker(&join(&s.rel, ".gpuaudit-site"));
+        w.record_marker(&join(&s.rel, ".gpuaudit-site"));
         if let Some(i) = &s.interpreter {
-            w.marker(&crate::root::rel(i));
+            w.record_marker(&crate::root::rel(i));
         }
         if python::has_torch(root, s) {
-            w.copy(&join(&s.rel, "torch/version.py"));
+            w.keep(&join(&s.rel, "torch/version.py"));
         }
         for (_, _, dist) in python::nvidia_wheels(root, s) {
             let meta = join(&dist, "METADATA");
             if let Ok(Some(t)) = root.read_text(&meta) {
-                w.write(&meta, metadata_header(&t));
+                w.record(&meta, metadata_header(&t));
             }
         }
     }
@@ -97,16 +100,16 @@ pub fn collect_into(w: &mut Collector, opts: &HostOptions) {
         if opts.ask_interpreter {
             let q = python::query_all(root, &sites, opts.interpreter_timeout);
             match serde_json::to_string_pretty(&q) {
-                Ok(s) => w.write(python::QUERY_FILE, s),
-                Err(e) => w.summary.notes.push(format!("{}: {e}", python::QUERY_FILE)),
+                Ok(s) => w.record(python::QUERY_FILE, s),
+                Err(e) => w.record_note(format!("{}: {e}", python::QUERY_FILE)),
             }
         }
     } else {
-        w.copy(python::QUERY_FILE);
+        w.keep(python::QUERY_FILE);
     }
 
     // Libraries, resolved.
-    w.reading(
+    w.record_reading(
         libraries::LISTING,
         &libraries::read(root, &env_value, &sites),
         |l| format_libraries(l),
@@ -115,40 +118,40 @@ pub fn collect_into(w: &mut Collector, opts: &HostOptions) {
     // Containers.
     let mounts = storage::read_mounts(root);
     let c = container::read(root, &env_value, mounts.value().map(Vec::as_slice));
-    w.reading(container::DEVICES_FILE, &c.devices, |d| format_devices(d));
-    w.reading(container::IDENTITY_FILE, &c.identity, |(u, g)| {
+    w.record_reading(container::DEVICES_FILE, &c.devices, |d| format_devices(d));
+    w.record_reading(container::IDENTITY_FILE, &c.identity, |(u, g)| {
         format_identity(*u, g)
     });
     if let Some(t) = c.toolkit.value() {
         for p in t.found.iter().chain(t.engines.iter()) {
             if p.starts_with("/etc/") {
-                w.copy(&crate::root::rel(p));
+                w.keep(&crate::root::rel(p));
             } else {
-                w.marker(&crate::root::rel(p));
+                w.record_marker(&crate::root::rel(p));
             }
         }
     }
     match container::read_containerd(root) {
-        Reading::Value(Some(cd)) => w.write(container::CONTAINERD, containerd_toml(&cd)),
+        Reading::Value(Some(cd)) => w.record(container::CONTAINERD, containerd_toml(&cd)),
         Reading::Value(None) => {}
-        Reading::Unavailable(why) => w.mark(container::CONTAINERD, &why),
+        Reading::Unavailable(why) => w.record_mark(container::CONTAINERD, &why),
     }
     for f in container::cdi_files(root) {
-        w.copy(&f);
+        w.keep(&f);
     }
 
     // Installed versions: the package database (reduced), the programs' answers.
-    versions::collect_into(w);
+    versions::record(w);
 
     // Fabric.
     for dev in root.children(fabric::IB) {
         for f in fabric::DEVICE_FILES {
-            w.copy(&join(&join(fabric::IB, &dev), f));
+            w.keep(&join(&join(fabric::IB, &dev), f));
         }
         let pdir = join(&join(fabric::IB, &dev), "ports");
         for p in root.children(&pdir) {
             for f in fabric::PORT_FILES {
-                w.copy(&join(&join(&pdir, &p), f));
+                w.keep(&join(&join(&pdir, &p), f));
             }
         }
     }
@@ -158,7 +161,7 @@ pub fn collect_into(w: &mut Collector, opts: &HostOptions) {
             // A NIC that is down refuses to tell its speed; leave the file out, as the reader
             // then does.
             if let Ok(Some(b)) = root.read_bytes(&join(&base, f)) {
-                w.write(&join(&base, f), &b);
+                w.record(&join(&base, f), &b);
             }
         }
         let driver = root
@@ -166,7 +169,7 @@ pub fn collect_into(w: &mut Collector, opts: &HostOptions) {
             .ok()
             .flatten()
             .unwrap_or_default();
-        w.write(&join(&base, "device/driver"), driver);
+        w.record(&join(&base, "device/driver"), driver);
     }
 
     // The graphics loaders' manifests (small JSON files naming a library), copied.
@@ -174,7 +177,7 @@ pub fn collect_into(w: &mut Collector, opts: &HostOptions) {
         .into_iter()
         .chain(graphics::files(root, graphics::EGL_DIRS))
     {
-        w.copy(&f);
+        w.keep(&f);
     }
 
     // Jupyter, reduced.
@@ -184,9 +187,9 @@ pub fn collect_into(w: &mut Collector, opts: &HostOptions) {
                 continue;
             };
             match &cfg.error {
-                Some(e) => w.mark(&f, e),
-                None if f.ends_with(".json") => w.write(&f, reduce_json(&cfg.settings)),
-                None => w.write(&f, reduce(&cfg.settings)),
+                Some(e) => w.record_mark(&f, e),
+                None if f.ends_with(".json") => w.record(&f, reduce_json(&cfg.settings)),
+                None => w.record(&f, reduce(&cfg.settings)),
             }
         }
     }
@@ -202,14 +205,14 @@ pub fn collect_into(w: &mut Collector, opts: &HostOptions) {
                 }
                 done.push(file);
                 if let Ok(Some(t)) = root.read_text(&crate::root::rel(file)) {
-                    w.write(&crate::root::rel(file), reduce_file(&t));
+                    w.record(&crate::root::rel(file), reduce_file(&t));
                 }
             }
         }
-        Err(e) => w.mark(ssh::SSHD, &e),
+        Err(e) => w.record_mark(ssh::SSHD, &e),
     }
     let sshd = ssh::read_sshd(root);
-    w.reading(
+    w.record_reading(
         ssh::KEYS_FILE,
         &ssh::read_keys(root, sshd.value().and_then(|c| c.as_ref())),
         |k| format_keys(k),

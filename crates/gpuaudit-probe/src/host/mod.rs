@@ -70,6 +70,13 @@ pub const NOT_ASKED_STORAGE: &str = "quick audit: storage throughput runs with -
 /// as the interpreters (bounded by `interpreter_timeout`, run in parallel) and the
 /// measurements (a few seconds per data directory, 2 s of loopback) take.
 pub fn gather(root: &RootFs, opts: &HostOptions) -> HostFacts {
+    if root.is_recording() {
+        // Not yet through the recording reader: the host sources' snapshot files are still
+        // written by a list of their own (`collect::record`); the facts of a collect are not
+        // kept, so they are not read twice.
+        collect::record(root, opts);
+        return HostFacts::unread("recorded by collect");
+    }
     let live = root.is_live();
     let env = env::read_env(root);
     let env_value = env.value().cloned().unwrap_or_default();
@@ -193,12 +200,4 @@ pub fn gather_somaxconn(root: &RootFs) -> Reading<u32> {
         Ok(None) => Reading::unavailable(format!("{}: no such file", crate::root::abs(rel))),
         Err(e) => Reading::unavailable(e),
     }
-}
-
-/// Write into the snapshot what the host checks read: copies of files under their
-/// root-relative paths (secrets removed), and what is not a plain file (symbolic-link targets,
-/// device nodes, the environment, interpreter answers) under `cmd/`. What could not be
-/// collected is noted in the collector's summary.
-pub fn collect_into(c: &mut crate::collect::Collector, opts: &HostOptions) {
-    collect::collect_into(c, opts)
 }

@@ -211,32 +211,33 @@ pub fn read(root: &RootFs) -> VersionFacts {
 
 /// Write what [`read`] reads into the snapshot. From a snapshot without a versions part,
 /// nothing (the copy must not claim one).
-pub fn collect_into(w: &mut crate::collect::Collector) {
-    let root = w.src;
+pub fn record(w: &RootFs) {
+    let quiet = w.unrecorded();
+    let root = &quiet;
     if !root.is_live() && !root.exists(PROGRAMS_FILE) {
         return;
     }
     match root.read_text(DPKG_STATUS) {
-        Ok(Some(t)) => w.write(DPKG_STATUS, format_dpkg_status(&parse_dpkg_status(&t))),
+        Ok(Some(t)) => w.record(DPKG_STATUS, format_dpkg_status(&parse_dpkg_status(&t))),
         Ok(None) => match rpm_listing(root) {
-            Ok(Some(t)) => w.write(RPM_FILE, format_rpm_listing(&parse_rpm_listing(&t))),
+            Ok(Some(t)) => w.record(RPM_FILE, format_rpm_listing(&parse_rpm_listing(&t))),
             Ok(None) => {}
             Err(e) => {
-                w.summary.notes.push(format!("{RPM_FILE}: {e}"));
-                w.mark(RPM_FILE, &e);
+                w.record_note(format!("{RPM_FILE}: {e}"));
+                w.record_mark(RPM_FILE, &e);
             }
         },
         Err(e) => {
-            w.summary.notes.push(e.clone());
-            w.mark(DPKG_STATUS, &e);
+            w.record_note(e.clone());
+            w.record_mark(DPKG_STATUS, &e);
         }
     }
     match answers(root) {
         Ok(a) => match serde_json::to_string_pretty(&a) {
-            Ok(s) => w.write(PROGRAMS_FILE, s),
-            Err(e) => w.summary.notes.push(format!("{PROGRAMS_FILE}: {e}")),
+            Ok(s) => w.record(PROGRAMS_FILE, s),
+            Err(e) => w.record_note(format!("{PROGRAMS_FILE}: {e}")),
         },
-        Err(e) => w.mark(PROGRAMS_FILE, &e),
+        Err(e) => w.record_mark(PROGRAMS_FILE, &e),
     }
 }
 
