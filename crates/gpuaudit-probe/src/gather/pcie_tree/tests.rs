@@ -220,8 +220,9 @@ fn without_root_the_extended_space_is_permission_denied() {
         .contains("256 bytes, no extended config space"));
 }
 
-/// collect keeps the links and files the walk reads: the snapshot gives the same tree, and
-/// the GPU's own files (written by collect_pci afterwards) land in its linked directory.
+/// A recording reader keeps the links and files the walk reads: the snapshot gives the same
+/// tree, and the GPU's own files (read, and written, before its path) land in its linked
+/// directory.
 #[test]
 fn a_snapshot_gives_the_same_tree() {
     for bytes in [4096, 64] {
