@@ -4,6 +4,7 @@
 //! `sys/class/infiniband/<hca>/device`) as relative links into `sys/devices/...`, and there
 //! the files read (`config`, binary, copied byte for byte as read, and `numa_node`).
 
+use crate::pcipath::{upstream_of_link as upstream, PciPath};
 use crate::root::RootFs;
 use gpuaudit_core::facts::{
     normalize_bus_id, Acs, EndpointRole, Iommu, PcieEndpoint, PciePort, PcieTree,
@@ -25,87 +26,8 @@ pub const CMDLINE_KEYS: &[&str] = &[
     "pcie_acs_override",
     "pci",
 ];
-/// At most this many functions on one path (PCIe allows 256 buses; real paths have 2 to 6).
-const MAX_DEPTH: usize = 32;
 /// At most this many RDMA devices are followed.
 const MAX_NICS: usize = 256;
-
-/// Whether a path component names a PCI function ("0000:1b:00.0").
-fn is_function(name: &str) -> bool {
-    let b = name.as_bytes();
-    b.len() == 12
-        && b[4] == b':'
-        && b[7] == b':'
-        && b[10] == b'.'
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_hexdigit())
-}
-
-/// Where a device sits: its sysfs directory and the PCI functions from the root port down
-/// to the device itself (the last).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PciPath {
-    /// "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0".
-    pub sysfs: String,
-    pub functions: Vec<String>,
-}
-
-impl PciPath {
-    /// The sysfs directory (relative to the root) of `functions[i]`.
-    pub fn dir_of(&self, i: usize) -> Option<String> {
-        let name = self.functions.get(i)?;
-        let at = self.sysfs.find(&format!("/{name}"))?;
-        Some(
-            self.sysfs[..at + 1 + name.len()]
-                .trim_start_matches('/')
-                .to_string(),
-        )
-    }
-}
-
-/// The one walk up a device's path: resolve the sysfs link `rel`
-/// (`sys/bus/pci/devices/<bdf>`, `sys/class/infiniband/<hca>/device`) and take the PCI
-/// functions after the host bridge (`pciDDDD:BB`).
-pub fn upstream(root: &RootFs, rel: &str) -> Result<PciPath, String> {
-    let real = root
-        .real_path(rel)
-        .ok_or_else(|| format!("{}: does not resolve", root.display(rel)))?;
-    let comps: Vec<&str> = real.split('/').filter(|c| !c.is_empty()).collect();
-    let bridge = comps.iter().rposition(|c| {
-        c.strip_prefix("pci")
-            .is_some_and(|r| r.len() == 7 && r.as_bytes()[4] == b':')
-    });
-    let Some(bridge) = bridge.filter(|_| comps.first() == Some(&"sys")) else {
-        return Err(format!(
-            "{} resolves to {}, not to a device under a PCI host bridge (/sys/devices/pci…){}",
-            root.display(rel),
-            gpuaudit_core::parse::host::truncate(&real, 200),
-            if root.is_live() {
-                ""
-            } else {
-                " (a snapshot collected before the PCIe paths were kept)"
-            }
-        ));
-    };
-    let functions: Vec<String> = comps[bridge + 1..]
-        .iter()
-        .take_while(|c| is_function(c))
-        .take(MAX_DEPTH)
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    if functions.is_empty() {
-        return Err(format!(
-            "{} resolves to {}, which names no PCI function",
-            root.display(rel),
-            gpuaudit_core::parse::host::truncate(&real, 200)
-        ));
-    }
-    Ok(PciPath {
-        sysfs: format!("/{}", comps[..=bridge + functions.len()].join("/")),
-        functions,
-    })
-}
 
 /// The GPUs' bus ids (NVIDIA display and 3D functions, as `pci_gpus` lists them) and the RDMA
 /// devices: (role, link to resolve, bus id where known before resolving).
@@ -235,12 +157,14 @@ fn keep_bus_links(root: &RootFs, p: &PciPath) {
 
 /// The tree above `gpus` (bus ids of the NVIDIA functions) and the RDMA devices.
 pub fn read(root: &RootFs, gpus: &Reading<Vec<String>>) -> Reading<PcieTree> {
+    // First: a snapshot keeps the IOMMU and the command line whether the GPUs are known or not.
+    let iommu = iommu(root);
     let gpus = match gpus {
         Reading::Value(g) => g,
         Reading::Unavailable(r) => return Reading::Unavailable(r.clone()),
     };
     let mut tree = PcieTree {
-        iommu: iommu(root),
+        iommu,
         ..PcieTree::default()
     };
     for (role, link) in endpoint_links(root, gpus) {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::pcipath::is_function;
 use gpuaudit_core::parse::pci_config::synthetic;
 use std::fs;
 use std::os::unix::fs::symlink;
