@@ -129,3 +129,91 @@ fn a_collected_snapshot_holds_at_least_what_it_held_before() {
         wrong.join("\n")
     );
 }
+
+/// The recording reader copies what is read, so every reading of a file that may hold a
+/// secret must record its reduced form instead: a machine whose files hold "SECRET" in every
+/// place that is not judged gives a snapshot without it, and with each reduced file there.
+#[test]
+fn what_may_hold_secrets_is_recorded_reduced() {
+    let m = tempfile::tempdir().unwrap();
+    let put = |rel: &str, text: &str| {
+        let p = m.path().join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    };
+    // A snapshot's host part and versions part, as a machine's collect leaves them.
+    put("cmd/env.json", r#"{"HOME": "/root"}"#);
+    put("cmd/program-versions.json", "[]");
+    put(
+        "etc/ssh/sshd_config",
+        "# SECRET comment\nPasswordAuthentication yes\nBanner /etc/SECRET-banner\n",
+    );
+    put(
+        "root/.ssh/authorized_keys",
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFSECRETSECRETSECRETSECRETSECRETSECRETSEC user@SECRET\n",
+    );
+    put(
+        "root/.jupyter/jupyter_server_config.py",
+        "c.ServerApp.token = 'SECRET-token'\nc.ServerApp.ip = '0.0.0.0'\nc.Other.x = 'SECRET'\n",
+    );
+    put(
+        "etc/containerd/config.toml",
+        "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".registry.configs.\"r\".auth]\n\
+         password = \"SECRET\"\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n\
+         default_runtime_name = \"nvidia\"\n",
+    );
+    put(
+        "proc/cmdline",
+        "BOOT_IMAGE=/vmlinuz root=UUID=x iommu=pt SECRET=1\n",
+    );
+    put(
+        "var/lib/dpkg/status",
+        "Package: runc\nStatus: install ok installed\nVersion: 1.1.12\n\n\
+         Package: tool-SECRET\nStatus: install ok installed\nVersion: 1.0\n\n",
+    );
+    let site = "usr/lib/python3/dist-packages";
+    put(
+        &format!("{site}/nvidia_nccl_cu12-2.21.5.dist-info/METADATA"),
+        "Metadata-Version: 2.1\nName: nvidia-nccl-cu12\nVersion: 2.21.5\n\nSECRET description\n",
+    );
+    put(
+        "usr/local/cuda/include/cuda.h",
+        "/* SECRET */\n#define CUDA_VERSION 12040\nint SECRET;\n",
+    );
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("snap");
+    let summary = collect(
+        &RootFs::new(m.path()),
+        &out,
+        "test",
+        &GatherOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(summary.failed, Vec::<String>::new());
+    let mut files = BTreeMap::new();
+    manifest(&out, "", 0, &mut files);
+    for (rel, kind) in &files {
+        if kind == "d" {
+            continue;
+        }
+        let text = fs::read_to_string(out.join(rel)).unwrap_or_default();
+        assert!(!text.contains("SECRET"), "{rel} holds a secret:\n{text}");
+    }
+    for rel in [
+        "etc/ssh/sshd_config",
+        "cmd/authorized-keys.txt",
+        "root/.jupyter/jupyter_server_config.py",
+        "etc/containerd/config.toml",
+        "proc/cmdline",
+        "var/lib/dpkg/status",
+        "usr/lib/python3/dist-packages/nvidia_nccl_cu12-2.21.5.dist-info/METADATA",
+        "usr/local/cuda/include/cuda.h",
+    ] {
+        assert!(
+            files.contains_key(rel),
+            "{rel} not in the snapshot: {files:#?}"
+        );
+    }
+    let cmdline = fs::read_to_string(out.join("proc/cmdline")).unwrap();
+    assert_eq!(cmdline, "iommu=pt\n");
+}

@@ -368,6 +368,13 @@ pub fn read_envs(root: &RootFs, sites: &[Site], opts: &HostOptions) -> Reading<V
         Err(e) => (&no_queries, Some(e.clone())),
     };
     let mut envs = Vec::new();
+    // A snapshot keeps every environment's NVIDIA wheels (their metadata's headers), torch or
+    // not: the libraries' listing names them as the wheels' copies.
+    if root.is_recording() {
+        for site in sites.iter().filter(|s| !has_torch(&root.unrecorded(), s)) {
+            nvidia_wheels(root, site);
+        }
+    }
     for site in sites.iter().filter(|s| has_torch(root, s)) {
         let vp = join(&site.rel, "torch/version.py");
         let Ok(Some(text)) = root.read_text(&vp) else {
