@@ -409,10 +409,19 @@ fn live_deferred_in(root: &RootFs, opts: &GatherOptions) -> (Facts, PendingHost)
         }
     }
 
-    if failed.is_empty() && root.is_recording() {
-        // A snapshot cannot hold NVML's answer: nvidia-smi's XML stands in for it there.
-        let out = command::run("nvidia-smi", &["-q", "-x"], t);
-        record_nvsmi(&root, &out, &failed);
+    if root.is_recording() {
+        // A snapshot cannot hold NVML's answers: nvidia-smi's XML stands in for the facts
+        // there, and its per-link listing for the NVLinks' state (the XML has none).
+        if failed.is_empty() {
+            let out = command::run("nvidia-smi", &["-q", "-x"], t);
+            record_nvsmi(&root, &out, &failed);
+        }
+        let _ = root.command(
+            "nvidia-smi-nvlink-s.txt",
+            "nvidia-smi",
+            &["nvlink", "-s"],
+            t,
+        );
     }
 
     let nvcc_out = nvcc_job.join().ok().flatten();
