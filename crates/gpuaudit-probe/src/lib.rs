@@ -2,9 +2,9 @@
 //!
 //! Files under a root ([`root`]), the NVIDIA management library ([`nvml`], read in a child
 //! process), helper commands ([`command`]) and every other child process ([`process`]), what
-//! must be cleaned up on exit ([`cleanup`]), the snapshot writer ([`collect`]), and the GPU
-//! measurements (run in a child process). Facts come out ([`gather`]); judgement happens in
-//! `gpuaudit-core`.
+//! must be cleaned up on exit ([`cleanup`]), the snapshot ([`collect`]: the gather on a
+//! recording [`root::RootFs`]), and the GPU measurements (run in a child process). Facts come
+//! out ([`gather`]); judgement happens in `gpuaudit-core`.
 
 pub mod cleanup;
 pub mod collect;

@@ -18,6 +18,85 @@ pub const ROOTPORT_FILES: [&str; 3] = [
     "aer_rootport_total_err_fatal",
 ];
 
+/// At most this many functions on one path (PCIe allows 256 buses; real paths have 2 to 6).
+const MAX_DEPTH: usize = 32;
+/// Whether a path component names a PCI function ("0000:1b:00.0").
+pub(crate) fn is_function(name: &str) -> bool {
+    let b = name.as_bytes();
+    b.len() == 12
+        && b[4] == b':'
+        && b[7] == b':'
+        && b[10] == b'.'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_hexdigit())
+}
+
+/// Where a device sits: its sysfs directory and the PCI functions from the root port down
+/// to the device itself (the last).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PciPath {
+    /// "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0".
+    pub sysfs: String,
+    pub functions: Vec<String>,
+}
+
+impl PciPath {
+    /// The sysfs directory (relative to the root) of `functions[i]`.
+    pub fn dir_of(&self, i: usize) -> Option<String> {
+        let name = self.functions.get(i)?;
+        let at = self.sysfs.find(&format!("/{name}"))?;
+        Some(
+            self.sysfs[..at + 1 + name.len()]
+                .trim_start_matches('/')
+                .to_string(),
+        )
+    }
+}
+
+/// The one walk up a device's path (pcie.acs's, net.placement's and pcie.aer's): resolve the sysfs link `rel`
+/// (`sys/bus/pci/devices/<bdf>`, `sys/class/infiniband/<hca>/device`) and take the PCI
+/// functions after the host bridge (`pciDDDD:BB`).
+pub fn upstream_of_link(root: &RootFs, rel: &str) -> Result<PciPath, String> {
+    let real = root
+        .real_path(rel)
+        .ok_or_else(|| format!("{}: does not resolve", root.display(rel)))?;
+    let comps: Vec<&str> = real.split('/').filter(|c| !c.is_empty()).collect();
+    let bridge = comps.iter().rposition(|c| {
+        c.strip_prefix("pci")
+            .is_some_and(|r| r.len() == 7 && r.as_bytes()[4] == b':')
+    });
+    let Some(bridge) = bridge.filter(|_| comps.first() == Some(&"sys")) else {
+        return Err(format!(
+            "{} resolves to {}, not to a device under a PCI host bridge (/sys/devices/pci…){}",
+            root.display(rel),
+            gpuaudit_core::parse::host::truncate(&real, 200),
+            if root.is_live() {
+                ""
+            } else {
+                " (a snapshot collected before the PCIe paths were kept)"
+            }
+        ));
+    };
+    let functions: Vec<String> = comps[bridge + 1..]
+        .iter()
+        .take_while(|c| is_function(c))
+        .take(MAX_DEPTH)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if functions.is_empty() {
+        return Err(format!(
+            "{} resolves to {}, which names no PCI function",
+            root.display(rel),
+            gpuaudit_core::parse::host::truncate(&real, 200)
+        ));
+    }
+    Ok(PciPath {
+        sysfs: format!("/{}", comps[..=bridge + functions.len()].join("/")),
+        functions,
+    })
+}
+
 /// The path of PCI function `bus` (`0000:18:00.0`): its directory under /sys/devices
 /// (relative, "sys/devices/pci0000:00/0000:00:01.0/0000:18:00.0") and the PCI functions on
 /// it from the root port down to `bus` itself (last). `/sys/bus/pci/devices/<bus>` is a link
@@ -25,9 +104,8 @@ pub const ROOTPORT_FILES: [&str; 3] = [
 /// VMD or platform device) ends the path. An error says why the path is not known (the link
 /// does not resolve into /sys/devices, as in a snapshot written before it was collected).
 pub fn upstream(root: &RootFs, bus: &str) -> Result<(String, Vec<String>), String> {
-    // The one walk of the path, pcie.acs's (gather::pcie_tree::upstream).
     let link = format!("{PCI_DEVICES}/{bus}");
-    let p = crate::gather::pcie_tree::upstream(root, &link)?;
+    let p = upstream_of_link(root, &link)?;
     if p.functions.last().map(String::as_str) != Some(bus) {
         return Err(format!(
             "/{link} resolves to {}, not to the function itself",

@@ -23,8 +23,13 @@
 //! them as the machine does ("/proc/modules"), so a snapshot's audit says what the live one
 //! said.
 
+mod record;
+
+pub use record::{CollectError, CollectSummary, Recorder};
+
 use gpuaudit_core::parse::fact_line;
 use gpuaudit_core::parse::host::mounts::normalize_path;
+use gpuaudit_core::Reading;
 use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom};
@@ -32,6 +37,8 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// The most bytes of one file gpuaudit reads; a larger file is an error, not a truncated read.
 pub const MAX_FILE_BYTES: u64 = 16 << 20;
@@ -129,6 +136,8 @@ pub struct RootFs {
     root: PathBuf,
     /// Resolve by walking even where openat2 exists (tests of the fallback).
     walk_only: bool,
+    /// Where what is read is copied to (`gpuaudit collect`); see [`record`].
+    rec: Option<Arc<Recorder>>,
 }
 
 impl RootFs {
@@ -137,6 +146,7 @@ impl RootFs {
         RootFs {
             root: PathBuf::from("/"),
             walk_only: false,
+            rec: None,
         }
     }
 
@@ -145,6 +155,7 @@ impl RootFs {
         RootFs {
             root: root.into(),
             walk_only: std::env::var_os("GPUAUDIT_NO_OPENAT2").is_some_and(|v| v == "1"),
+            rec: None,
         }
     }
 
@@ -154,6 +165,125 @@ impl RootFs {
         RootFs {
             root: root.into(),
             walk_only: true,
+            rec: None,
+        }
+    }
+
+    /// The same root, copying into `rec` everything read through it (`gpuaudit collect`).
+    pub fn recording(&self, rec: Arc<Recorder>) -> RootFs {
+        RootFs {
+            rec: Some(rec),
+            ..self.clone()
+        }
+    }
+
+    /// The same root, copying nothing: for the sources of a reading that is recorded in
+    /// another form (a reduced file, a listing made from many files, an answer under `cmd/`).
+    pub fn unrecorded(&self) -> RootFs {
+        RootFs {
+            rec: None,
+            ..self.clone()
+        }
+    }
+
+    /// Whether what is read is being copied into a snapshot: a reader whose live reading
+    /// stops at the first source that answers reads every source then, so that the snapshot
+    /// holds what its own reading may need.
+    pub fn is_recording(&self) -> bool {
+        self.rec.is_some()
+    }
+
+    pub fn recorder(&self) -> Option<&Recorder> {
+        self.rec.as_deref()
+    }
+
+    // ----- recording what is not a copy ---------------------------------------------------
+
+    /// Read `rel` only so that a recording copies it: a file the reading of the snapshot may
+    /// need though this reading did without it (the old kernel log extract, copied as it
+    /// is).
+    pub fn keep(&self, rel: &str) {
+        if self.rec.is_some() {
+            let _ = self.read_bytes(rel);
+        }
+    }
+
+    /// Record `content` under `rel` (a reduced file, a listing); nothing when not recording.
+    pub fn record(&self, rel: &str, content: impl AsRef<[u8]>) {
+        if let Some(rec) = &self.rec {
+            rec.write(rel, content);
+        }
+    }
+
+    /// Record the unreadable marker with `why` under `rel`.
+    pub fn record_mark(&self, rel: &str, why: &str) {
+        if let Some(rec) = &self.rec {
+            rec.mark(rel, why);
+        }
+    }
+
+    /// Record an empty file under `rel`: "this is there" (a device node, a program).
+    pub fn record_marker(&self, rel: &str) {
+        if let Some(rec) = &self.rec {
+            rec.marker(rel);
+        }
+    }
+
+    /// Record a directory that must be there even when empty (an IOMMU unit).
+    pub fn record_dir(&self, rel: &str) {
+        if let Some(rec) = &self.rec {
+            rec.dir(rel);
+        }
+    }
+
+    /// Note a reading the machine did not give.
+    pub fn record_note(&self, line: impl Into<String>) {
+        if let Some(rec) = &self.rec {
+            rec.note(line);
+        }
+    }
+
+    /// Record a reading under `rel`, formatted, or the unreadable marker with the reason it
+    /// could not be taken (which the snapshot's reading then gives back).
+    pub fn record_reading<T>(&self, rel: &str, r: &Reading<T>, format: impl FnOnce(&T) -> String) {
+        if let Some(rec) = &self.rec {
+            match r {
+                Reading::Value(v) => rec.write(rel, format(v)),
+                Reading::Unavailable(why) => rec.mark(rel, why),
+            }
+        }
+    }
+
+    /// Run a command of the live machine (bounded by `timeout` and the command runner's
+    /// output cap). When recording, its output goes under `cmd/NAME`, and so does its failure
+    /// message, so that the snapshot's reading sees what the live one saw; a program that is
+    /// not there leaves no file (the reading of the snapshot says the file is missing).
+    pub fn command(
+        &self,
+        name: &str,
+        program: &str,
+        args: &[&str],
+        timeout: Duration,
+    ) -> Result<String, String> {
+        let r = crate::command::run(program, args, timeout);
+        self.record_command(name, program, &r);
+        r
+    }
+
+    /// Record a command's answer as [`command`](Self::command) does, for a command run
+    /// otherwise (with the runner's own options).
+    pub fn record_command(&self, name: &str, program: &str, r: &Result<String, String>) {
+        let Some(rec) = &self.rec else { return };
+        let rel = format!("cmd/{name}");
+        match r {
+            Ok(out) => rec.write(&rel, out),
+            Err(e) if e.ends_with("not found") => {
+                rec.note(format!("{program} not found: {rel} not written"))
+            }
+            Err(e) => {
+                rec.note(e.clone());
+                rec.write(&rel, e);
+            }
         }
     }
 
@@ -242,6 +372,18 @@ impl RootFs {
     /// The file's bytes. `Ok(None)`: it does not exist. `Err`: "/path: why", also for a
     /// snapshot's unreadable marker (whose reason is passed on as written).
     pub fn read_bytes(&self, rel: &str) -> Result<Option<Vec<u8>>, String> {
+        let r = self.read_bytes_unrecorded(rel);
+        if let Some(rec) = &self.rec {
+            match &r {
+                Ok(Some(b)) => rec.write(rel, b),
+                Ok(None) => {}
+                Err(e) => rec.mark(rel, e),
+            }
+        }
+        r
+    }
+
+    fn read_bytes_unrecorded(&self, rel: &str) -> Result<Option<Vec<u8>>, String> {
         let Some(f) = self.open_regular(rel)? else {
             return Ok(None);
         };
@@ -267,6 +409,23 @@ impl RootFs {
     /// larger than `head + tail`, so that the excerpt read again is the same excerpt.
     /// `Ok(None)`: it does not exist.
     pub fn read_head_tail(
+        &self,
+        rel: &str,
+        head: u64,
+        tail: u64,
+    ) -> Result<Option<String>, String> {
+        let r = self.read_head_tail_unrecorded(rel, head, tail);
+        if let Some(rec) = &self.rec {
+            match &r {
+                Ok(Some(t)) => rec.write(rel, t),
+                Ok(None) => {}
+                Err(e) => rec.mark(rel, e),
+            }
+        }
+        r
+    }
+
+    fn read_head_tail_unrecorded(
         &self,
         rel: &str,
         head: u64,
@@ -343,7 +502,11 @@ impl RootFs {
 
     /// Entry names of a directory, sorted (at most [`MAX_DIR_ENTRIES`]).
     pub fn list(&self, rel: &str) -> Result<Vec<String>, String> {
-        self.list_io(rel).map_err(|e| match e.raw_os_error() {
+        let r = self.list_io(rel);
+        if let (Some(rec), Ok(_)) = (&self.rec, &r) {
+            rec.dir(rel);
+        }
+        r.map_err(|e| match e.raw_os_error() {
             Some(libc::E2BIG) => format!(
                 "{}: more than {MAX_DIR_ENTRIES} entries, not listed",
                 abs(rel)
@@ -368,13 +531,31 @@ impl RootFs {
     /// unprivileged run cannot see (another user's home) counts as absent, as it does for every
     /// program that run starts.
     pub fn exists(&self, rel: &str) -> bool {
-        self.stat_io(rel).is_ok()
+        let r = self.stat_io(rel);
+        if let Ok(st) = &r {
+            self.record_found(rel, st);
+        }
+        r.is_ok()
+    }
+
+    /// A path found to exist: a directory is made, anything else gets an empty file unless
+    /// its contents are read (and written) too.
+    fn record_found(&self, rel: &str, st: &FileStat) {
+        if let Some(rec) = &self.rec {
+            match st.kind {
+                FileKind::Dir => rec.dir(rel),
+                _ => rec.marker(rel),
+            }
+        }
     }
 
     /// The path's status, links followed; `Ok(None)`: it does not exist.
     pub fn stat(&self, rel: &str) -> Result<Option<FileStat>, String> {
         match self.stat_io(rel) {
-            Ok(s) => Ok(Some(s)),
+            Ok(s) => {
+                self.record_found(rel, &s);
+                Ok(Some(s))
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(format!("{}: {}", abs(rel), io_reason(&e))),
         }
@@ -384,6 +565,20 @@ impl RootFs {
     /// snapshot holds a plain file instead of a link, the file's trimmed content.
     /// `Ok(None)`: the entry does not exist. The link is read, never followed.
     pub fn link_name(&self, rel: &str) -> Result<Option<String>, String> {
+        // The snapshot holds the name as a plain file (DESIGN's format), which reads back the
+        // same.
+        let r = self.unrecorded().link_name_of(rel);
+        if let Some(rec) = &self.rec {
+            match &r {
+                Ok(Some(name)) => rec.write(rel, format!("{name}\n")),
+                Ok(None) => {}
+                Err(e) => rec.mark(rel, e),
+            }
+        }
+        r
+    }
+
+    fn link_name_of(&self, rel: &str) -> Result<Option<String>, String> {
         let err = |e: io::Error| format!("{}: {}", abs(rel), io_reason(&e));
         let rel_t = rel.trim_start_matches('/').trim_end_matches('/');
         let (parent, name) = rel_t.rsplit_once('/').unwrap_or(("", rel_t));
@@ -416,6 +611,20 @@ impl RootFs {
     /// ("/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04" for ".../libcuda.so.1"); `None`
     /// where it does not resolve.
     pub fn real_path(&self, rel: &str) -> Option<String> {
+        let real = self.real_path_unrecorded(rel)?;
+        if let Some(rec) = &self.rec {
+            if real != abs(rel) {
+                let is_dir = self
+                    .unrecorded()
+                    .stat_io(rel)
+                    .is_ok_and(|s| s.kind == FileKind::Dir);
+                rec.link(rel, &real, is_dir);
+            }
+        }
+        Some(real)
+    }
+
+    fn real_path_unrecorded(&self, rel: &str) -> Option<String> {
         let rel = rel.trim_start_matches('/');
         if self.is_live() {
             return std::fs::canonicalize(Path::new("/").join(rel))

@@ -1,9 +1,9 @@
 //! A snapshot collected on this machine and audited gives the same host facts as the live
 //! audit (measured readings aside).
 
-use gpuaudit_probe::collect::Collector;
-use gpuaudit_probe::host::{collect_into, gather, HostOptions};
-use gpuaudit_probe::root::RootFs;
+use gpuaudit_probe::host::{gather, HostOptions};
+use gpuaudit_probe::root::{Recorder, RootFs};
+use std::sync::Arc;
 
 #[test]
 fn live_and_snapshot_agree() {
@@ -13,12 +13,11 @@ fn live_and_snapshot_agree() {
     };
     let live = gather(&RootFs::live(), &opts);
     let d = tempfile::tempdir().unwrap();
-    let src = RootFs::live();
-    let mut c = Collector::new(&src, &d.path().join("snap")).unwrap();
-    collect_into(&mut c, &opts);
-    let notes = c.summary.notes.clone();
-    assert_eq!(c.summary.failed, Vec::<String>::new());
-    let snap = gather(&RootFs::new(c.out()), &opts);
+    let rec = Arc::new(Recorder::create(&d.path().join("snap")).unwrap());
+    gather(&RootFs::live().recording(rec.clone()), &opts);
+    let notes = rec.summary().notes;
+    assert_eq!(rec.summary().failed, Vec::<String>::new());
+    let snap = gather(&RootFs::new(rec.out()), &opts);
     let mut a = serde_json::to_value(&live).unwrap();
     let mut b = serde_json::to_value(&snap).unwrap();
     for v in [&mut a, &mut b] {
@@ -55,10 +54,9 @@ fn recollected_fixtures_keep_their_facts() {
         let opts = HostOptions::default();
         let a = gather(&RootFs::new(&p), &opts);
         let d = tempfile::tempdir().unwrap();
-        let src = RootFs::new(&p);
-        let mut c = Collector::new(&src, &d.path().join("snap")).unwrap();
-        collect_into(&mut c, &opts);
-        let b = gather(&RootFs::new(c.out()), &opts);
+        let rec = Arc::new(Recorder::create(&d.path().join("snap")).unwrap());
+        gather(&RootFs::new(&p).recording(rec.clone()), &opts);
+        let b = gather(&RootFs::new(rec.out()), &opts);
         let sa = serde_json::to_string_pretty(&a).unwrap();
         let sb = serde_json::to_string_pretty(&b).unwrap();
         if sa != sb {

@@ -205,11 +205,15 @@ pub fn pci_gpus(root: &RootFs) -> Reading<Vec<PciFunction>> {
             Ok(c) => c,
             Err(e) => return Reading::Unavailable(unreadable_function(e)),
         };
-        if class >> 16 != 0x03 {
+        // A snapshot holds every NVIDIA function's files (an NVSwitch's, an audio
+        // function's), read as a GPU's are, so that it describes the bus as the machine does.
+        let display = class >> 16 == 0x03;
+        if !display && !root.is_recording() {
             continue;
         }
         let device = match id("device", hex16) {
             Ok(d) => d as u16,
+            Err(_) if !display => continue,
             Err(e) => return Reading::Unavailable(unreadable_function(e)),
         };
         let read = |a: &str| -> Result<String, String> { root.read(&format!("{dir}/{a}")) };
@@ -251,7 +255,7 @@ pub fn pci_gpus(root: &RootFs) -> Reading<Vec<PciFunction>> {
                 Err(e) => Reading::Unavailable(e),
             }
         };
-        out.push(PciFunction {
+        let function = PciFunction {
             bus_id: normalize_bus_id(&name),
             vendor,
             device,
@@ -270,7 +274,10 @@ pub fn pci_gpus(root: &RootFs) -> Reading<Vec<PciFunction>> {
                 Err(e) => Reading::Unavailable(e),
             },
             local_cpulist: Reading::from(root.read_trimmed(&format!("{dir}/local_cpulist"))),
-        });
+        };
+        if display {
+            out.push(function);
+        }
     }
     Reading::Value(out)
 }
@@ -350,42 +357,80 @@ pub fn toolkits(root: &RootFs, nvcc_output: Option<&str>) -> Reading<Vec<Toolkit
     Reading::Value(out)
 }
 
+/// `include/cuda.h`'s version define: a snapshot holds that line alone (the header is large;
+/// the define is all that is read).
+fn cuda_h(root: &RootFs, dir: &str) -> Option<String> {
+    let rel = format!("{dir}/include/cuda.h");
+    let text = root.unrecorded().read(&rel).ok()?;
+    let line: String = text
+        .lines()
+        .filter(|l| l.trim_start().starts_with("#define CUDA_VERSION"))
+        .take(1)
+        .collect();
+    if line.is_empty() {
+        return None;
+    }
+    root.record(&rel, format!("{line}\n"));
+    Some(line)
+}
+
+/// The names in `dir/sub` that start with `prefix`: a snapshot holds them as empty files
+/// (the names are what is read).
+fn names_in(root: &RootFs, dir: &str, sub: &str, prefix: &str) -> Option<Vec<String>> {
+    let names: Vec<String> = root
+        .unrecorded()
+        .list(&format!("{dir}/{sub}"))
+        .ok()?
+        .into_iter()
+        .filter(|n| n.starts_with(prefix))
+        .collect();
+    for n in &names {
+        root.record_marker(&format!("{dir}/{sub}/{n}"));
+    }
+    Some(names)
+}
+
 fn toolkit_in(root: &RootFs, dir: &str, nvcc_output: Option<&str>) -> Option<Toolkit> {
     let file = |f: &str| root.read(&format!("{dir}/{f}")).ok();
-    let found: Option<(String, &str)> = file("version.json")
-        .and_then(|t| tkparse::parse_version_json(&t))
-        .map(|v| (v, "version.json"))
-        .or_else(|| {
-            file("version.txt")
-                .and_then(|t| tkparse::parse_version_txt(&t))
-                .map(|v| (v, "version.txt"))
-        })
-        .or_else(|| {
-            file("include/cuda.h")
-                .and_then(|t| tkparse::parse_cuda_h(&t))
-                .map(|v| (v, "include/cuda.h"))
-        })
-        .or_else(|| {
+    // In the order they are trusted. Live, the first that answers is the version; recording,
+    // every source is read, so that the snapshot's reading finds what the machine's would.
+    let sources: [(&str, &dyn Fn() -> Option<String>); 5] = [
+        ("version.json", &|| {
+            file("version.json").and_then(|t| tkparse::parse_version_json(&t))
+        }),
+        ("version.txt", &|| {
+            file("version.txt").and_then(|t| tkparse::parse_version_txt(&t))
+        }),
+        ("include/cuda.h", &|| {
+            cuda_h(root, dir).and_then(|t| tkparse::parse_cuda_h(&t))
+        }),
+        ("nvcc --version", &|| {
             // nvcc's output speaks for the toolkit on PATH, which is /usr/local/cuda.
-            (dir == "usr/local/cuda" && root.exists(&format!("{dir}/bin/nvcc")))
+            root.exists(&format!("{dir}/bin/nvcc"))
                 .then_some(())
+                .filter(|_| dir == "usr/local/cuda")
                 .and(nvcc_output)
                 .and_then(tkparse::parse_nvcc_version)
-                .map(|v| (v, "nvcc --version"))
-        })
-        .or_else(|| {
-            let libs = root.list(&format!("{dir}/lib64")).ok()?;
-            libs.iter()
+        }),
+        ("lib64/libcudart.so.*", &|| {
+            names_in(root, dir, "lib64", "libcudart.so")?
+                .iter()
                 .filter_map(|n| tkparse::parse_libcudart_name(n))
                 .max_by_key(|v| v.len())
-                .map(|v| (v, "lib64/libcudart.so.*"))
-        });
+        }),
+    ];
+    let mut found: Option<(String, &str)> = None;
+    for (source, read) in sources {
+        if found.is_some() && !root.is_recording() {
+            break;
+        }
+        if let Some(v) = read() {
+            found.get_or_insert((v, source));
+        }
+    }
+    let forward_compat = names_in(root, dir, "compat", "libcuda.so").is_some_and(|n| !n.is_empty());
     let (version, source) = found?;
     let cuda = CudaVersion::parse(&version)?;
-    let forward_compat = root
-        .list(&format!("{dir}/compat"))
-        .map(|n| n.iter().any(|f| f.starts_with("libcuda.so")))
-        .unwrap_or(false);
     Some(Toolkit {
         path: format!("/{dir}"),
         version,

@@ -152,14 +152,33 @@ fn check_snapshot_dir(dir: &Path, root: &RootFs) -> Result<(), SnapshotError> {
 
 /// Facts from a snapshot directory written by `gpuaudit collect` (or by hand).
 pub fn snapshot(dir: &Path, opts: &GatherOptions) -> Result<Facts, SnapshotError> {
-    let root = RootFs::new(dir);
-    check_snapshot_dir(dir, &root)?;
-    let meta = read_meta(&root)?;
+    gather(&RootFs::new(dir), opts)
+}
+
+/// Facts from `root`: the live machine, or a snapshot directory. Where `root` records
+/// (`gpuaudit collect`), everything read is copied into its snapshot on the way.
+pub fn gather(root: &RootFs, opts: &GatherOptions) -> Result<Facts, SnapshotError> {
+    if root.is_live() {
+        let (mut facts, host) = live_deferred_in(root, opts);
+        facts.host = host.join();
+        return Ok(facts);
+    }
+    let dir = root.root();
+    // The snapshot's own checks and meta.json are not the machine's readings: a collect from
+    // a snapshot writes a meta.json of its own.
+    let quiet = root.unrecorded();
+    check_snapshot_dir(dir, &quiet)?;
+    let meta = read_meta(&quiet)?;
     let origin = Origin::Snapshot {
         path: dir.display().to_string(),
         description: meta.description,
         collected_at: meta.collected_at,
     };
+    Ok(snapshot_facts(root, origin, opts))
+}
+
+fn snapshot_facts(root: &RootFs, origin: Origin, opts: &GatherOptions) -> Facts {
+    let root = root.clone();
     let mut facts = Facts::empty(origin, "snapshot: not collected");
     let cmd = |name: &str| root.read(&format!("cmd/{name}"));
 
@@ -186,10 +205,7 @@ pub fn snapshot(dir: &Path, opts: &GatherOptions) -> Result<Facts, SnapshotError
         apply_nvlink_status(&mut facts, &text);
     }
     // Unreadable (permission denied, a FIFO, the unreadable marker) is not absent.
-    apply_kernel_log(
-        &mut facts,
-        kernlog::read_snapshot(&root).unwrap_or_else(|| Err(NO_EXTRACT.to_string())),
-    );
+    apply_kernel_log(&mut facts, snapshot_kernel_log(&root));
     if facts
         .pcie_errors
         .paths
@@ -206,7 +222,7 @@ pub fn snapshot(dir: &Path, opts: &GatherOptions) -> Result<Facts, SnapshotError
     }
     facts.measured = MeasuredFacts::not_run(host::SNAPSHOT_NOT_MEASURED);
     finish(&mut facts);
-    Ok(facts)
+    facts
 }
 
 /// Why a source of the driver's facts (NVML, nvidia-smi, a snapshot's file) gave none.
@@ -287,31 +303,49 @@ pub fn live(opts: &GatherOptions) -> Facts {
 /// Like [`live`], but the host sources go on reading in the background, so that the GPU
 /// measurements can run meanwhile; `facts.host` is filled by the caller from the handle.
 pub fn live_deferred(opts: &GatherOptions) -> (Facts, PendingHost) {
-    let root = RootFs::live();
+    live_deferred_in(&RootFs::live(), opts)
+}
+
+/// [`live_deferred`] through `root` (the live machine's, recording or not).
+fn live_deferred_in(root: &RootFs, opts: &GatherOptions) -> (Facts, PendingHost) {
+    let root = root.clone();
     let mut facts = Facts::empty(Origin::Live, "not read");
     let t = opts.command_timeout;
 
     // nvidia-smi's topology matrix takes a while: ask for it while NVML is read.
-    let topo_job = std::thread::spawn(move || command::run("nvidia-smi", &["topo", "-m"], t));
+    let r = root.clone();
+    let topo_job = std::thread::spawn(move || {
+        r.command("nvidia-smi-topo-m.txt", "nvidia-smi", &["topo", "-m"], t)
+    });
     // The host sources may ask Python interpreters (seconds): in parallel too.
     let host_opts = opts.host.clone();
-    let host_job = std::thread::spawn(move || host::gather(&RootFs::live(), &host_opts));
+    let r = root.clone();
+    let host_job = std::thread::spawn(move || host::gather(&r, &host_opts));
+    let r = root.clone();
     let nvcc_job = std::thread::spawn(move || {
-        // Only where a toolkit directory has no version file of its own.
-        let live = RootFs::live();
+        // Only where a toolkit directory has no version file of its own; a snapshot keeps
+        // the answer wherever there is an nvcc (its reading decides then).
         let nvcc = "usr/local/cuda/bin/nvcc";
-        if live.exists(nvcc)
-            && !live.exists("usr/local/cuda/version.json")
-            && !live.exists("usr/local/cuda/version.txt")
-            && !live.exists("usr/local/cuda/include/cuda.h")
+        let quiet = r.unrecorded();
+        if quiet.exists(nvcc)
+            && (r.is_recording()
+                || !quiet.exists("usr/local/cuda/version.json")
+                    && !quiet.exists("usr/local/cuda/version.txt")
+                    && !quiet.exists("usr/local/cuda/include/cuda.h"))
         {
-            command::run(&crate::root::abs(nvcc), &["--version"], t).ok()
+            r.command(
+                "nvcc-version.txt",
+                &crate::root::abs(nvcc),
+                &["--version"],
+                t,
+            )
+            .ok()
         } else {
             None
         }
     });
 
-    let libc = match command::run("ldd", &["--version"], t) {
+    let libc = match root.command("ldd-version.txt", "ldd", &["--version"], t) {
         Ok(out) => files::libc_from_ldd(&out),
         // musl's ldd prints its version on stderr and exits 1.
         Err(e) if e.to_ascii_lowercase().contains("musl") => files::libc_from_ldd(&e),
@@ -350,15 +384,17 @@ pub fn live_deferred(opts: &GatherOptions) -> (Facts, PendingHost) {
     }
     if !failed.is_empty() {
         // nvidia-smi may still work (a static build), or say why the driver does not answer.
-        let smi = command::run_output(
+        let out = command::run_output(
             &crate::process::Cmd::new("nvidia-smi").args(["-q", "-x"]),
             t,
-        )
-        .map_err(|f| match f.too_large {
-            true => NoFacts::Unreadable(f.reason),
-            false => NoFacts::NoAnswer(f.reason),
-        })
-        .and_then(|xml| apply_nvsmi(&mut facts, &xml, &failed));
+        );
+        record_nvsmi(&root, &out.clone().map_err(|f| f.reason), &failed);
+        let smi = out
+            .map_err(|f| match f.too_large {
+                true => NoFacts::Unreadable(f.reason),
+                false => NoFacts::NoAnswer(f.reason),
+            })
+            .and_then(|xml| apply_nvsmi(&mut facts, &xml, &failed));
         match smi {
             Err(no) => {
                 if let NoFacts::Unreadable(r) = &no {
@@ -373,6 +409,21 @@ pub fn live_deferred(opts: &GatherOptions) -> (Facts, PendingHost) {
         }
     }
 
+    if root.is_recording() {
+        // A snapshot cannot hold NVML's answers: nvidia-smi's XML stands in for the facts
+        // there, and its per-link listing for the NVLinks' state (the XML has none).
+        if failed.is_empty() {
+            let out = command::run("nvidia-smi", &["-q", "-x"], t);
+            record_nvsmi(&root, &out, &failed);
+        }
+        let _ = root.command(
+            "nvidia-smi-nvlink-s.txt",
+            "nvidia-smi",
+            &["nvlink", "-s"],
+            t,
+        );
+    }
+
     let nvcc_out = nvcc_job.join().ok().flatten();
     read_files(&root, &mut facts, libc, nvcc_out.as_deref());
     if !failed.is_empty() {
@@ -381,7 +432,9 @@ pub fn live_deferred(opts: &GatherOptions) -> (Facts, PendingHost) {
         }
         apply_files_fallback(&root, &mut facts, failed);
     }
-    apply_kernel_log(&mut facts, live_kernel_log(opts.command_timeout));
+    let log = live_kernel_log(opts.command_timeout);
+    record_kernel_log(&root, &log);
+    apply_kernel_log(&mut facts, log);
     facts.nvswitch = nvswitch::read(&root, nvswitch::live_version(&root, t));
     facts.topology = topology_from(
         topo_job
@@ -393,25 +446,25 @@ pub fn live_deferred(opts: &GatherOptions) -> (Facts, PendingHost) {
     (facts, PendingHost(host_job))
 }
 
-/// Why neither NVML nor nvidia-smi answered, worded the same for the live audit and for
-/// `collect` (which keeps it in `cmd/driver-error.txt`).
-pub fn driver_failure(nvml_err: &str, smi_err: &str) -> String {
-    format!("{nvml_err}; {smi_err}")
-}
-
-/// NVML's answer as a reason when it gave no GPU list (for `collect`).
-pub fn nvml_failure(answer: Result<NvmlAnswer, String>) -> Option<String> {
-    match answer {
-        Ok(NvmlAnswer::Loaded {
-            gpus: Reading::Value(_),
-            ..
-        }) => None,
-        Ok(NvmlAnswer::Loaded {
-            gpus: Reading::Unavailable(e),
-            ..
-        }) => Some(e),
-        Ok(NvmlAnswer::Failed { reason }) => Some(reason),
-        Err(e) => Some(e),
+/// The snapshot's driver report, from `nvidia-smi -q -x` (`out`): its XML (where it printed
+/// an error instead, that text), or, where NVML did not answer either (`nvml_failed`: its
+/// reasons), `cmd/driver-error.txt` with both reasons, worded as the live audit words them.
+fn record_nvsmi(root: &RootFs, out: &Result<String, String>, nvml_failed: &[String]) {
+    const XML: &str = "cmd/nvidia-smi-q.xml";
+    const DRIVER_ERROR: &str = "cmd/driver-error.txt";
+    if !root.is_recording() {
+        return;
+    }
+    match out {
+        Ok(xml) => root.record(XML, xml),
+        Err(smi_err) if nvml_failed.is_empty() => root.record_note(format!(
+            "{smi_err}: NVML answers but nvidia-smi does not, so the snapshot has no GPU details"
+        )),
+        Err(smi_err) => {
+            let why = format!("{}; {smi_err}", nvml_failed.join("; "));
+            root.record_note(why.clone());
+            root.record(DRIVER_ERROR, format!("{why}\n"));
+        }
     }
 }
 
@@ -439,6 +492,11 @@ fn read_files(
     };
     facts.modules = files::modules(root);
     facts.toolkit = files::toolkits(root, nvcc);
+    // The kernel module's GPU files stand in for the driver's report where it is not read: a
+    // snapshot keeps them whether or not this reading needed them.
+    if root.is_recording() {
+        let _ = gpus_from_files(root, facts, "");
+    }
     facts.net = NetFacts {
         somaxconn: host::gather_somaxconn(root),
     };
@@ -640,6 +698,35 @@ fn now_s() -> i64 {
 /// The live kernel log (see [`kernlog::read_live`]).
 pub fn live_kernel_log(timeout: Duration) -> Result<(kernlog::Extract, bool), String> {
     kernlog::read_live(now_s(), timeout).map(|x| (x, false))
+}
+
+/// A snapshot's kernel log, read from whichever of its files is there; recorded as the
+/// extract it gives (the old Xid-only file as it is), not as the files it came from.
+fn snapshot_kernel_log(root: &RootFs) -> Result<(kernlog::Extract, bool), String> {
+    match kernlog::read_snapshot(&root.unrecorded()) {
+        Some(Ok((x, true))) => {
+            root.keep(kernlog::OLD_EXTRACT);
+            Ok((x, true))
+        }
+        Some(r) => {
+            record_kernel_log(root, &r);
+            r
+        }
+        None => Err(NO_EXTRACT.to_string()),
+    }
+}
+
+/// The kernel log's extract (every kernel-log check's lines, dated, bounded) into the
+/// snapshot as `cmd/kernel-log.txt`; where no log could be read, the reasons in its place.
+fn record_kernel_log(root: &RootFs, r: &Result<(kernlog::Extract, bool), String>) {
+    match r {
+        Ok((x, _)) => root.record(kernlog::EXTRACT, x.to_file()),
+        Err(e) if root.is_recording() => {
+            root.record_note(format!("kernel log not collected: {e}"));
+            root.record_mark(kernlog::EXTRACT, e);
+        }
+        Err(_) => {}
+    }
 }
 
 /// The kernel log's extract into the facts every kernel-log check reads: the Xid lines

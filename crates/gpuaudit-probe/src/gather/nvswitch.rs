@@ -1,11 +1,9 @@
 //! NVSwitches and the NVIDIA Fabric Manager (nvlink.fabric): the switches' PCI functions, the
 //! NVSwitch driver's device nodes, the nvidia-fabricmanager unit, whether nv-fabricmanager
-//! runs, its version and its log. The live audit and a snapshot read the same files;
-//! `collect` writes what cannot be copied as it is (the device nodes as empty files, the
-//! matching processes as a list, the log as its bounded head and tail).
+//! runs, its version and its log. The live audit and a snapshot read the same files; a
+//! recording reader keeps what cannot be copied as it is (the device nodes as empty files,
+//! the matching processes as a list, the log as its bounded head and tail).
 
-use crate::collect::Collector;
-use crate::command;
 use crate::root::{join, RootFs};
 use gpuaudit_core::facts::{FabricManager, FabricManagerLog, NvSwitch, NvSwitchFacts};
 use gpuaudit_core::parse::fabric_manager::{is_nvswitch_device, parse_log, parse_version};
@@ -84,31 +82,49 @@ fn is_node(name: &str) -> bool {
 
 /// The NVSwitch driver's device nodes under /dev.
 pub fn device_nodes(root: &RootFs) -> Reading<Vec<String>> {
+    // A snapshot always has the directory (collected from a snapshot without one, it says
+    // "no node" where it might say "no listing", as collect always did).
+    root.record_dir(DEV);
     if !root.is_live() && !root.exists(DEV) {
         return Reading::unavailable("snapshot has no /dev listing");
     }
     match root.list(DEV) {
-        Ok(n) => Reading::Value(
-            n.into_iter()
+        Ok(n) => {
+            let nodes: Vec<String> = n
+                .into_iter()
                 .filter(|n| is_node(n))
                 .take(MAX_NODES)
-                .collect(),
-        ),
+                .collect();
+            // A device node is not copied: an empty file says it is there.
+            for n in &nodes {
+                root.record_marker(&join(DEV, n));
+            }
+            Reading::Value(nodes)
+        }
         Err(e) => Reading::Unavailable(e),
     }
 }
 
 /// The unit file systemd would load, where one is installed.
 pub fn unit_file(root: &RootFs) -> Reading<Option<String>> {
+    let mut found = Reading::Value(None);
     for d in UNIT_DIRS {
         let rel = join(d, UNIT);
-        match root.stat(&rel) {
-            Ok(Some(_)) => return Reading::Value(Some(crate::root::abs(&rel))),
+        // A snapshot keeps every unit installed (a copy), not only the first.
+        root.keep(&rel);
+        if !matches!(found, Reading::Value(None)) {
+            continue;
+        }
+        match root.unrecorded().stat(&rel) {
+            Ok(Some(_)) => found = Reading::Value(Some(crate::root::abs(&rel))),
             Ok(None) => {}
-            Err(e) => return Reading::Unavailable(e),
+            Err(e) => found = Reading::Unavailable(e),
+        }
+        if !root.is_recording() && !matches!(found, Reading::Value(None)) {
+            break;
         }
     }
-    Reading::Value(None)
+    found
 }
 
 /// Whether `systemctl enable` made its link.
@@ -120,8 +136,16 @@ pub fn enabled(root: &RootFs) -> Reading<bool> {
 }
 
 /// The nv-fabricmanager and nvlsm processes, "PID COMM" each: from /proc where it lists
-/// processes, else from a snapshot's list.
+/// processes, else from a snapshot's list; a snapshot keeps the list (not /proc).
 pub fn processes(root: &RootFs) -> Reading<Vec<String>> {
+    let r = processes_of(&root.unrecorded());
+    root.record_reading(PROCESSES, &r, |p| {
+        p.iter().map(|l| format!("{l}\n")).collect()
+    });
+    r
+}
+
+fn processes_of(root: &RootFs) -> Reading<Vec<String>> {
     if !root.is_live() {
         match root.read_text(PROCESSES) {
             Ok(Some(t)) => {
@@ -186,7 +210,8 @@ pub fn live_version(root: &RootFs, timeout: Duration) -> Reading<String> {
     if !root.exists(BINARY) {
         return Reading::unavailable(format!("{}: not installed", crate::root::abs(BINARY)));
     }
-    version_from(command::run(
+    version_from(root.command(
+        "nv-fabricmanager-version.txt",
         &crate::root::abs(BINARY),
         &["--version"],
         timeout,
@@ -234,53 +259,6 @@ pub fn read(root: &RootFs, version: Reading<String>) -> NvSwitchFacts {
             version,
             log: log(root),
         },
-    }
-}
-
-/// What the live gather reads that is not copied with the PCI functions: the device nodes (as
-/// empty files), the unit and its link, the processes, the version and the log's excerpt.
-pub fn collect(c: &mut Collector, timeout: Duration) {
-    c.dir(DEV);
-    if let Reading::Value(nodes) = device_nodes(c.src) {
-        for n in nodes {
-            c.marker(&join(DEV, &n));
-        }
-    }
-    for d in UNIT_DIRS {
-        c.copy(&join(d, UNIT));
-    }
-    if let Ok(Some(_)) = c.src.stat(WANTS) {
-        c.marker(WANTS);
-    }
-    match processes(c.src) {
-        Reading::Value(p) => {
-            let text: String = p.iter().map(|l| format!("{l}\n")).collect();
-            c.write(PROCESSES, text);
-        }
-        Reading::Unavailable(why) => {
-            c.summary.notes.push(format!("{PROCESSES}: {why}"));
-            c.mark(PROCESSES, &why);
-        }
-    }
-    if c.src.is_live() {
-        if c.src.exists(BINARY) {
-            c.command(
-                "nv-fabricmanager-version.txt",
-                &crate::root::abs(BINARY),
-                &["--version"],
-                timeout,
-            );
-        }
-    } else {
-        c.copy(VERSION);
-    }
-    match log_text(c.src) {
-        Ok(Some(t)) => c.write(LOG, t),
-        Ok(None) => {}
-        Err(e) => {
-            c.summary.notes.push(e.clone());
-            c.mark(LOG, &e);
-        }
     }
 }
 
@@ -439,13 +417,14 @@ mod tests {
         write(d.path(), "proc/1/comm", "systemd\n");
         write(d.path(), "proc/2116/comm", "nv-fabricmanage\n");
         let src = RootFs::new(d.path());
-        let a = read(&src, snapshot_version(&src));
         let out = tempfile::tempdir().unwrap();
-        let mut c = Collector::new(&src, &out.path().join("snap")).unwrap();
-        crate::collect::collect_pci(&mut c);
-        collect(&mut c, Duration::from_secs(1));
-        assert_eq!(c.summary.failed, Vec::<String>::new());
-        let snap = RootFs::new(c.out());
+        let rec =
+            std::sync::Arc::new(crate::root::Recorder::create(&out.path().join("snap")).unwrap());
+        // The reading that records is the reading that reads.
+        let recording = src.recording(rec.clone());
+        let a = read(&recording, snapshot_version(&recording));
+        assert_eq!(rec.summary().failed, Vec::<String>::new());
+        let snap = RootFs::new(rec.out());
         let b = read(&snap, snapshot_version(&snap));
         assert_eq!(a, b);
         assert_eq!(b.fabric_manager.running, Reading::Value(true));

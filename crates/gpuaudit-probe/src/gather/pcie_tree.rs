@@ -1,10 +1,10 @@
 //! The PCIe paths above the GPUs and the RDMA NICs, their bridges' ACS registers and the
-//! IOMMU (pcie.acs, net.placement). The same code reads the live machine and a snapshot:
-//! `collect` keeps the sysfs links it follows (`sys/bus/pci/devices/<bdf>`,
+//! IOMMU (pcie.acs, net.placement). The same code reads the live machine and a snapshot: a
+//! recording reader keeps the sysfs links it follows (`sys/bus/pci/devices/<bdf>`,
 //! `sys/class/infiniband/<hca>/device`) as relative links into `sys/devices/...`, and there
-//! the files read (`config`, binary, and `numa_node`).
+//! the files read (`config`, binary, copied byte for byte as read, and `numa_node`).
 
-use crate::collect::Collector;
+use crate::pcipath::{upstream_of_link as upstream, PciPath};
 use crate::root::RootFs;
 use gpuaudit_core::facts::{
     normalize_bus_id, Acs, EndpointRole, Iommu, PcieEndpoint, PciePort, PcieTree,
@@ -16,7 +16,7 @@ pub const PCI_DEVICES: &str = "sys/bus/pci/devices";
 pub const IB: &str = "sys/class/infiniband";
 pub const IOMMU: &str = "sys/class/iommu";
 pub const CMDLINE: &str = "proc/cmdline";
-/// The kernel parameters kept from /proc/cmdline (collect writes these only).
+/// The kernel parameters kept from /proc/cmdline (a snapshot holds these only).
 pub const CMDLINE_KEYS: &[&str] = &[
     "iommu",
     "intel_iommu",
@@ -26,87 +26,8 @@ pub const CMDLINE_KEYS: &[&str] = &[
     "pcie_acs_override",
     "pci",
 ];
-/// At most this many functions on one path (PCIe allows 256 buses; real paths have 2 to 6).
-const MAX_DEPTH: usize = 32;
 /// At most this many RDMA devices are followed.
 const MAX_NICS: usize = 256;
-
-/// Whether a path component names a PCI function ("0000:1b:00.0").
-fn is_function(name: &str) -> bool {
-    let b = name.as_bytes();
-    b.len() == 12
-        && b[4] == b':'
-        && b[7] == b':'
-        && b[10] == b'.'
-        && b.iter()
-            .enumerate()
-            .all(|(i, c)| matches!(i, 4 | 7 | 10) || c.is_ascii_hexdigit())
-}
-
-/// Where a device sits: its sysfs directory and the PCI functions from the root port down
-/// to the device itself (the last).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PciPath {
-    /// "/sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0".
-    pub sysfs: String,
-    pub functions: Vec<String>,
-}
-
-impl PciPath {
-    /// The sysfs directory (relative to the root) of `functions[i]`.
-    pub fn dir_of(&self, i: usize) -> Option<String> {
-        let name = self.functions.get(i)?;
-        let at = self.sysfs.find(&format!("/{name}"))?;
-        Some(
-            self.sysfs[..at + 1 + name.len()]
-                .trim_start_matches('/')
-                .to_string(),
-        )
-    }
-}
-
-/// The one walk up a device's path: resolve the sysfs link `rel`
-/// (`sys/bus/pci/devices/<bdf>`, `sys/class/infiniband/<hca>/device`) and take the PCI
-/// functions after the host bridge (`pciDDDD:BB`).
-pub fn upstream(root: &RootFs, rel: &str) -> Result<PciPath, String> {
-    let real = root
-        .real_path(rel)
-        .ok_or_else(|| format!("{}: does not resolve", root.display(rel)))?;
-    let comps: Vec<&str> = real.split('/').filter(|c| !c.is_empty()).collect();
-    let bridge = comps.iter().rposition(|c| {
-        c.strip_prefix("pci")
-            .is_some_and(|r| r.len() == 7 && r.as_bytes()[4] == b':')
-    });
-    let Some(bridge) = bridge.filter(|_| comps.first() == Some(&"sys")) else {
-        return Err(format!(
-            "{} resolves to {}, not to a device under a PCI host bridge (/sys/devices/pci…){}",
-            root.display(rel),
-            gpuaudit_core::parse::host::truncate(&real, 200),
-            if root.is_live() {
-                ""
-            } else {
-                " (a snapshot collected before the PCIe paths were kept)"
-            }
-        ));
-    };
-    let functions: Vec<String> = comps[bridge + 1..]
-        .iter()
-        .take_while(|c| is_function(c))
-        .take(MAX_DEPTH)
-        .map(|c| c.to_ascii_lowercase())
-        .collect();
-    if functions.is_empty() {
-        return Err(format!(
-            "{} resolves to {}, which names no PCI function",
-            root.display(rel),
-            gpuaudit_core::parse::host::truncate(&real, 200)
-        ));
-    }
-    Ok(PciPath {
-        sysfs: format!("/{}", comps[..=bridge + functions.len()].join("/")),
-        functions,
-    })
-}
 
 /// The GPUs' bus ids (NVIDIA display and 3D functions, as `pci_gpus` lists them) and the RDMA
 /// devices: (role, link to resolve, bus id where known before resolving).
@@ -165,7 +86,23 @@ fn config_reading(root: &RootFs, rel: &str) -> (Reading<u8>, Reading<Option<Acs>
 }
 
 fn iommu(root: &RootFs) -> Reading<Iommu> {
-    let units = if root.exists(IOMMU) {
+    // The command line may hold anything (a password passed to an init script): a snapshot
+    // keeps the parameters read, nothing else.
+    let cmdline = match root.unrecorded().read_text(CMDLINE) {
+        Ok(Some(t)) => {
+            let kept = cmdline_params(&t);
+            root.record(CMDLINE, format!("{}\n", kept.join(" ")));
+            Reading::Value(kept)
+        }
+        Ok(None) => Reading::unavailable(format!("{}: no such file", root.display(CMDLINE))),
+        Err(e) => {
+            root.record_mark(CMDLINE, &e);
+            Reading::Unavailable(e)
+        }
+    };
+    // The directory is in a snapshot even where the machine has none (no IOMMU in use).
+    root.record_dir(IOMMU);
+    let units: Vec<String> = if root.exists(IOMMU) {
         match root.list(IOMMU) {
             Ok(u) => u
                 .into_iter()
@@ -179,11 +116,10 @@ fn iommu(root: &RootFs) -> Reading<Iommu> {
     } else {
         return Reading::unavailable("snapshot has no sys/class/iommu");
     };
-    let cmdline = match root.read_text(CMDLINE) {
-        Ok(Some(t)) => Reading::Value(cmdline_params(&t)),
-        Ok(None) => Reading::unavailable(format!("{}: no such file", root.display(CMDLINE))),
-        Err(e) => Reading::Unavailable(e),
-    };
+    // A unit is its name: an empty directory in a snapshot.
+    for u in &units {
+        root.record_dir(&format!("{IOMMU}/{u}"));
+    }
     Reading::Value(Iommu { units, cmdline })
 }
 
@@ -200,14 +136,35 @@ pub fn cmdline_params(text: &str) -> Vec<String> {
         .collect()
 }
 
+/// When recording: every function on the path as the bus lists it,
+/// `sys/bus/pci/devices/<bdf>`, a link into the path's directories (as sysfs has it), so that
+/// the snapshot lists there what the machine lists and each function's files (its `vendor`,
+/// which every reader of the bus reads) lie where the path walk finds them.
+fn keep_bus_links(root: &RootFs, p: &PciPath) {
+    if !root.is_recording() {
+        return;
+    }
+    for (i, f) in p.functions.iter().enumerate() {
+        let link = format!("{PCI_DEVICES}/{f}");
+        if root.unrecorded().exists(&link) {
+            root.real_path(&link);
+        }
+        if let Some(dir) = p.dir_of(i) {
+            root.keep(&format!("{dir}/vendor"));
+        }
+    }
+}
+
 /// The tree above `gpus` (bus ids of the NVIDIA functions) and the RDMA devices.
 pub fn read(root: &RootFs, gpus: &Reading<Vec<String>>) -> Reading<PcieTree> {
+    // First: a snapshot keeps the IOMMU and the command line whether the GPUs are known or not.
+    let iommu = iommu(root);
     let gpus = match gpus {
         Reading::Value(g) => g,
         Reading::Unavailable(r) => return Reading::Unavailable(r.clone()),
     };
     let mut tree = PcieTree {
-        iommu: iommu(root),
+        iommu,
         ..PcieTree::default()
     };
     for (role, link) in endpoint_links(root, gpus) {
@@ -231,6 +188,7 @@ pub fn read(root: &RootFs, gpus: &Reading<Vec<String>>) -> Reading<PcieTree> {
             Err(e) => Reading::Unavailable(e),
         };
         if let Ok(p) = &path {
+            keep_bus_links(root, p);
             for i in 0..p.functions.len().saturating_sub(1) {
                 let f = &p.functions[i];
                 if tree.port(f).is_some() {
@@ -262,65 +220,6 @@ pub fn read(root: &RootFs, gpus: &Reading<Vec<String>>) -> Reading<PcieTree> {
     }
     tree.ports.sort_by(|a, b| a.bus_id.cmp(&b.bus_id));
     Reading::Value(tree)
-}
-
-/// Keep in the snapshot what [`read`] reads: each followed link as a relative link into
-/// `sys/devices/...` (so the snapshot resolves it as sysfs does), each function's `vendor`,
-/// the bridges' `config` (as read: 64 bytes for a reader without root), the endpoints'
-/// `numa_node`, `sys/class/iommu`'s
-/// entries (empty directories) and /proc/cmdline reduced to [`CMDLINE_KEYS`]. Runs before
-/// the PCI function files are written, which then land in the linked directories.
-pub fn collect(c: &mut Collector, gpus: &[String]) {
-    let links = endpoint_links(c.src, gpus);
-    let mut linked = std::collections::BTreeSet::new();
-    for (_, link) in links {
-        let Ok(p) = upstream(c.src, &link) else {
-            continue;
-        };
-        let depth = link.split('/').count() - 1;
-        let up = "../".repeat(depth);
-        for i in 0..p.functions.len() {
-            let Some(dir) = p.dir_of(i) else { continue };
-            c.dir(&dir);
-            let f = &p.functions[i];
-            if !linked.insert(f.clone()) {
-                continue;
-            }
-            // sys/bus/pci/devices/<bdf> -> ../../../../sys/devices/pci.../<bdf>; the snapshot
-            // lists there what the source lists (a snapshot collected again may have its
-            // bridges only under sys/devices).
-            if c.src.exists(&format!("{PCI_DEVICES}/{f}")) {
-                c.link(&format!("{PCI_DEVICES}/{f}"), &format!("../../../../{dir}"));
-            }
-            // Every function under sys/bus/pci/devices says what it is (pci_gpus reads each).
-            c.copy(&format!("{dir}/vendor"));
-            if i + 1 < p.functions.len() {
-                c.copy(&format!("{dir}/config"));
-            } else {
-                c.copy(&format!("{dir}/numa_node"));
-            }
-        }
-        if link.starts_with(IB) {
-            if let Some(dir) = p.dir_of(p.functions.len() - 1) {
-                c.link(&link, &format!("{up}{dir}"));
-            }
-        }
-    }
-    c.dir(IOMMU);
-    for u in c.src.children(IOMMU).into_iter().take(64) {
-        c.dir(&format!("{IOMMU}/{u}"));
-    }
-    match c.src.read_text(CMDLINE) {
-        Ok(Some(t)) => {
-            let kept = cmdline_params(&t).join(" ");
-            c.write(CMDLINE, format!("{kept}\n"));
-        }
-        Ok(None) => {}
-        Err(e) => {
-            c.summary.notes.push(e.clone());
-            c.mark(CMDLINE, &e);
-        }
-    }
 }
 
 #[cfg(test)]

@@ -10,7 +10,9 @@ use gpuaudit_core::facts::{
 use gpuaudit_core::parse::host::container::{
     container_from_cgroup, parse_cdi, parse_containerd_toml, parse_daemon_json,
 };
-use gpuaudit_core::parse::host::listing::{parse_devices, parse_identity};
+use gpuaudit_core::parse::host::listing::{
+    format_devices, format_identity, parse_devices, parse_identity,
+};
 use gpuaudit_core::parse::ParseError;
 use gpuaudit_core::reading::Reading;
 
@@ -75,8 +77,42 @@ pub fn read_docker(root: &RootFs) -> Reading<Option<DockerDaemon>> {
     }
 }
 
+/// containerd's config. A snapshot keeps it reduced to what the check reads (the runtimes
+/// and CDI settings): its registry credentials stay home.
 pub fn read_containerd(root: &RootFs) -> Reading<Option<ContainerdConfig>> {
-    config(root, CONTAINERD, parse_containerd_toml)
+    let r = config(&root.unrecorded(), CONTAINERD, parse_containerd_toml);
+    match &r {
+        Reading::Value(Some(cd)) => root.record(CONTAINERD, containerd_toml(cd)),
+        Reading::Value(None) => {}
+        Reading::Unavailable(why) => root.record_mark(CONTAINERD, why),
+    }
+    r
+}
+
+/// containerd's config reduced to what the check reads (its registry credentials stay home).
+fn containerd_toml(c: &ContainerdConfig) -> String {
+    let mut s = String::from(
+        "# reduced by gpuaudit collect: only the runtimes and CDI settings\nversion = 2\n",
+    );
+    s.push_str("[plugins.\"io.containerd.grpc.v1.cri\"]\n");
+    if let Some(b) = c.cdi_enabled {
+        s.push_str(&format!("enable_cdi = {b}\n"));
+    }
+    s.push_str("[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n");
+    if let Some(d) = &c.default_runtime {
+        s.push_str(&format!("default_runtime_name = {}\n", toml_str(d)));
+    }
+    for r in &c.runtimes {
+        s.push_str(&format!(
+            "[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.{}]\n",
+            toml_str(r)
+        ));
+    }
+    s
+}
+
+fn toml_str(s: &str) -> String {
+    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
 pub fn cdi_files(root: &RootFs) -> Vec<String> {
@@ -231,33 +267,24 @@ pub fn live_identity() -> (u32, Vec<u32>) {
 
 pub fn read(root: &RootFs, env: &EnvFacts, mounts: Option<&[Mount]>) -> ContainerFacts {
     let (kind, signs) = detect(root, env, mounts);
-    let live = root.is_live();
-    let devices: Reading<Vec<DeviceNode>> = if live {
-        live_devices(root).into()
-    } else {
-        match root.read_text(DEVICES_FILE) {
-            Ok(Some(t)) => parse_devices(&t)
-                .map_err(|e| format!("{}: {e}", abs(DEVICES_FILE)))
-                .into(),
-            Ok(None) => Reading::unavailable(format!("the snapshot has no {DEVICES_FILE}")),
-            Err(e) => Reading::unavailable(e),
-        }
-    };
-    let identity: Reading<(u32, Vec<u32>)> = if live {
-        Reading::Value(live_identity())
-    } else {
-        match root.read_text(IDENTITY_FILE) {
-            Ok(Some(t)) => parse_identity(&t)
-                .map_err(|e| format!("{}: {e}", abs(IDENTITY_FILE)))
-                .into(),
-            Ok(None) => Reading::unavailable(format!("the snapshot has no {IDENTITY_FILE}")),
-            Err(e) => Reading::unavailable(e),
-        }
-    };
+    // The device nodes' status and the user's identity are no files: a snapshot keeps them as
+    // listings under cmd/, never the nodes.
+    let quiet = root.unrecorded();
+    let devices = read_devices(&quiet);
+    root.record_reading(DEVICES_FILE, &devices, |d| format_devices(d));
+    let identity = read_identity(&quiet);
+    root.record_reading(IDENTITY_FILE, &identity, |(u, g)| format_identity(*u, g));
     let found = |paths: &[&str]| -> Vec<String> {
         paths
             .iter()
-            .filter(|p| root.exists(p))
+            .filter(|p| {
+                // A configuration file among them is copied; a program is there or not (the
+                // existence test leaves an empty file).
+                if p.starts_with("etc/") {
+                    root.keep(p);
+                }
+                root.exists(p)
+            })
             .map(|p| abs(p))
             .collect()
     };
@@ -280,10 +307,49 @@ pub fn read(root: &RootFs, env: &EnvFacts, mounts: Option<&[Mount]>) -> Containe
     }
 }
 
+fn read_devices(root: &RootFs) -> Reading<Vec<DeviceNode>> {
+    if root.is_live() {
+        live_devices(root).into()
+    } else {
+        match root.read_text(DEVICES_FILE) {
+            Ok(Some(t)) => parse_devices(&t)
+                .map_err(|e| format!("{}: {e}", abs(DEVICES_FILE)))
+                .into(),
+            Ok(None) => Reading::unavailable(format!("the snapshot has no {DEVICES_FILE}")),
+            Err(e) => Reading::unavailable(e),
+        }
+    }
+}
+
+fn read_identity(root: &RootFs) -> Reading<(u32, Vec<u32>)> {
+    if root.is_live() {
+        Reading::Value(live_identity())
+    } else {
+        match root.read_text(IDENTITY_FILE) {
+            Ok(Some(t)) => parse_identity(&t)
+                .map_err(|e| format!("{}: {e}", abs(IDENTITY_FILE)))
+                .into(),
+            Ok(None) => Reading::unavailable(format!("the snapshot has no {IDENTITY_FILE}")),
+            Err(e) => Reading::unavailable(e),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::fs;
+
+    #[test]
+    fn containerd_reduction_reads_back() {
+        let c = ContainerdConfig {
+            runtimes: vec!["nvidia".into(), "runc".into()],
+            default_runtime: Some("nvidia".into()),
+            cdi_enabled: Some(true),
+        };
+        let back = parse_containerd_toml(&containerd_toml(&c)).unwrap();
+        assert_eq!(back, c);
+    }
 
     #[test]
     fn detects_docker_and_kubernetes() {

@@ -8,12 +8,6 @@ use gpuaudit_core::reading::Reading;
 
 pub const IB: &str = "sys/class/infiniband";
 pub const NET: &str = "sys/class/net";
-/// The files of each port that are read (and that a snapshot keeps).
-pub const PORT_FILES: &[&str] = &["state", "phys_state", "rate", "link_layer"];
-/// The files of each RDMA device (HCA) that are read.
-pub const DEVICE_FILES: &[&str] = &["hca_type"];
-/// The files of each interface that are read.
-pub const NIC_FILES: &[&str] = &["speed", "operstate"];
 
 fn text(root: &RootFs, rel: &str) -> Option<String> {
     root.read_text(rel)
@@ -76,12 +70,22 @@ pub fn read_nics(root: &RootFs) -> Reading<Vec<NetInterface>> {
                     speed_mbps: text(root, &join(&base, "speed"))
                         .and_then(|s| parse_speed_mbps(&s)),
                     operstate: text(root, &join(&base, "operstate")),
-                    driver: root.link_name(&join(&base, "device/driver")).ok().flatten(),
+                    driver: driver(root, &base),
                     name: n,
                 }
             })
             .collect(),
     )
+}
+
+/// The NIC's driver: the name of its `device/driver` link. A snapshot keeps it as a plain
+/// file holding the name, empty where it is not known: its directory marks the interface as
+/// physical.
+fn driver(root: &RootFs, base: &str) -> Option<String> {
+    let rel = join(base, "device/driver");
+    let name = root.unrecorded().link_name(&rel).ok().flatten();
+    root.record(&rel, name.clone().unwrap_or_default());
+    name
 }
 
 pub fn read(root: &RootFs) -> FabricFacts {

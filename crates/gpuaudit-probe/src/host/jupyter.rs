@@ -4,7 +4,7 @@ use super::python::Site;
 use crate::root::RootFs;
 use crate::root::{abs, join, rel};
 use gpuaudit_core::facts::{EnvFacts, JupyterConfig};
-use gpuaudit_core::parse::host::jupyter::{parse_json, parse_py};
+use gpuaudit_core::parse::host::jupyter::{parse_json, parse_py, reduce, reduce_json};
 use gpuaudit_core::reading::Reading;
 
 const NAMES: &[&str] = &[
@@ -81,11 +81,23 @@ pub fn read_file(root: &RootFs, f: &str) -> Option<JupyterConfig> {
     }
 }
 
+/// Every configuration file that sets something judged. A snapshot keeps each reduced to
+/// the judged settings (token and password values replaced), the unreadable marker for one
+/// that could not be read; files that set nothing judged are left out.
 pub fn read(root: &RootFs, env: &EnvFacts, sites: &[Site]) -> Reading<Vec<JupyterConfig>> {
+    let quiet = root.unrecorded();
     let mut out = Vec::new();
-    for d in config_dirs(root, env, sites) {
-        for f in config_files(root, &d) {
-            out.extend(read_file(root, &f));
+    for d in config_dirs(&quiet, env, sites) {
+        for f in config_files(&quiet, &d) {
+            let Some(cfg) = read_file(&quiet, &f) else {
+                continue;
+            };
+            match &cfg.error {
+                Some(e) => root.record_mark(&f, e),
+                None if f.ends_with(".json") => root.record(&f, reduce_json(&cfg.settings)),
+                None => root.record(&f, reduce(&cfg.settings)),
+            }
+            out.push(cfg);
         }
     }
     Reading::Value(out)

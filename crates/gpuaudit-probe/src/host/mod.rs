@@ -3,15 +3,16 @@
 //!
 //! [`gather`] reads everything through a [`RootFs`]: on the live machine it also reads the
 //! process environment, stats device nodes, resolves symbolic links, asks Python interpreters
-//! and (when asked) measures storage and loopback; from a snapshot it reads what
-//! [`collect_into`] wrote there instead. Both go through the same parsers in
-//! `gpuaudit_core::parse::host`, so a snapshot audited on the machine that wrote it gives the
-//! same facts as the live audit.
+//! and (when asked) measures storage and loopback; from a snapshot it reads what a recording
+//! [`RootFs`] kept there instead (`gpuaudit collect` is this gather on a recording reader:
+//! files are copied as read, and each reading that is no copy, a reduced file or a listing
+//! under `cmd/`, is recorded by the reader that makes it). Both go through the same parsers
+//! in `gpuaudit_core::parse::host`, so a snapshot audited on the machine that wrote it gives
+//! the same facts as the live audit.
 //!
 //! Paths in facts and messages are the machine's ("/etc/ssh/sshd_config"), never the snapshot
 //! directory's.
 
-mod collect;
 mod container;
 mod env;
 mod fabric;
@@ -27,6 +28,7 @@ pub mod versions;
 
 use crate::root::RootFs;
 use gpuaudit_core::facts::HostFacts;
+use gpuaudit_core::parse::host::listing::{format_data_dirs, format_env, format_libraries};
 use gpuaudit_core::reading::Reading;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -71,13 +73,24 @@ pub const NOT_ASKED_STORAGE: &str = "quick audit: storage throughput runs with -
 /// measurements (a few seconds per data directory, 2 s of loopback) take.
 pub fn gather(root: &RootFs, opts: &HostOptions) -> HostFacts {
     let live = root.is_live();
-    let env = env::read_env(root);
+    // What is no file (the environment, the data directories' status, the libraries resolved
+    // from the loader's cache, links and wheels) is kept in a snapshot as its listing under
+    // cmd/, read from sources that are not copied.
+    let quiet = root.unrecorded();
+    let env = env::read_env(&quiet);
+    // cmd/env.json marks a snapshot that has a host part; one collected from a snapshot
+    // without it must not claim one.
+    if has_host_part(&quiet) {
+        root.record_reading(env::SNAPSHOT_FILE, &env, format_env);
+    }
     let env_value = env.value().cloned().unwrap_or_default();
     let mounts = storage::read_mounts(root);
-    let data_dirs = storage::data_dirs(root, opts, &env_value);
+    let data_dirs = storage::data_dirs(&quiet, opts, &env_value);
+    root.record_reading(storage::DATA_DIRS_FILE, &data_dirs, |d| format_data_dirs(d));
     let sites = python::discover(root, &env_value);
     let python_envs = python::read_envs(root, &sites, opts);
-    let libraries = libraries::read(root, &env_value, &sites);
+    let libraries = libraries::read(&quiet, &env_value, &sites);
+    root.record_reading(libraries::LISTING, &libraries, |l| format_libraries(l));
     let container = container::read(root, &env_value, mounts.value().map(Vec::as_slice));
     let throughput = if !live {
         Reading::unavailable(SNAPSHOT_NOT_MEASURED)
@@ -193,12 +206,4 @@ pub fn gather_somaxconn(root: &RootFs) -> Reading<u32> {
         Ok(None) => Reading::unavailable(format!("{}: no such file", crate::root::abs(rel))),
         Err(e) => Reading::unavailable(e),
     }
-}
-
-/// Write into the snapshot what the host checks read: copies of files under their
-/// root-relative paths (secrets removed), and what is not a plain file (symbolic-link targets,
-/// device nodes, the environment, interpreter answers) under `cmd/`. What could not be
-/// collected is noted in the collector's summary.
-pub fn collect_into(c: &mut crate::collect::Collector, opts: &HostOptions) {
-    collect::collect_into(c, opts)
 }

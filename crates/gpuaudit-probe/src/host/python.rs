@@ -9,7 +9,8 @@ use crate::root::{abs, join, rel};
 use gpuaudit_core::facts::{EnvFacts, PythonEnv, TorchInstall};
 use gpuaudit_core::parse::host::cudaenv::parse_arch_flags;
 use gpuaudit_core::parse::host::python::{
-    cudnn_version, dist_info_name, parse_metadata, parse_torch_query, parse_torch_version_py,
+    cudnn_version, dist_info_name, metadata_header, parse_metadata, parse_torch_query,
+    parse_torch_version_py,
 };
 use gpuaudit_core::reading::Reading;
 use serde::{Deserialize, Serialize};
@@ -174,6 +175,9 @@ pub fn discover(root: &RootFs, env: &EnvFacts) -> Vec<Site> {
             if sites.len() >= MAX_SITES || !seen.insert(d.clone()) {
                 continue;
             }
+            // A snapshot marks each environment found, so that it finds the same ones (and
+            // keeps the directory where a copy drops empty ones, as git does).
+            root.record_marker(&join(&d, ".gpuaudit-site"));
             sites.push(Site {
                 interpreter: interpreter_for(root, &prefix, &d),
                 kind: kind_of(&prefix),
@@ -198,11 +202,13 @@ pub fn nvidia_wheels(root: &RootFs, site: &Site) -> Vec<(String, String, String)
             continue;
         }
         let dir = join(&site.rel, &name);
-        let from_meta = root
-            .read_text(&join(&dir, "METADATA"))
-            .ok()
-            .flatten()
-            .and_then(|t| parse_metadata(&t).ok());
+        // A snapshot keeps the metadata's header (name and version), not the description.
+        let meta = join(&dir, "METADATA");
+        let text = root.unrecorded().read_text(&meta).ok().flatten();
+        if let Some(t) = &text {
+            root.record(&meta, metadata_header(t));
+        }
+        let from_meta = text.and_then(|t| parse_metadata(&t).ok());
         if let Some((n, v)) = from_meta.or_else(|| dist_info_name(&name)) {
             out.push((n, v, dir));
         }
@@ -337,7 +343,12 @@ const NOT_ASKED: &str = "the interpreter was not asked (installed files only)";
 pub fn read_envs(root: &RootFs, sites: &[Site], opts: &HostOptions) -> Reading<Vec<PythonEnv>> {
     let queries: Result<Vec<QueryRecord>, String> = if root.is_live() {
         if opts.ask_interpreter {
-            Ok(query_all(root, sites, opts.interpreter_timeout))
+            let q = query_all(root, sites, opts.interpreter_timeout);
+            match serde_json::to_string_pretty(&q) {
+                Ok(s) => root.record(QUERY_FILE, s),
+                Err(e) => root.record_note(format!("{QUERY_FILE}: {e}")),
+            }
+            Ok(q)
         } else {
             Ok(Vec::new())
         }
@@ -349,11 +360,21 @@ pub fn read_envs(root: &RootFs, sites: &[Site], opts: &HostOptions) -> Reading<V
     } else {
         root.exists(QUERY_FILE)
     };
-    let queries = match queries {
-        Ok(q) => q,
-        Err(e) => return Reading::unavailable(e),
+    // Every environment's files are read even where the answers cannot be (so that a
+    // snapshot holds them); the answers that cannot be read make the reading unavailable.
+    let no_queries = Vec::new();
+    let (queries, unreadable) = match &queries {
+        Ok(q) => (q, None),
+        Err(e) => (&no_queries, Some(e.clone())),
     };
     let mut envs = Vec::new();
+    // A snapshot keeps every environment's NVIDIA wheels (their metadata's headers), torch or
+    // not: the libraries' listing names them as the wheels' copies.
+    if root.is_recording() {
+        for site in sites.iter().filter(|s| !has_torch(&root.unrecorded(), s)) {
+            nvidia_wheels(root, site);
+        }
+    }
     for site in sites.iter().filter(|s| has_torch(root, s)) {
         let vp = join(&site.rel, "torch/version.py");
         let Ok(Some(text)) = root.read_text(&vp) else {
@@ -400,7 +421,10 @@ pub fn read_envs(root: &RootFs, sites: &[Site], opts: &HostOptions) -> Reading<V
             nvidia_wheels: wheels.into_iter().map(|(n, v, _)| (n, v)).collect(),
         });
     }
-    Reading::Value(envs)
+    match unreadable {
+        Some(e) => Reading::unavailable(e),
+        None => Reading::Value(envs),
+    }
 }
 
 fn apply_query(t: &mut TorchInstall, q: &QueryRecord, site: &str) {

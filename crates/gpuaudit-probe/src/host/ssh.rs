@@ -3,9 +3,9 @@
 use crate::root::RootFs;
 use crate::root::{abs, normalize, rel};
 use gpuaudit_core::facts::{AuthorizedKey, SshFacts, SshdConfig};
-use gpuaudit_core::parse::host::listing::parse_keys;
+use gpuaudit_core::parse::host::listing::{format_keys, parse_keys};
 use gpuaudit_core::parse::host::sshd::{
-    expand_keys_file, fold, key_bits, parse_key_line, parse_sshd_file, Directive,
+    expand_keys_file, fold, key_bits, parse_key_line, parse_sshd_file, reduce_file, Directive,
 };
 use gpuaudit_core::reading::Reading;
 
@@ -95,8 +95,13 @@ pub fn segments(root: &RootFs) -> Result<Option<Vec<Segment>>, String> {
     Ok(Some(x.out))
 }
 
-pub fn read_sshd(root: &RootFs) -> Reading<Option<SshdConfig>> {
-    match segments(root) {
+#[cfg(test)]
+fn read_sshd(root: &RootFs) -> Reading<Option<SshdConfig>> {
+    sshd_of(segments(root))
+}
+
+fn sshd_of(segs: Result<Option<Vec<Segment>>, String>) -> Reading<Option<SshdConfig>> {
+    match segs {
         Ok(None) => Reading::Value(None),
         Ok(Some(s)) => Reading::Value(Some(fold(&s))),
         Err(e) => Reading::unavailable(e),
@@ -171,9 +176,32 @@ pub fn read_keys(root: &RootFs, sshd: Option<&SshdConfig>) -> Reading<Vec<Author
     keys_from_files(root, sshd).into()
 }
 
+/// sshd's configuration and the authorized keys. A snapshot keeps sshd_config and each
+/// Include file reduced line by line (line numbers kept: the judged keywords, `Match` and
+/// `Include` as written, the rest `Keyword omitted`), and the keys as a listing without key
+/// material or comments; the files themselves stay on the machine.
 pub fn read(root: &RootFs) -> SshFacts {
-    let sshd = read_sshd(root);
-    let keys = read_keys(root, sshd.value().and_then(|c| c.as_ref()));
+    let quiet = root.unrecorded();
+    let segs = segments(&quiet);
+    match &segs {
+        Ok(None) => {}
+        Ok(Some(segs)) => {
+            let mut done: Vec<&str> = Vec::new();
+            for (file, _, _) in segs {
+                if done.contains(&file.as_str()) {
+                    continue;
+                }
+                done.push(file);
+                if let Ok(Some(t)) = quiet.read_text(&rel(file)) {
+                    root.record(&rel(file), reduce_file(&t));
+                }
+            }
+        }
+        Err(e) => root.record_mark(SSHD, e),
+    }
+    let sshd = sshd_of(segs);
+    let keys = read_keys(&quiet, sshd.value().and_then(|c| c.as_ref()));
+    root.record_reading(KEYS_FILE, &keys, |k| format_keys(k));
     SshFacts {
         sshd,
         authorized_keys: keys,

@@ -177,66 +177,63 @@ fn rpm_listing(root: &RootFs) -> Result<Option<String>, String> {
     root.read_text(RPM_FILE)
 }
 
-/// The watched packages of the package database.
+/// The watched packages of the package database. A snapshot keeps the database reduced to
+/// them (not the machine's whole software list), in the database's own format, and rpm's
+/// listing under `cmd/`.
 pub fn read_packages(root: &RootFs) -> Reading<InstalledPackages> {
-    match root.read_text(DPKG_STATUS) {
+    let quiet = root.unrecorded();
+    match quiet.read_text(DPKG_STATUS) {
         Ok(Some(t)) => {
+            let packages = parse_dpkg_status(&t);
+            root.record(DPKG_STATUS, format_dpkg_status(&packages));
             return Reading::Value(InstalledPackages {
                 source: abs(DPKG_STATUS),
-                packages: parse_dpkg_status(&t),
-            })
+                packages,
+            });
         }
         Ok(None) => {}
-        Err(e) => return Reading::unavailable(e),
-    }
-    match rpm_listing(root) {
-        Ok(Some(t)) => Reading::Value(InstalledPackages {
-            source: "rpm -qa".into(),
-            packages: parse_rpm_listing(&t),
-        }),
-        Ok(None) => Reading::unavailable(NO_DATABASE),
-        Err(e) => Reading::unavailable(e),
-    }
-}
-
-pub fn read(root: &RootFs) -> VersionFacts {
-    if !root.is_live() && !root.exists(PROGRAMS_FILE) {
-        return VersionFacts::unread(NO_VERSIONS_PART);
-    }
-    VersionFacts {
-        packages: read_packages(root),
-        programs: answers(root).map(|a| program_facts(&a)).into(),
-    }
-}
-
-/// Write what [`read`] reads into the snapshot. From a snapshot without a versions part,
-/// nothing (the copy must not claim one).
-pub fn collect_into(w: &mut crate::collect::Collector) {
-    let root = w.src;
-    if !root.is_live() && !root.exists(PROGRAMS_FILE) {
-        return;
-    }
-    match root.read_text(DPKG_STATUS) {
-        Ok(Some(t)) => w.write(DPKG_STATUS, format_dpkg_status(&parse_dpkg_status(&t))),
-        Ok(None) => match rpm_listing(root) {
-            Ok(Some(t)) => w.write(RPM_FILE, format_rpm_listing(&parse_rpm_listing(&t))),
-            Ok(None) => {}
-            Err(e) => {
-                w.summary.notes.push(format!("{RPM_FILE}: {e}"));
-                w.mark(RPM_FILE, &e);
-            }
-        },
         Err(e) => {
-            w.summary.notes.push(e.clone());
-            w.mark(DPKG_STATUS, &e);
+            root.record_mark(DPKG_STATUS, &e);
+            return Reading::unavailable(e);
         }
     }
-    match answers(root) {
-        Ok(a) => match serde_json::to_string_pretty(&a) {
-            Ok(s) => w.write(PROGRAMS_FILE, s),
-            Err(e) => w.summary.notes.push(format!("{PROGRAMS_FILE}: {e}")),
+    match rpm_listing(&quiet) {
+        Ok(Some(t)) => {
+            let packages = parse_rpm_listing(&t);
+            root.record(RPM_FILE, format_rpm_listing(&packages));
+            Reading::Value(InstalledPackages {
+                source: "rpm -qa".into(),
+                packages,
+            })
+        }
+        Ok(None) => Reading::unavailable(NO_DATABASE),
+        Err(e) => {
+            root.record_note(format!("{RPM_FILE}: {e}"));
+            root.record_mark(RPM_FILE, &e);
+            Reading::unavailable(e)
+        }
+    }
+}
+
+/// The versions; from a snapshot without a versions part, nothing (and a snapshot collected
+/// from it must not claim one).
+pub fn read(root: &RootFs) -> VersionFacts {
+    let quiet = root.unrecorded();
+    if !quiet.is_live() && !quiet.exists(PROGRAMS_FILE) {
+        return VersionFacts::unread(NO_VERSIONS_PART);
+    }
+    let packages = read_packages(root);
+    let answers = answers(&quiet);
+    match &answers {
+        Ok(a) => match serde_json::to_string_pretty(a) {
+            Ok(s) => root.record(PROGRAMS_FILE, s),
+            Err(e) => root.record_note(format!("{PROGRAMS_FILE}: {e}")),
         },
-        Err(e) => w.mark(PROGRAMS_FILE, &e),
+        Err(e) => root.record_mark(PROGRAMS_FILE, e),
+    }
+    VersionFacts {
+        packages,
+        programs: answers.map(|a| program_facts(&a)).into(),
     }
 }
 

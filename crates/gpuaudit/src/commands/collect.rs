@@ -4,14 +4,14 @@ use crate::cli::CollectArgs;
 use crate::sink;
 use anyhow::Result;
 use gpuaudit_core::render::escape::escape_line;
-use gpuaudit_probe::collect::{collect_base, collect_host, Collector};
+use gpuaudit_probe::collect::collect;
+use gpuaudit_probe::gather::GatherOptions;
 use gpuaudit_probe::host::HostOptions;
 use gpuaudit_probe::root::RootFs;
 use std::time::Duration;
 
 pub fn run(args: &CollectArgs) -> Result<u8> {
     let root = RootFs::live();
-    let mut c = Collector::new(&root, &args.out)?;
     let host = root
         .read_line("proc/sys/kernel/hostname")
         .unwrap_or_else(|_| "unknown host".into());
@@ -21,29 +21,32 @@ pub fn run(args: &CollectArgs) -> Result<u8> {
             env!("CARGO_PKG_VERSION")
         )
     });
-    collect_base(&mut c, &description, Duration::from_secs(30));
-    let host = HostOptions {
-        data_dirs: args.data_dirs.clone(),
-        ..HostOptions::default()
+    let opts = GatherOptions {
+        command_timeout: Duration::from_secs(30),
+        host: HostOptions {
+            data_dirs: args.data_dirs.clone(),
+            ..HostOptions::default()
+        },
+        ..GatherOptions::default()
     };
-    collect_host(&mut c, &host);
-    for n in &c.summary.notes {
+    let summary = collect(&root, &args.out, &description, &opts)?;
+    for n in &summary.notes {
         sink::note(&format!("gpuaudit collect: {}", escape_line(n)));
     }
     let out = escape_line(&args.out.to_string_lossy()).into_owned();
-    if !c.summary.failed.is_empty() {
-        for f in &c.summary.failed {
+    if !summary.failed.is_empty() {
+        for f in &summary.failed {
             sink::note(&format!("gpuaudit collect: {}", escape_line(f)));
         }
         sink::note(&format!(
             "gpuaudit collect: {} could not be written: the snapshot in {out} is incomplete",
-            files(c.summary.failed.len())
+            files(summary.failed.len())
         ));
         return Ok(2);
     }
     sink::note(&format!(
         "gpuaudit collect: wrote {} to {out}; audit it with `gpuaudit --root {out}`",
-        files(c.summary.files)
+        files(summary.files)
     ));
     Ok(0)
 }

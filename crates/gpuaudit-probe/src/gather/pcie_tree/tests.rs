@@ -1,4 +1,5 @@
 use super::*;
+use crate::pcipath::is_function;
 use gpuaudit_core::parse::pci_config::synthetic;
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -220,39 +221,41 @@ fn without_root_the_extended_space_is_permission_denied() {
         .contains("256 bytes, no extended config space"));
 }
 
-/// collect keeps the links and files the walk reads: the snapshot gives the same tree, and
-/// the GPU's own files (written by collect_pci afterwards) land in its linked directory.
+/// A recording reader keeps the links and files the walk reads: the snapshot gives the same
+/// tree, and the GPU's own files (read, and written, before its path) land in its linked
+/// directory.
 #[test]
 fn a_snapshot_gives_the_same_tree() {
     for bytes in [4096, 64] {
         let m = machine(bytes);
         let src = RootFs::new(m.path());
         let d = tempfile::tempdir().unwrap();
-        let mut c = Collector::new(&src, &d.path().join("snap")).unwrap();
-        let ids = gpus(&src).into_value().unwrap();
-        collect(&mut c, &ids);
-        crate::collect::collect_pci(&mut c);
-        assert!(c.summary.failed.is_empty(), "{:?}", c.summary.failed);
-        let snap = RootFs::new(c.out());
-        assert_eq!(
-            read(&snap, &gpus(&snap)),
-            read(&src, &gpus(&src)),
-            "{bytes}"
+        let rec =
+            std::sync::Arc::new(crate::root::Recorder::create(&d.path().join("snap")).unwrap());
+        let recording = src.recording(rec.clone());
+        // The GPUs' own files are read (and written) before their paths are known: the link
+        // that comes later takes them into the linked directory.
+        let tree = read(&recording, &gpus(&recording));
+        assert!(
+            rec.summary().failed.is_empty(),
+            "{:?}",
+            rec.summary().failed
         );
+        let out = rec.out().to_path_buf();
+        let snap = RootFs::new(&out);
+        assert_eq!(read(&snap, &gpus(&snap)), tree, "{bytes}");
+        assert_eq!(tree, read(&src, &gpus(&src)), "{bytes}");
         assert_eq!(
-            fs::read_to_string(c.out().join("proc/cmdline")).unwrap(),
+            fs::read_to_string(out.join("proc/cmdline")).unwrap(),
             "intel_iommu=on iommu=pt\n"
         );
-        assert!(c
-            .out()
+        assert!(out
             .join(
                 "sys/devices/pci0000:00/0000:00:01.0/0000:01:00.0/0000:02:00.0/0000:03:00.0/vendor"
             )
             .is_file());
         assert_eq!(
-            fs::read(c.out().join(format!("{RP}/config")))
-                .unwrap()
-                .len(),
+            fs::read(out.join(format!("{RP}/config"))).unwrap().len(),
             bytes
         );
     }
