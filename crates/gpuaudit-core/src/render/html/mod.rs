@@ -188,6 +188,12 @@ fn headline(b: &mut String, report: &Report) {
                 figures(p.len()),
             );
         }
+        (None, None) if report.gpus.is_empty() => {
+            b.push_str(
+                "<p class=headline id=headline>No GPU was found on this machine: there is no \
+                 share of a datasheet to give. This page holds what the machine's facts say.</p>\n",
+            );
+        }
         (None, None) => {
             let why = report
                 .audit
