@@ -5,7 +5,7 @@
 
 use super::model::{Comparison, FigureRow};
 use super::table::{check_text, figure_label, figure_text, BEST, DIFFERS_MARK};
-use super::{with_unit, DIFFERS};
+use super::{with_unit, DIFFERS, TIE};
 use crate::render::charts::{self, ValueBar};
 use crate::render::html::parts::{esc, figure, page_with_style};
 use std::fmt::Write;
@@ -77,7 +77,15 @@ fn chart(c: &Comparison, r: &FigureRow) -> Option<String> {
     if !missing.is_empty() {
         note.push_str(&format!("; not measured on {}", missing.join(", ")));
     }
-    let svg = charts::value_bars(&bars, &r.unit);
+    let svg = match all_equal(&bars) {
+        // Bars of one length say only that they are equal, and look like a difference was
+        // found; a sentence says it.
+        Some(v) => Err(format!(
+            "every machine with a value has the same one, {}",
+            with_unit(v, &r.unit)
+        )),
+        None => charts::value_bars(&bars, &r.unit),
+    };
     Some(figure(
         &format!("chart-{}", r.key),
         &figure_label(r),
@@ -85,6 +93,18 @@ fn chart(c: &Comparison, r: &FigureRow) -> Option<String> {
         &[],
         &note,
     ))
+}
+
+/// The value every bar has, where there are two or more and each is within [`TIE`] of the
+/// largest (the views write three or four digits: the reader sees one number).
+fn all_equal(bars: &[ValueBar]) -> Option<f64> {
+    let top = bars.iter().map(|b| b.value).fold(f64::NAN, f64::max);
+    let equal = bars.len() >= 2
+        && top.is_finite()
+        && bars
+            .iter()
+            .all(|b| (b.value - top).abs() <= TIE * top.abs());
+    equal.then_some(top)
 }
 
 pub fn html(c: &Comparison) -> String {
@@ -218,4 +238,35 @@ pub fn html(c: &Comparison) -> String {
         STYLE,
         &b,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bars(values: &[f64]) -> Vec<ValueBar> {
+        values
+            .iter()
+            .map(|v| ValueBar {
+                label: "m".into(),
+                value: *v,
+                note: String::new(),
+                color: "#000000".into(),
+            })
+            .collect()
+    }
+
+    /// Pinned: two or more values within TIE (0.1%) of the largest are one value, and drawn
+    /// as a sentence instead of bars of one length (issue 23).
+    #[test]
+    fn equal_values_are_a_sentence_not_a_chart() {
+        assert_eq!(TIE, 0.001);
+        assert_eq!(all_equal(&bars(&[700.0, 700.0, 700.0])), Some(700.0));
+        assert_eq!(all_equal(&bars(&[700.0, 699.5])), Some(700.0));
+        assert_eq!(all_equal(&bars(&[700.0, 699.0])), None);
+        // One machine's value compares with nothing: its bar stays.
+        assert_eq!(all_equal(&bars(&[700.0])), None);
+        assert_eq!(all_equal(&bars(&[f64::NAN, 700.0])), None);
+        assert_eq!(all_equal(&bars(&[0.0, 0.0])), Some(0.0));
+    }
 }

@@ -104,6 +104,40 @@ pub struct Panel {
     /// "SM clock (MHz)".
     pub y_label: String,
     pub lines: Vec<Line>,
+    /// Levels drawn across the panel as dashed lines with their label: the power limit, the
+    /// boost clock, what a healthy GPU reaches.
+    pub references: Vec<Reference>,
+}
+
+/// A level marked across a panel of [`timeline`]: "power limit 700 W".
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reference {
+    pub label: String,
+    pub value: f64,
+}
+
+/// The room over the highest value or reference line of a burn panel, as a share of its
+/// range: a reference line's label (written above it) fits under the panel's top.
+pub const PANEL_HEADROOM: f64 = 0.15;
+
+/// A burn panel's y axis: from 0 (a clock, a power, a temperature and TFLOPS count from
+/// there), or a little below the lowest value where one is negative, to [`PANEL_HEADROOM`]
+/// over the highest of its values and its references. Fitted to the values alone the clock's
+/// axis began at 1450 MHz, and a GPU's ±50 MHz filled the panel as if it were a fault.
+pub fn panel_range(values: &[f64], references: &[f64]) -> (f64, f64) {
+    let all = || {
+        values
+            .iter()
+            .chain(references)
+            .copied()
+            .filter(|v| drawable(*v))
+    };
+    let lo = all().fold(0.0f64, f64::min);
+    let hi = all().fold(0.0f64, f64::max);
+    let lo = if lo < 0.0 { lo - (hi - lo) * 0.05 } else { 0.0 };
+    // All zero (an idle GPU's power in a report someone made): a unit's range.
+    let hi = if hi > lo { hi } else { lo + 1.0 };
+    (lo, hi + (hi - lo) * PANEL_HEADROOM)
 }
 
 /// The colours of GPU 0, 1, ... (then round again): distinct on white and for the common
@@ -118,6 +152,41 @@ pub fn gpu_color(i: usize) -> &'static str {
 
 pub const WIDTH: u32 = 900;
 const FONT: &str = "sans-serif";
+
+/// The charts' text, in pixels as drawn (a printed page then scales the 900-px chart to its
+/// width: about 0.8 on A4 or Letter). 14 px: the 11 and 12 asked for before were drawn at
+/// 8.9 and 9.7 px (see [`PLOTTERS_FONT_SCALE`]), and printed at 7 px.
+pub const TEXT_PX: f64 = 14.0;
+/// The smaller text of the burn's panels (their ticks and reference lines' labels).
+pub const SMALL_PX: f64 = 13.0;
+/// Plotters' SVG backend writes a font of size `s` as `font-size="s / 1.24"` (its sizes are
+/// points); [`font`] asks for `px` times this so that the SVG says `px`.
+const PLOTTERS_FONT_SCALE: f64 = 1.24;
+/// The width of a character of sans-serif, as a share of its size: DejaVu Sans (the usual
+/// sans-serif on Linux, where Chromium prints) draws digits 0.64 em wide and text about
+/// 0.6; a little wide is room to spare, a little narrow a note across a line.
+pub const EM_PER_CHAR: f64 = 0.64;
+/// The wide ones: "%" (0.95 em in DejaVu Sans: "90%" estimated at 0.64 em a character
+/// touched the 100% line), M, W, m, w and the ★ of compare's best.
+pub const EM_WIDE: f64 = 1.0;
+
+/// The chart font at `px` pixels (in the SVG's own units).
+fn font(px: f64) -> TextStyle<'static> {
+    TextStyle::from((FONT, px * PLOTTERS_FONT_SCALE).into_font())
+}
+
+/// About how wide `s` is drawn at `px`: the SVG backend lays out text without font files, so
+/// the notes are placed by this estimate.
+pub fn text_width(s: &str, px: f64) -> f64 {
+    let em: f64 = s
+        .chars()
+        .map(|c| match c {
+            '%' | 'M' | 'W' | 'm' | 'w' | '★' => EM_WIDE,
+            _ => EM_PER_CHAR,
+        })
+        .sum();
+    em * px
+}
 
 /// `n` rows (segments 0 … n−1). Plotters' integer ranges include their end, so `0..n−1`.
 fn rows_of(
@@ -176,36 +245,126 @@ struct BarRow<'a> {
 
 /// How a bar chart looks: its axis and the room its labels take.
 struct BarLayout<'a> {
+    /// The axis's end before the notes are fitted ([`plan_notes`] may push it further).
     top: f64,
     x_desc: &'a str,
     x_format: &'a dyn Fn(&f64) -> String,
-    label_cols: u32,
     row_px: u32,
 }
 
+/// The room a bar chart keeps around its plot, in pixels.
+const BAR_MARGIN: u32 = 12;
+/// Below a bar chart's plot: the tick labels, a gap, then the axis title. At 28 px the title
+/// sat on the middle tick label ("measured / expected" over "60%", issue 23); a tick label is
+/// drawn [`TICK_GAP`] below the axis, so this leaves [`TITLE_GAP`] between the two lines.
+const BAR_X_AREA: u32 = TICK_GAP + TEXT_PX as u32 + TITLE_GAP + TEXT_PX as u32 + 4;
+/// Right of a plot whose last x tick label is centred on its edge ("1 GiB", "60 s"): half
+/// the label's width; at 12 px "1 GiB" was cut to "1 Gi".
+const EDGE_LABEL_ROOM: u32 = 28;
+/// How far below the axis plotters draws its tick labels (5 px of tick, 5 of space).
+const TICK_GAP: u32 = 10;
+/// The least space between a row of tick labels and the axis title under them.
+const TITLE_GAP: u32 = 6;
+/// A note's distance from the end of its bar, or from a line it was moved past: at one space
+/// ("88%" right after the bar) it touched the bar's end.
+pub const NOTE_GAP: f64 = 6.0;
+/// The least space a note keeps on each side of a line it does not cross (the 100% line, the
+/// attainable tick): "99%" was written across the 100% line.
+pub const NOTE_CLEAR: f64 = 3.0;
+/// How much further the axis reaches each time the notes do not fit (5%), and how often.
+const TOP_STEP: f64 = 1.05;
+const TOP_STEPS: usize = 80;
+
+/// Where the bars' notes go: for each row, how many pixels right of its bar's end its note
+/// starts; and the axis's end, grown from `top` until every note ends inside the plot.
+///
+/// `ends`: each bar's end on the axis; `widths`: each note's width in pixels; `marks`: per
+/// row the axis values of the lines drawn across it; `plot_px`: the plot's width. A note
+/// starts [`NOTE_GAP`] after its bar; where it would come within [`NOTE_CLEAR`] of a line,
+/// it starts [`NOTE_GAP`] after the line instead (the next line likewise).
+pub fn plan_notes(
+    ends: &[f64],
+    widths: &[f64],
+    marks: &[Vec<f64>],
+    top: f64,
+    plot_px: f64,
+) -> (f64, Vec<f64>) {
+    let place = |top: f64| -> (bool, Vec<f64>) {
+        let px = |x: f64| x.clamp(0.0, top) / top * plot_px;
+        let mut fits = true;
+        let offsets = ends
+            .iter()
+            .enumerate()
+            .map(|(i, end)| {
+                let end_px = px(*end);
+                let w = widths.get(i).copied().unwrap_or(0.0);
+                let mut lines: Vec<f64> = marks
+                    .get(i)
+                    .map(|m| m.iter().map(|x| px(*x)).collect())
+                    .unwrap_or_default();
+                lines.sort_by(f64::total_cmp);
+                let mut start = end_px + NOTE_GAP;
+                for l in lines {
+                    if start - NOTE_CLEAR < l && start + w + NOTE_CLEAR > l {
+                        start = l + NOTE_GAP;
+                    }
+                }
+                fits &= start + w <= plot_px;
+                start - end_px
+            })
+            .collect();
+        (fits, offsets)
+    };
+    let mut t = top;
+    for _ in 0..TOP_STEPS {
+        let (fits, offsets) = place(t);
+        if fits {
+            return (t, offsets);
+        }
+        t *= TOP_STEP;
+    }
+    // A note too wide for any axis (a hostname of hundreds of characters): the last try;
+    // the SVG clips what runs past its edge.
+    (t, place(t).1)
+}
+
 /// Horizontal bars from 0, one row each, the label at the left and the note at the bar's end
-/// (both through [`shown`]); `more` draws on the chart after them. For [`ratio_bars`] and
-/// [`value_bars`].
+/// (both through [`shown`]), clear of the lines in `marks` (per row, axis values: see
+/// [`plan_notes`]); `more` draws on the chart after them. For [`ratio_bars`] and
+/// [`value_bars`]. Returns the SVG and the axis's end.
 fn horizontal_bars(
     rows: &[BarRow],
     layout: &BarLayout,
-    more: impl FnOnce(&mut ChartContext<SVGBackend, BarRows>, usize) -> Result<(), String>,
+    marks: &[Vec<f64>],
+    more: impl FnOnce(&mut ChartContext<SVGBackend, BarRows>, usize, f64) -> Result<(), String>,
 ) -> Result<String, String> {
     let n = rows.len();
-    let top = layout.top;
-    let height = 60 + layout.row_px * n as u32;
+    let labels: Vec<String> = rows.iter().map(|r| shown(r.label)).collect();
+    let notes: Vec<String> = rows.iter().map(|r| shown(r.note)).collect();
+    let label_cols = label_area(&labels);
+    let plot_px = f64::from(WIDTH - BAR_MARGIN - EDGE_LABEL_ROOM - label_cols);
+    let lengths: Vec<f64> = rows
+        .iter()
+        .map(|r| match drawable(r.length) {
+            true => r.length.max(0.0),
+            false => 0.0,
+        })
+        .collect();
+    let widths: Vec<f64> = notes.iter().map(|s| text_width(s, TEXT_PX)).collect();
+    let (top, offsets) = plan_notes(&lengths, &widths, marks, layout.top, plot_px);
+    let height = 2 * BAR_MARGIN + BAR_X_AREA + layout.row_px * n as u32;
     svg(height, |root| {
         let mut chart = ChartBuilder::on(root)
-            .margin(12)
-            .x_label_area_size(28)
-            .y_label_area_size(layout.label_cols)
+            .margin(BAR_MARGIN)
+            .margin_right(EDGE_LABEL_ROOM)
+            .x_label_area_size(BAR_X_AREA)
+            .y_label_area_size(label_cols)
             .build_cartesian_2d(0f64..top, rows_of(n))
             .map_err(err)?;
         let label_of = |v: &SegmentValue<usize>| match v {
-            SegmentValue::CenterOf(i) if *i < n => rows
-                .get(n - 1 - *i)
-                .map(|r| shown(r.label))
-                .unwrap_or_default(),
+            SegmentValue::CenterOf(i) if *i < n => {
+                labels.get(n - 1 - *i).cloned().unwrap_or_default()
+            }
             _ => String::new(),
         };
         chart
@@ -216,24 +375,17 @@ fn horizontal_bars(
             .x_label_formatter(layout.x_format)
             .light_line_style(RGBColor(0xf2, 0xf2, 0xf2))
             .x_desc(layout.x_desc)
-            .label_style((FONT, 13))
-            .axis_desc_style((FONT, 13))
+            .label_style(font(TEXT_PX))
+            .axis_desc_style(font(TEXT_PX))
             .draw()
             .map_err(err)?;
-        let end = |r: &BarRow| {
-            if drawable(r.length) {
-                r.length.clamp(0.0, top)
-            } else {
-                0.0
-            }
-        };
         chart
-            .draw_series(rows.iter().enumerate().map(|(i, r)| {
+            .draw_series(lengths.iter().zip(rows).enumerate().map(|(i, (end, r))| {
                 let row = n - 1 - i;
                 let mut bar = Rectangle::new(
                     [
                         (0.0, SegmentValue::Exact(row)),
-                        (end(r), SegmentValue::Exact(row + 1)),
+                        (*end, SegmentValue::Exact(row + 1)),
                     ],
                     r.color.mix(0.85).filled(),
                 );
@@ -241,22 +393,34 @@ fn horizontal_bars(
                 bar
             }))
             .map_err(err)?;
-        let note = TextStyle::from((FONT, 12).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+        let style = font(TEXT_PX).pos(Pos::new(HPos::Left, VPos::Center));
         chart
-            .draw_series(rows.iter().enumerate().map(|(i, r)| {
-                Text::new(
-                    format!(" {}", shown(r.note)),
-                    (end(r), SegmentValue::CenterOf(n - 1 - i)),
-                    note.clone(),
-                )
+            .draw_series(notes.iter().enumerate().map(|(i, note)| {
+                let at = (
+                    lengths.get(i).copied().unwrap_or(0.0),
+                    SegmentValue::CenterOf(n - 1 - i),
+                );
+                let dx = offsets.get(i).copied().unwrap_or(NOTE_GAP).round() as i32;
+                EmptyElement::at(at) + Text::new(note.clone(), (dx, 0), style.clone())
             }))
             .map_err(err)?;
-        more(&mut chart, n)
+        more(&mut chart, n, top)
     })
 }
 
+/// The width of the label column of a bar chart: its longest label and a tick, within
+/// 120..=360 px (a longer label is cut by the SVG's edge rather than squeeze the bars).
+fn label_area(labels: &[String]) -> u32 {
+    let longest = labels
+        .iter()
+        .map(|l| text_width(l, TEXT_PX))
+        .fold(0.0f64, f64::max);
+    (longest.ceil() as u32 + 16).clamp(120, 360)
+}
+
 /// Horizontal bars of measured / expected, one per figure, a dashed line at 100% (the
-/// datasheet). The axis reaches past the longest bar and past 100%.
+/// datasheet). The axis reaches past the longest bar and past 100%, and far enough that each
+/// bar's note fits beside it.
 pub fn ratio_bars(bars: &[Bar]) -> Result<String, String> {
     if bars.is_empty() {
         return Err("no figure has a datasheet value to be held against".into());
@@ -284,15 +448,21 @@ pub fn ratio_bars(bars: &[Bar]) -> Result<String, String> {
             color: rgb(status_color(b.status)),
         })
         .collect();
+    // What healthy GPUs reach, where it is a share that can be drawn.
+    let attainable = |b: &Bar| b.attainable.filter(|a| drawable(*a) && *a > 0.0);
+    // The lines across each row: the 100% line, and the row's own tick.
+    let marks: Vec<Vec<f64>> = bars
+        .iter()
+        .map(|b| std::iter::once(1.0).chain(attainable(b)).collect())
+        .collect();
     let percent = |x: &f64| format!("{:.0}%", x * 100.0);
     let layout = BarLayout {
         top,
         x_desc: "measured / expected",
         x_format: &percent,
-        label_cols: 250,
-        row_px: 26,
+        row_px: 28,
     };
-    horizontal_bars(&rows, &layout, |chart, n| {
+    horizontal_bars(&rows, &layout, &marks, |chart, n, top| {
         chart
             .draw_series(DashedLineSeries::new(
                 [(1.0, SegmentValue::Exact(0)), (1.0, SegmentValue::Exact(n))],
@@ -303,10 +473,7 @@ pub fn ratio_bars(bars: &[Bar]) -> Result<String, String> {
             .map_err(err)?;
         // What healthy GPUs reach: a solid tick across the bar's own row.
         for (i, b) in bars.iter().enumerate() {
-            let Some(a) = b
-                .attainable
-                .filter(|a| drawable(*a) && *a > 0.0 && *a <= top)
-            else {
+            let Some(a) = attainable(b).filter(|a| *a <= top) else {
                 continue;
             };
             let row = n - 1 - i;
@@ -336,7 +503,8 @@ pub struct ValueBar {
 }
 
 /// Horizontal bars of one figure's values, one per machine (`gpuaudit compare`), from 0 to a
-/// little past the largest; `x_desc` names the axis ("GB/s").
+/// little past the largest (further where a note needs the room); `x_desc` names the axis
+/// ("GB/s").
 pub fn value_bars(bars: &[ValueBar], x_desc: &str) -> Result<String, String> {
     let finite: Vec<f64> = bars
         .iter()
@@ -374,10 +542,9 @@ pub fn value_bars(bars: &[ValueBar], x_desc: &str) -> Result<String, String> {
         top,
         x_desc,
         x_format: &figure,
-        label_cols: 220,
         row_px: 30,
     };
-    horizontal_bars(&rows, &layout, |_, _| Ok(()))
+    horizontal_bars(&rows, &layout, &[], |_, _, _| Ok(()))
 }
 
 /// Bandwidth against transfer size: x is log2 of the size (labelled "4 KiB" … "1 GiB"),
@@ -408,8 +575,10 @@ pub fn by_size(lines: &[Line], y_label: &str) -> Result<String, String> {
     svg(380, |root| {
         let mut chart = ChartBuilder::on(root)
             .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
+            // The last tick label ("1 GiB") is centred on the plot's edge: half of it past.
+            .margin_right(EDGE_LABEL_ROOM)
+            .x_label_area_size(TICK_GAP + SMALL_PX as u32 + TITLE_GAP + TEXT_PX as u32 + 4)
+            .y_label_area_size(70)
             .build_cartesian_2d(x0..x1, 0f64..y1)
             .map_err(err)?;
         let steps = (x1 - x0) as usize;
@@ -421,8 +590,8 @@ pub fn by_size(lines: &[Line], y_label: &str) -> Result<String, String> {
             .y_label_formatter(&|y| axis_number(*y))
             .x_desc("copy size")
             .y_desc(y_label)
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 13))
+            .label_style(font(SMALL_PX))
+            .axis_desc_style(font(TEXT_PX))
             .draw()
             .map_err(err)?;
         for l in lines {
@@ -485,8 +654,8 @@ pub fn heat_map(gpus: &[u32], cells: &[(u32, u32, f64, f64)]) -> Result<String, 
         let (area, _) = root.split_horizontally(side + 110);
         let mut chart = ChartBuilder::on(&area)
             .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
+            .x_label_area_size(TICK_GAP + SMALL_PX as u32 + TITLE_GAP + TEXT_PX as u32 + 4)
+            .y_label_area_size(70)
             .build_cartesian_2d(rows_of(n), rows_of(n))
             .map_err(err)?;
         let gpu_at = |v: &SegmentValue<usize>, flip: bool| match v {
@@ -505,16 +674,16 @@ pub fn heat_map(gpus: &[u32], cells: &[(u32, u32, f64, f64)]) -> Result<String, 
             .y_label_formatter(&|v| gpu_at(v, true))
             .x_desc("to")
             .y_desc("from")
-            .label_style((FONT, 12))
-            .axis_desc_style((FONT, 13))
+            .label_style(font(SMALL_PX))
+            .axis_desc_style(font(TEXT_PX))
             .draw()
             .map_err(err)?;
         let low = RGBColor(0xe8, 0xf1, 0xfa);
         let high = RGBColor(0x08, 0x45, 0x94);
         let mut rects = Vec::new();
         let mut texts = Vec::new();
-        let small = TextStyle::from((FONT, if n > 6 { 10 } else { 12 }).into_font())
-            .pos(Pos::new(HPos::Center, VPos::Center));
+        let small =
+            font(if n > 6 { 11.0 } else { SMALL_PX }).pos(Pos::new(HPos::Center, VPos::Center));
         for (ri, src) in gpus.iter().enumerate() {
             for (ci, dst) in gpus.iter().enumerate() {
                 let row = n - 1 - ri;
@@ -553,6 +722,43 @@ fn blend(a: RGBColor, b: RGBColor, t: f64) -> RGBColor {
     RGBColor(m(a.0, b.0), m(a.1, b.1), m(a.2, b.2))
 }
 
+/// The dashed lines of a panel's references, each labelled at the right above its line; a
+/// label that would overlap one already written (two GPUs' power limits 5 W apart) is left
+/// out, its line is not.
+fn reference_lines(
+    chart: &mut ChartContext<SVGBackend, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    references: &[Reference],
+    end: f64,
+) -> Result<(), String> {
+    let ink = RGBColor(0x44, 0x44, 0x44);
+    let style = font(SMALL_PX)
+        .pos(Pos::new(HPos::Right, VPos::Bottom))
+        .color(&ink);
+    let mut written: Vec<i32> = Vec::new();
+    for r in references {
+        chart
+            .draw_series(DashedLineSeries::new(
+                [(0.0, r.value), (end, r.value)],
+                6,
+                4,
+                ink.stroke_width(1),
+            ))
+            .map_err(err)?;
+        let y = chart.backend_coord(&(end, r.value)).1;
+        if written.iter().any(|w| (w - y).abs() < SMALL_PX as i32 + 2) {
+            continue;
+        }
+        written.push(y);
+        chart
+            .draw_series(std::iter::once(
+                EmptyElement::at((end, r.value))
+                    + Text::new(shown(&r.label), (-4, -3), style.clone()),
+            ))
+            .map_err(err)?;
+    }
+    Ok(())
+}
+
 /// Panels over a shared time axis (seconds), one line per GPU in each, and below them a
 /// strip with one row per GPU where clock-event reasons were active.
 pub fn timeline(
@@ -566,6 +772,12 @@ pub fn timeline(
         .map(|p| Panel {
             y_label: p.y_label.clone(),
             lines: drawable_lines(&p.lines),
+            references: p
+                .references
+                .iter()
+                .filter(|r| drawable(r.value))
+                .cloned()
+                .collect(),
         })
         .collect();
     if panels
@@ -591,8 +803,12 @@ pub fn timeline(
         .iter()
         .filter(|e| drawable(e.from_s) && drawable(e.to_s))
         .collect();
-    const PANEL: u32 = 150;
-    let strip = 46 + 16 * rows.len().max(1) as u32;
+    const PANEL: u32 = 170;
+    // The panels' tick labels under each: [`TICK_GAP`] and a line of text.
+    const PANEL_X_AREA: u32 = TICK_GAP + SMALL_PX as u32 + 4;
+    // The strip's: its tick labels, then the axis title under them.
+    const STRIP_X_AREA: u32 = TICK_GAP + SMALL_PX as u32 + TITLE_GAP + TEXT_PX as u32 + 4;
+    let strip = STRIP_X_AREA + 24 + 18 * rows.len().max(1) as u32;
     let height = PANEL * panels.len() as u32 + strip;
     svg(height, |root| {
         let mut rest = root.clone();
@@ -604,34 +820,29 @@ pub fn timeline(
                 .iter()
                 .flat_map(|l| l.points.iter().map(|x| x.1))
                 .collect();
-            let lo = ys.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = ys.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let (lo, hi) = if lo.is_finite() && hi.is_finite() {
-                let pad = ((hi - lo) * 0.15).max(hi.abs() * 0.02).max(1.0);
-                ((lo - pad).max(0.0), hi + pad)
-            } else {
-                (0.0, 1.0)
-            };
+            let refs: Vec<f64> = p.references.iter().map(|r| r.value).collect();
+            let (lo, hi) = panel_range(&ys, &refs);
             let mut chart = ChartBuilder::on(&top)
                 .margin_left(12)
-                .margin_right(12)
+                .margin_right(EDGE_LABEL_ROOM)
                 .margin_top(8)
-                .x_label_area_size(18)
-                .y_label_area_size(70)
+                .x_label_area_size(PANEL_X_AREA)
+                .y_label_area_size(76)
                 .build_cartesian_2d(0f64..end, lo..hi)
                 .map_err(err)?;
             chart
                 .configure_mesh()
-                .y_labels(4)
+                .y_labels(5)
                 .x_labels(8)
                 .x_label_formatter(&|x| format!("{x:.0} s"))
                 .light_line_style(RGBColor(0xf4, 0xf4, 0xf4))
                 .y_label_formatter(&|y| axis_number(*y))
                 .y_desc(p.y_label.as_str())
-                .label_style((FONT, 11))
-                .axis_desc_style((FONT, 12))
+                .label_style(font(SMALL_PX))
+                .axis_desc_style(font(SMALL_PX))
                 .draw()
                 .map_err(err)?;
+            reference_lines(&mut chart, &p.references, end)?;
             for l in &p.lines {
                 draw_line(&mut chart, l, |p| p)?;
             }
@@ -639,10 +850,10 @@ pub fn timeline(
         let n = rows.len().max(1);
         let mut chart = ChartBuilder::on(&rest)
             .margin_left(12)
-            .margin_right(12)
+            .margin_right(EDGE_LABEL_ROOM)
             .margin_top(6)
-            .x_label_area_size(26)
-            .y_label_area_size(70)
+            .x_label_area_size(STRIP_X_AREA)
+            .y_label_area_size(76)
             .build_cartesian_2d(0f64..end, rows_of(n))
             .map_err(err)?;
         chart
@@ -659,8 +870,8 @@ pub fn timeline(
                 _ => String::new(),
             })
             .x_desc("time since the burn began")
-            .label_style((FONT, 11))
-            .axis_desc_style((FONT, 12))
+            .label_style(font(SMALL_PX))
+            .axis_desc_style(font(TEXT_PX))
             .draw()
             .map_err(err)?;
         chart
@@ -833,8 +1044,9 @@ mod tests {
             })
             .collect();
         let s = value_bars(&bars, "GB/s").unwrap();
-        // 60 px of axes and 30 a row.
-        assert!(s.contains("height=\"150\""), "{s}");
+        // The margins, the axis with its title, and 30 px a row.
+        let height = 2 * BAR_MARGIN + BAR_X_AREA + 3 * 30;
+        assert!(s.contains(&format!("height=\"{height}\"")), "{s}");
         let drawn = bars_of(&s);
         assert_eq!(drawn.len(), 3);
         for (b, (top, height, width)) in bars.iter().zip(&drawn) {
@@ -987,10 +1199,12 @@ mod tests {
             Panel {
                 y_label: "SM clock (MHz)".into(),
                 lines: vec![line(1755.0)],
+                references: vec![],
             },
             Panel {
                 y_label: "power (W)".into(),
                 lines: vec![line(690.0)],
+                references: vec![],
             },
         ];
         let events = vec![Event {
@@ -1008,6 +1222,7 @@ mod tests {
         let empty = vec![Panel {
             y_label: "x".into(),
             lines: vec![],
+            references: vec![],
         }];
         assert!(timeline(10.0, &empty, &[0], &[]).is_err());
     }
@@ -1053,6 +1268,10 @@ mod tests {
                 points: vec![(0.0, 1.0), (1.0, 1.7e308), (2.0, 3.0)],
                 ..line
             }],
+            references: vec![Reference {
+                label: "r".into(),
+                value: f64::INFINITY,
+            }],
         };
         let events = [Event {
             row: 0,
@@ -1061,5 +1280,317 @@ mod tests {
             color: "#000000".into(),
         }];
         timeline(1.7e308, &[panel], &[0], &events).unwrap();
+    }
+
+    /// A text element of an SVG: its content, where plotters put it, its size and anchors.
+    #[derive(Debug)]
+    struct Label {
+        text: String,
+        x: f64,
+        y: f64,
+        size: f64,
+        anchor: String,
+        dy: String,
+        rotated: bool,
+    }
+
+    fn labels(svg: &str) -> Vec<Label> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                let (open, rest) = t.split_once('>')?;
+                let text = rest.split('<').next()?.trim().to_string();
+                let s = |k: &str| -> Option<String> {
+                    Some(
+                        open.split(&format!(" {k}=\""))
+                            .nth(1)?
+                            .split('"')
+                            .next()?
+                            .to_string(),
+                    )
+                };
+                Some(Label {
+                    text,
+                    x: s("x")?.parse().ok()?,
+                    y: s("y")?.parse().ok()?,
+                    size: s("font-size")?.parse().ok()?,
+                    anchor: s("text-anchor")?,
+                    dy: s("dy")?,
+                    rotated: open.contains("rotate("),
+                })
+            })
+            .collect()
+    }
+
+    /// About the box a label's glyphs fill: (left, top, right, bottom). Plotters writes the
+    /// vertical anchor as `dy`: 0.76em (top: the glyphs from y down one em), 0.5ex (centre)
+    /// and -0.5ex (bottom: the glyphs end at y); the width is [`text_width`]'s estimate.
+    fn glyph_box(l: &Label) -> (f64, f64, f64, f64) {
+        let w = text_width(&l.text, l.size);
+        let left = match l.anchor.as_str() {
+            "end" => l.x - w,
+            "middle" => l.x - w / 2.0,
+            _ => l.x,
+        };
+        let top = match l.dy.as_str() {
+            "0.76em" => l.y,
+            "0.5ex" => l.y - l.size / 2.0,
+            _ => l.y - l.size,
+        };
+        (left, top, left + w, top + l.size)
+    }
+
+    /// The axis title `title` of `svg` keeps clear of every other unrotated text: at 28 px
+    /// of label area "measured / expected" was drawn over the "60%" tick (issue 23).
+    fn title_is_clear(svg: &str, title: &str) {
+        let all = labels(svg);
+        let t = all
+            .iter()
+            .find(|l| l.text == title)
+            .unwrap_or_else(|| panic!("no title {title}: {svg}"));
+        let (l0, t0, r0, b0) = glyph_box(t);
+        let mut ticks = 0;
+        for other in all.iter().filter(|l| l.text != title && !l.rotated) {
+            let (l1, t1, r1, b1) = glyph_box(other);
+            // A tick label in the row above the title.
+            ticks += usize::from(b1 <= t0 && t1 > t0 - 40.0);
+            let overlaps = l1 < r0 && l0 < r1 && t1 < b0 && t0 < b1;
+            assert!(
+                !overlaps,
+                "{title:?} at {:?} over {:?} at {:?}",
+                (l0, t0, r0, b0),
+                other.text,
+                (l1, t1, r1, b1)
+            );
+            // The gap under a tick label above the title.
+            if l1 < r0 && l0 < r1 && b1 <= t0 {
+                assert!(
+                    t0 - b1 >= 2.0,
+                    "{title:?} {} px under {:?}",
+                    t0 - b1,
+                    other.text
+                );
+            }
+        }
+        assert!(
+            ticks > 0,
+            "{title:?}: no tick label above it to be clear of"
+        );
+    }
+
+    #[test]
+    fn axis_titles_sit_below_their_tick_labels() {
+        let bar = |ratio: f64| Bar {
+            label: "memory copy".into(),
+            ratio,
+            note: format!("{:.0}%", ratio * 100.0),
+            attainable: None,
+            status: None,
+        };
+        title_is_clear(
+            &ratio_bars(&[bar(0.89), bar(0.6)]).unwrap(),
+            "measured / expected",
+        );
+        let value = |v: f64| ValueBar {
+            label: "host".into(),
+            value: v,
+            note: format!("{v} GB/s"),
+            color: gpu_color(0).into(),
+        };
+        title_is_clear(
+            &value_bars(&[value(40.0), value(55.0)], "GB/s").unwrap(),
+            "GB/s",
+        );
+        let line = Line {
+            name: "GPU 0".into(),
+            color: gpu_color(0).into(),
+            points: vec![(4096.0, 3.0), (1048576.0, 40.0), (1073741824.0, 55.0)],
+            faint: false,
+        };
+        title_is_clear(&by_size(&[line], "GB/s").unwrap(), "copy size");
+        let panel = Panel {
+            y_label: "power (W)".into(),
+            lines: vec![Line {
+                name: "GPU 0".into(),
+                color: gpu_color(0).into(),
+                points: (0..60).map(|i| (f64::from(i), 690.0)).collect(),
+                faint: false,
+            }],
+            references: vec![],
+        };
+        let s = timeline(60.0, &[panel], &[0], &[]).unwrap();
+        title_is_clear(&s, "time since the burn began");
+    }
+
+    /// The charts' text is drawn at the size asked: plotters' SVG writes 1/1.24 of its font
+    /// size, which made the notes 9.7 px and the burn's ticks 8.9 (issue 23).
+    #[test]
+    fn chart_text_is_drawn_at_its_size_in_pixels() {
+        let s = ratio_bars(&[Bar {
+            label: "GEMM bf16".into(),
+            ratio: 0.82,
+            note: "82%".into(),
+            attainable: None,
+            status: None,
+        }])
+        .unwrap();
+        let all = labels(&s);
+        for text in ["82%", "GEMM bf16", "measured / expected", "40%"] {
+            let l = all.iter().find(|l| l.text == text).unwrap();
+            assert!((l.size - TEXT_PX).abs() < 0.01, "{text}: {}", l.size);
+        }
+        assert_eq!((TEXT_PX, SMALL_PX), (14.0, 13.0));
+    }
+
+    /// Pinned: a note starts NOTE_GAP (6 px) after its bar; one that would come within
+    /// NOTE_CLEAR (3 px) of a line starts 6 px after the line; the axis grows by 5% steps until
+    /// every note ends inside the plot.
+    #[test]
+    fn notes_keep_clear_of_their_bar_and_of_the_lines() {
+        assert_eq!((NOTE_GAP, NOTE_CLEAR), (6.0, 3.0));
+        let plot = 600.0;
+        // Far from the line: 6 px after the bar's end.
+        let (top, off) = plan_notes(&[0.5], &[30.0], &[vec![1.0]], 1.18, plot);
+        assert_eq!(top, 1.18);
+        assert_eq!(off, vec![6.0]);
+        // "99%" on a bar that ends 5 px before the 100% line: past the line.
+        let line_px = 1.0 / 1.18 * plot;
+        let end = (line_px - 5.0) / plot * 1.18;
+        let (_, off) = plan_notes(&[end], &[30.0], &[vec![1.0]], 1.18, plot);
+        let start = line_px - 5.0 + off[0];
+        assert!(
+            (start - (line_px + NOTE_GAP)).abs() < 1e-6,
+            "{start} vs {line_px}"
+        );
+        // Ending just clear of the line (3 px and more before it) it stays at its bar.
+        let end = (line_px - NOTE_GAP - 30.0 - NOTE_CLEAR - 0.5) / plot * 1.18;
+        let (_, off) = plan_notes(&[end], &[30.0], &[vec![1.0]], 1.18, plot);
+        assert_eq!(off, vec![6.0]);
+        // A bar past the line: the line is behind it, the note 6 px after the bar.
+        let (_, off) = plan_notes(&[1.1], &[30.0], &[vec![1.0]], 1.5, plot);
+        assert_eq!(off, vec![6.0]);
+        // Two lines: past both where the first pushes it onto the second.
+        let (_, off) = plan_notes(&[0.79], &[30.0], &[vec![0.8, 0.83]], 1.18, plot);
+        let px = |x: f64| x / 1.18 * plot;
+        assert!(
+            (px(0.79) + off[0] - (px(0.83) + NOTE_GAP)).abs() < 1e-6,
+            "{off:?}"
+        );
+        // A long note: the axis reaches further, 5% at a time, until it fits.
+        let (top, off) = plan_notes(&[1.0], &[200.0], &[vec![1.0]], 1.18, plot);
+        assert!(top > 1.18, "{top}");
+        let steps = (top / 1.18).ln() / 1.05f64.ln();
+        assert!((steps - steps.round()).abs() < 1e-6, "{steps}");
+        assert!(1.0 / top * plot + off[0] + 200.0 <= plot);
+        assert!(
+            1.0 / (top / 1.05) * plot + NOTE_GAP + 200.0 > plot,
+            "one step less fits"
+        );
+    }
+
+    /// In the SVG: the note of a bar at 99% is right of the 100% line; each note ends within
+    /// the chart, also "(lowest: GPU 12)" on the longest bar.
+    #[test]
+    fn a_note_by_the_hundred_percent_line_is_written_past_it() {
+        let bar = |ratio: f64, note: &str| Bar {
+            label: "burn power, median".into(),
+            ratio,
+            note: note.into(),
+            attainable: None,
+            status: None,
+        };
+        let s = ratio_bars(&[bar(0.99, "99%"), bar(1.12, "112% (lowest: GPU 12)")]).unwrap();
+        let all = labels(&s);
+        let line = all.iter().find(|l| l.text == "100%").unwrap().x;
+        let note = all.iter().find(|l| l.text == "99%").unwrap();
+        assert!(
+            note.x >= line + NOTE_GAP - 1.0,
+            "{} vs the line at {line}",
+            note.x
+        );
+        for l in &all {
+            let (left, _, right, _) = glyph_box(l);
+            assert!(
+                left >= 0.0 && right <= f64::from(WIDTH),
+                "{l:?} leaves the chart"
+            );
+        }
+    }
+
+    /// Pinned: a burn panel's axis starts at 0 and ends 15% over the highest of its values
+    /// and references; with a negative value 5% of the range below it.
+    #[test]
+    fn burn_panels_start_at_zero_and_reach_past_their_reference_lines() {
+        assert_eq!(PANEL_HEADROOM, 0.15);
+        let near = |(a, b): (f64, f64), (c, d): (f64, f64)| {
+            assert!(
+                (a - c).abs() < 1e-9 && (b - d).abs() < 1e-9,
+                "{a}..{b}, not {c}..{d}"
+            );
+        };
+        let clock = [1450.0, 1515.0, 1600.0];
+        near(panel_range(&clock, &[]), (0.0, 1600.0 * 1.15));
+        near(panel_range(&clock, &[1980.0]), (0.0, 1980.0 * 1.15));
+        // A reference below the values changes nothing.
+        near(panel_range(&clock, &[700.0]), (0.0, 1600.0 * 1.15));
+        // -10..30: 2 (5% of 40) below, 15% of 42 above.
+        near(
+            panel_range(&[-10.0, 30.0], &[]),
+            (-12.0, 30.0 + 42.0 * 0.15),
+        );
+        near(panel_range(&[0.0, 0.0], &[]), (0.0, 1.15));
+        near(
+            panel_range(&[f64::NAN, 50.0], &[f64::INFINITY]),
+            (0.0, 50.0 * 1.15),
+        );
+        // The clock's ±50 MHz is a few percent of the panel, not all of it.
+        let (lo, hi) = panel_range(&clock, &[1980.0]);
+        assert!((1600.0 - 1450.0) / (hi - lo) < 0.1);
+    }
+
+    #[test]
+    fn burn_panels_draw_their_reference_lines_with_labels() {
+        let line = |v: f64| Line {
+            name: "GPU 0".into(),
+            color: gpu_color(0).into(),
+            points: (0..60).map(|i| (f64::from(i), v)).collect(),
+            faint: false,
+        };
+        let reference = |label: &str, value: f64| Reference {
+            label: label.into(),
+            value,
+        };
+        let panels = [
+            Panel {
+                y_label: "SM clock (MHz)".into(),
+                lines: vec![line(1515.0)],
+                references: vec![reference("boost clock 1980 MHz", 1980.0)],
+            },
+            Panel {
+                y_label: "power (W)".into(),
+                lines: vec![line(690.0)],
+                // Two limits 5 W apart: two lines, one label (they would overlap).
+                references: vec![
+                    reference("power limit 700 W (GPU 0)", 700.0),
+                    reference("power limit 705 W (GPU 1)", 705.0),
+                ],
+            },
+        ];
+        let s = timeline(60.0, &panels, &[0], &[]).unwrap();
+        let all = labels(&s);
+        let boost = all
+            .iter()
+            .find(|l| l.text == "boost clock 1980 MHz")
+            .unwrap();
+        // Written above its line, at the right: under the panel's top (its headroom).
+        assert_eq!(boost.anchor, "end");
+        assert!(boost.y > 8.0, "{boost:?}");
+        assert!(all.iter().any(|l| l.text == "power limit 700 W (GPU 0)"));
+        assert!(
+            !all.iter().any(|l| l.text == "power limit 705 W (GPU 1)"),
+            "{s}"
+        );
+        // The axis begins at 0: its lowest tick label is "0".
+        assert!(all.iter().filter(|l| l.text == "0").count() >= 2, "{s}");
     }
 }

@@ -5,25 +5,16 @@ use crate::facts::Measurement;
 use crate::facts::ThrottleReason;
 use crate::figures as catalog;
 use crate::finding::Status;
-use crate::render::charts::{self, gpu_color, Bar, Event, Line, Panel};
+use crate::render::charts::{self, gpu_color, Bar, Event, Line, Panel, Reference};
 use crate::render::overview::{figures, percent};
 use crate::report::Report;
 
 /// Every chart of the report, or for each the sentence why it is not drawn; one sentence
 /// for all where nothing was measured.
 pub fn section(report: &Report) -> String {
-    if report.measurements.is_empty() && report.series.is_empty() {
-        let why = report
-            .audit
-            .measurements_not_run
-            .clone()
-            .unwrap_or_else(|| "no measurement gave a figure".into());
-        return format!(
-            "<p class=chart-omitted>No charts: nothing was measured ({}). Run gpuaudit on the \
-             machine itself for the quick measurements, with <code>--full</code> for every \
-             chart.</p>\n",
-            super::parts::esc(&why)
-        );
+    let nothing_measured = report.measurements.is_empty() && report.series.is_empty();
+    if nothing_measured || report.gpus.is_empty() {
+        return format!("<p class=chart-omitted>{}</p>\n", no_charts(report));
     }
     let mut o = String::new();
     o.push_str(&ratio_chart(report));
@@ -31,6 +22,35 @@ pub fn section(report: &Report) -> String {
     o.push_str(&p2p_chart(report));
     o.push_str(&burn_chart(report));
     o
+}
+
+/// Why the page has no chart at all, and what would draw them. Only a snapshot audit is
+/// told to run gpuaudit on the machine itself: a live audit ran there (issue 23: a machine
+/// without a GPU was told to).
+fn no_charts(report: &Report) -> String {
+    use super::parts::esc;
+    let why = report.audit.measurements_not_run.as_deref();
+    if report.audit.snapshot.is_some() {
+        return format!(
+            "No charts: nothing was measured ({}). Run gpuaudit on the machine itself for the \
+             quick measurements, with <code>--full</code> for every chart.",
+            esc(why.unwrap_or("a snapshot audit"))
+        );
+    }
+    if report.gpus.is_empty() {
+        return "No charts: there is no GPU on this machine to measure (the checks below say \
+                what the driver and the PCI bus show)."
+            .into();
+    }
+    match why {
+        Some(why) if why.contains("facts-only") => format!(
+            "No charts: nothing was measured ({}). gpuaudit without <code>--facts-only</code> \
+             takes the quick measurements, with <code>--full</code> every chart.",
+            esc(why)
+        ),
+        Some(why) => format!("No charts: nothing was measured ({}).", esc(why)),
+        None => "No charts: no measurement gave a figure.".into(),
+    }
 }
 
 /// Why the figures of `check` are missing: its skip message where it was skipped.
@@ -268,21 +288,62 @@ fn burn_chart(report: &Report) -> String {
             })
             .collect()
     };
+    let gpus: Vec<u32> = burn.iter().map(|b| b.gpu).collect();
+    let figure_of = |gpu: u32, f: catalog::BurnFigure| {
+        report.measurements.iter().find(|m| {
+            m.gpu == Some(gpu) && catalog::Figure::of(m) == Some(catalog::Figure::Burn(f))
+        })
+    };
+    let gpu_facts = |gpu: u32| report.gpus.iter().find(|g| g.index == gpu);
+    // The boost clock: the datasheet's (what the burn's clock is held against), else the
+    // clock the driver says the GPU reaches.
+    let boost = references(&gpus, "boost clock", "MHz", |g| {
+        figure_of(g, catalog::BurnFigure::SmClock)
+            .and_then(|m| m.expected)
+            .or_else(|| gpu_facts(g).and_then(|f| f.sm_clock_max_mhz).map(f64::from))
+    });
+    let limit = references(&gpus, "power limit", "W", |g| {
+        gpu_facts(g).and_then(|f| f.power.limit_w)
+    });
+    // TFLOPS: the datasheet's dense peak of the burn's dtype, and where the report has it
+    // what a healthy GPU's GEMM of that dtype reaches (a short run's: a burn held at the
+    // power limit for a minute reads below it, which the note says).
+    let burn_tflops = |g: u32| figure_of(g, catalog::BurnFigure::Tflops);
+    let mut tflops = references(&gpus, "datasheet peak", "TFLOPS", |g| {
+        burn_tflops(g).and_then(|m| m.expected)
+    });
+    let healthy = references(&gpus, "healthy GPU's GEMM", "TFLOPS", |g| {
+        let dtype = burn_tflops(g)?.dtype.clone()?;
+        report
+            .measurements
+            .iter()
+            .filter(|m| m.gpu == Some(g) && m.dtype.as_deref() == Some(dtype.as_str()))
+            .filter(|m| {
+                catalog::Figure::of(m) == Some(catalog::Figure::Gemm(catalog::GemmFigure::Tflops))
+            })
+            .find_map(|m| m.attainable)
+    });
+    let attainable_drawn = !healthy.is_empty();
+    tflops.extend(healthy);
     let mut panels = vec![
         Panel {
             y_label: "SM clock (MHz)".into(),
             lines: sample_line(&|s| s.sm_clock_mhz.map(f64::from)),
+            references: boost,
         },
         Panel {
             y_label: "power (W)".into(),
             lines: sample_line(&|s| s.power_w),
+            references: limit,
         },
         Panel {
             y_label: "temperature (°C)".into(),
             lines: sample_line(&|s| s.temperature_c.map(f64::from)),
+            references: Vec::new(),
         },
         Panel {
             y_label: "TFLOPS".into(),
+            references: tflops,
             lines: burn
                 .iter()
                 .enumerate()
@@ -354,10 +415,17 @@ fn burn_chart(report: &Report) -> String {
         })
         .collect();
     let mut note = String::from(
-        "Lines: one per GPU (GPUs that run alike lie on top of each other). The strip at the \
-         bottom marks, per GPU, when NVML reported a clock-event reason: at the power limit is \
-         how a GPU under full load runs; hardware slowdown is a fault.",
+        "Lines: one per GPU (GPUs that run alike lie on top of each other); each axis starts \
+         at 0. Dashed: the boost clock, the power limit and the datasheet's peak TFLOPS. The \
+         strip at the bottom marks, per GPU, when NVML reported a clock-event reason: at the \
+         power limit is how a GPU under full load runs; hardware slowdown is a fault.",
     );
+    if attainable_drawn {
+        note.push_str(
+            " The healthy GPU's GEMM line is what a short GEMM of the burn's type reaches on a \
+             healthy GPU of the model; a minute at the power limit runs somewhat below it.",
+        );
+    }
     if kinds_seen.is_empty() && burn.iter().any(|b| !b.samples.is_empty()) {
         note.push_str(" No clock event was reported during the burn.");
     }
@@ -373,4 +441,107 @@ fn burn_chart(report: &Report) -> String {
         &legend,
         &note,
     )
+}
+
+/// A panel's reference lines from a value per GPU: one per distinct value, "power limit
+/// 700 W", with the GPUs it is of where they do not all share it ("power limit 650 W
+/// (GPU 3)"); none where no GPU has a value.
+fn references(
+    gpus: &[u32],
+    what: &str,
+    unit: &str,
+    value: impl Fn(u32) -> Option<f64>,
+) -> Vec<Reference> {
+    let mut levels: Vec<(f64, Vec<u32>)> = Vec::new();
+    for g in gpus {
+        let Some(v) = value(*g).filter(|v| charts::drawable(*v) && *v > 0.0) else {
+            continue;
+        };
+        match levels
+            .iter_mut()
+            .find(|(l, _)| (l - v).abs() <= v.abs() * 1e-9)
+        {
+            Some((_, of)) => of.push(*g),
+            None => levels.push((v, vec![*g])),
+        }
+    }
+    let all = levels.len() == 1 && levels[0].1.len() == gpus.len();
+    levels
+        .into_iter()
+        .map(|(v, of)| {
+            let mut label = format!("{what} {} {unit}", crate::render::fmt_value(v));
+            if !all {
+                let names: Vec<String> = of.iter().map(|g| g.to_string()).collect();
+                let s = if of.len() == 1 { "" } else { "s" };
+                label.push_str(&format!(" (GPU{s} {})", names.join(", ")));
+            }
+            Reference { label, value: v }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Policy;
+    use crate::testing::{measured::full_run, Machine};
+
+    fn report(n: u32, measured: bool) -> Report {
+        let mut m = Machine::healthy("h200-sxm-141gb", n);
+        if measured {
+            m = m.measured(|m| full_run(m, n));
+        }
+        Report::build(&m.build(), &Policy::default())
+    }
+
+    /// Only a snapshot audit is told to run gpuaudit on the machine itself (issue 23: a live
+    /// audit of a machine without a GPU was told so).
+    #[test]
+    fn a_page_without_charts_says_why_in_its_own_words() {
+        let mut snapshot = report(2, false);
+        snapshot.audit.snapshot = Some("fixtures/snapshots/x".into());
+        snapshot.audit.measurements_not_run = Some("snapshot audit: nothing is measured".into());
+        assert!(section(&snapshot).contains("Run gpuaudit on the machine itself"));
+        let mut no_gpu = report(0, false);
+        no_gpu.audit.snapshot = None;
+        let s = section(&no_gpu);
+        assert!(s.contains("there is no GPU on this machine"), "{s}");
+        assert!(!s.contains("machine itself"), "{s}");
+        // Live with a measurement that is not a GPU's (the loopback): still one sentence.
+        no_gpu.measurements = report(1, true).measurements;
+        no_gpu.measurements.retain(|m| m.gpu.is_none());
+        assert!(section(&no_gpu).contains("there is no GPU on this machine"));
+        let mut facts_only = report(2, false);
+        facts_only.audit.snapshot = None;
+        facts_only.measurements.clear();
+        facts_only.audit.measurements_not_run = Some("facts-only audit".into());
+        let s = section(&facts_only);
+        assert!(s.contains("without <code>--facts-only</code>"), "{s}");
+        assert!(!s.contains("machine itself"), "{s}");
+    }
+
+    /// The burn's panels carry the boost clock, the power limit and the datasheet's TFLOPS.
+    #[test]
+    fn the_burn_chart_marks_the_boost_clock_power_limit_and_peak() {
+        let r = report(2, true);
+        let s = burn_chart(&r);
+        assert!(s.contains("boost clock 1980 MHz"), "{s}");
+        assert!(s.contains("power limit 700 W"), "{s}");
+        assert!(
+            s.contains("datasheet peak 989.5 TFLOPS") || s.contains("datasheet peak 990 TFLOPS"),
+            "{s}"
+        );
+        // Labels name the GPUs only where they differ.
+        let levels = references(&[0, 1, 2], "power limit", "W", |g| match g {
+            1 => Some(650.0),
+            _ => Some(700.0),
+        });
+        let labels: Vec<&str> = levels.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            ["power limit 700 W (GPUs 0, 2)", "power limit 650 W (GPU 1)"]
+        );
+        let none = references(&[0], "boost clock", "MHz", |_| Some(f64::NAN));
+        assert!(none.is_empty());
+    }
 }

@@ -188,6 +188,12 @@ fn headline(b: &mut String, report: &Report) {
                 figures(p.len()),
             );
         }
+        (None, None) if report.gpus.is_empty() => {
+            b.push_str(
+                "<p class=headline id=headline>No GPU was found on this machine: there is no \
+                 share of a datasheet to give. This page holds what the machine's facts say.</p>\n",
+            );
+        }
         (None, None) => {
             let why = report
                 .audit
@@ -383,13 +389,49 @@ fn machine(b: &mut String, doc: &Document) {
     b.push_str(&kv);
     let (header, rows) = doc.gpu_rows();
     if !rows.is_empty() {
-        let rows: Vec<Vec<String>> = rows
-            .into_iter()
-            .map(|r| r.iter().map(|c| esc(c)).collect())
-            .collect();
-        b.push_str("<h3>GPUs</h3>\n<div class=scroll>");
-        b.push_str(&table("gpus", &header, &rows, &[3]));
-        b.push_str("</div>\n");
+        gpu_tables(b, &header, &rows);
     }
     b.push_str("</section>\n");
+}
+
+/// The GPUs as two tables: what each is (index, name, bus id, memory, PCIe, power limit,
+/// VBIOS), then who it is (index, bus id, serial, UUID). As one table of nine columns it was
+/// wider than a printed A4 or Letter page (the UUID was cut to "U") and, kept from wrapping,
+/// than a 1280-px window; split, each fits with every identifier whole on one line, so that
+/// it can be read off the paper and copied out of a PDF.
+fn gpu_tables(b: &mut String, header: &[&str], rows: &[Vec<String>]) {
+    const WHO: [&str; 2] = ["serial", "UUID"];
+    // The columns of each table, by name: bus id and the index in both, to match rows by.
+    let pick = |keep: &dyn Fn(&str) -> bool| -> (Vec<&str>, Vec<Vec<String>>) {
+        let cols: Vec<usize> = (0..header.len()).filter(|i| keep(header[*i])).collect();
+        let head = cols.iter().map(|i| header[*i]).collect();
+        let body = rows
+            .iter()
+            .map(|r| {
+                cols.iter()
+                    .map(|i| {
+                        let c = esc(r.get(*i).map(String::as_str).unwrap_or("-"));
+                        // An identifier never breaks at its dots or dashes.
+                        match matches!(header[*i], "bus id" | "VBIOS" | "serial" | "UUID") {
+                            true => format!("<span class=id>{c}</span>"),
+                            false => c,
+                        }
+                    })
+                    .collect()
+            })
+            .collect();
+        (head, body)
+    };
+    let (what_head, what) = pick(&|h| !WHO.contains(&h));
+    let (who_head, who) = pick(&|h| matches!(h, "GPU" | "bus id") || WHO.contains(&h));
+    let numeric: Vec<usize> = what_head
+        .iter()
+        .position(|h| *h == "memory")
+        .into_iter()
+        .collect();
+    b.push_str("<h3>GPUs</h3>\n<div class=scroll>");
+    b.push_str(&table("gpus", &what_head, &what, &numeric));
+    b.push_str("</div>\n<h3>Their serials and UUIDs</h3>\n<div class=scroll>");
+    b.push_str(&table("gpus ids", &who_head, &who, &[]));
+    b.push_str("</div>\n");
 }

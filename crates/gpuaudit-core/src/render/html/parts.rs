@@ -175,7 +175,7 @@ th,td{border-bottom:1px solid #eaeef2;padding:5px 8px;text-align:left;vertical-a
 th{background:var(--soft);font-weight:600}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 .scroll{overflow-x:auto}
-table.gpus td{white-space:nowrap}
+.id{white-space:nowrap}
 table.kv th{width:11em;background:none;color:#57606a;font-weight:normal}
 ul.compact{margin:6px 0;padding-left:1.2em}
 ul.compact li{margin:3px 0}
@@ -193,7 +193,22 @@ figure.chart svg{max-width:100%;height:auto;display:block}
 .swatch{display:inline-block;width:14px;height:10px;border-radius:2px;margin-right:6px;vertical-align:0}
 .note,.chart-omitted{color:#57606a;font-size:.9em}
 footer{color:#57606a;font-size:.85em;margin-top:36px;border-top:1px solid var(--line);padding-top:10px}
-@media print{details{border:none}details>summary{list-style:none}main{padding:0}}
+@page{margin:12mm}
+@media print{
+body{font-size:10pt}
+main{max-width:none;padding:0}
+.scroll{overflow:visible}
+table{font-size:8.5pt}
+th,td{padding:3px 5px}
+details{border:none;padding:0}
+details>summary{list-style:none}
+details>summary::-webkit-details-marker{display:none}
+details::details-content{content-visibility:visible;display:contents}
+section#measured,section#checks,section#machine{break-before:page}
+h2,h3,figcaption,summary{break-after:avoid}
+figure.chart,.problem,.verdict,tr{break-inside:avoid}
+.badge,.swatch,.verdict,th,tr.differs{print-color-adjust:exact;-webkit-print-color-adjust:exact}
+}
 ";
 
 #[cfg(test)]
