@@ -200,7 +200,7 @@ fn a_size_without_an_attainable_figure_says_so() {
     let f = Machine::healthy("h200-sxm-141gb", 1)
         .measured(|m| {
             let mut p = gemm_point(700.0, true);
-            (p.m, p.n, p.k) = (4096, 4096, 4096);
+            (p.m, p.n, p.k) = (2048, 2048, 2048);
             m.gemm = Reading::Value(vec![OnGpu::new(
                 0,
                 Reading::Value(vec![GemmResult {

@@ -158,8 +158,13 @@ mod tests {
         let bf16 = t.gemm(h200, GemmDtype::Bf16, 8192).expect("measured");
         assert_eq!(bf16.fraction, 0.81);
         assert!(bf16.source.contains("3392854"), "{}", bf16.source);
-        // One size only: the quick audit's 4096 has no figure.
-        assert!(t.gemm(h200, GemmDtype::Bf16, 4096).is_none());
+        // Each size its own: the quick audit's 4096 was measured (twice, 809.3 and 810.0
+        // TFLOPS of 989.5); 2048 never was, and takes nothing from its neighbours.
+        let quick = t.gemm(h200, GemmDtype::Bf16, 4096).expect("measured");
+        assert_eq!(quick.fraction, (809.3_f64 / 989.5 * 100.0).floor() / 100.0);
+        assert!(quick.source.contains("39a64c0"), "{}", quick.source);
+        assert!(t.gemm(h200, GemmDtype::Bf16, 2048).is_none());
+        assert!(t.gemm(h200, GemmDtype::Fp16, 4096).is_none());
         assert_eq!(t.memory(h200).map(|m| m.fraction), Some(0.88));
         let l4 = db.by_key("l4").expect("in the database");
         assert!(t.gemm(l4, GemmDtype::Bf16, 8192).is_none());
