@@ -11,7 +11,6 @@ use crate::finding::Status;
 use crate::report::Report;
 use owo_colors::{OwoColorize, Style};
 use std::fmt::Write;
-use textwrap::{Options, WordSplitter};
 
 #[derive(Clone, Debug)]
 pub struct TableOptions {
@@ -95,11 +94,7 @@ impl Out {
         let head_cols = textwrap::core::display_width(&head);
         let first_pad = " ".repeat(head_cols);
         let rest_pad = " ".repeat(indent);
-        let opts = Options::new(self.width.max(MIN_WIDTH))
-            .initial_indent(&first_pad)
-            .subsequent_indent(&rest_pad)
-            .word_splitter(WordSplitter::NoHyphenation);
-        let lines = textwrap::wrap(&text, opts);
+        let lines = super::wrap::wrap(&text, self.width.max(MIN_WIDTH), &first_pad, &rest_pad);
         for (i, line) in lines.iter().enumerate() {
             let (pad, body) = if i == 0 {
                 (
@@ -402,7 +397,7 @@ fn measurements(out: &mut Out, report: &Report, verbose: bool) {
                         p => format!(" ({p})"),
                     }
                 ),
-                format!("{} {}", fmt_value(m.value), m.unit),
+                super::with_unit(&fmt_value(m.value), &m.unit),
                 m.expected.map(fmt_value).unwrap_or_else(|| "-".into()),
                 m.ratio.map(percent).unwrap_or_else(|| "-".into()),
                 String::new(),
@@ -414,7 +409,7 @@ fn measurements(out: &mut Out, report: &Report, verbose: bool) {
             let lowest = f.lowest_where();
             rows.push([
                 f.label.clone(),
-                format!("{} {}", f.value_text(), f.unit),
+                super::with_unit(&f.value_text(), f.unit),
                 f.expected().map(fmt_value).unwrap_or_else(|| "-".into()),
                 f.lowest()
                     .map(|(r, _)| percent(r))
