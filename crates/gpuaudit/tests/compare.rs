@@ -353,7 +353,11 @@ fn nvlink_that_passes_everywhere_does_not_differ_whatever_its_wording() {
         .collect();
     assert_eq!(texts, ["pass", "pass · 18/18 links", "pass · 18/18 links"]);
     assert_eq!(nv["differs"], false, "{nv}");
-    assert!(nv["cells"].as_array().unwrap().iter().all(|c| c["best"] == true));
+    assert!(nv["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["best"] == true));
     // The table: no ≠ on the row.
     let mut args: Vec<&std::ffi::OsStr> = files.iter().map(|p| p.as_os_str()).collect();
     args.push(std::ffi::OsStr::new("--color=never"));
@@ -394,7 +398,11 @@ fn an_nvlink_note_is_never_the_best() {
     let nv = figure(&v, "nvlink");
     assert_eq!(nv["cells"][0]["status"], "info", "{nv}");
     assert_eq!(nv["differs"], false);
-    assert!(nv["cells"].as_array().unwrap().iter().all(|c| c["best"] == false));
+    assert!(nv["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["best"] == false));
     let (code, t, err) = run(&[
         os(&files[0]),
         os(&files[1]),

@@ -397,8 +397,8 @@ fn judge_states(cells: &mut [FigureCell]) -> bool {
         .filter(|c| status_rank(c.status).is_some())
         .filter_map(share)
         .collect();
-    let differs = ranks.windows(2).any(|w| w[0] != w[1])
-        || shares.windows(2).any(|w| !is_tie(w[0], w[1]));
+    let differs =
+        ranks.windows(2).any(|w| w[0] != w[1]) || shares.windows(2).any(|w| !is_tie(w[0], w[1]));
     let best_share = cells
         .iter()
         .filter(|c| c.status == Some(Status::Pass))
