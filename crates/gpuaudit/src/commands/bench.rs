@@ -14,7 +14,6 @@ use gpuaudit_probe::gather::{self, GatherOptions};
 use gpuaudit_probe::host::HostOptions;
 use gpuaudit_probe::measure::{self, Group};
 use std::fmt::Write;
-use std::io::IsTerminal;
 
 pub fn bench(args: &BenchArgs) -> Result<u8> {
     let mut groups = Vec::new();
@@ -43,15 +42,10 @@ pub fn burn(args: &BurnArgs) -> Result<u8> {
 
 /// `command`: "bench" or "burn", for the messages.
 fn run(command: &str, mut opts: measure::Options, common: &MeasureArgs) -> Result<u8> {
-    let json = match common.format {
-        Some(ListFormat::Json) => true,
-        Some(ListFormat::Table) => false,
-        None => common
-            .output
-            .as_ref()
-            .map(|p| p.extension().is_some_and(|e| e == "json"))
-            .unwrap_or(!std::io::stdout().is_terminal()),
-    };
+    // One rule for every command: the table unless JSON is asked for (not "JSON when
+    // piped": the audit stays a table in `| less`, and so do these).
+    let json =
+        crate::output::list_format(common.format, common.output.as_deref())? == ListFormat::Json;
     opts.force = common.force;
     opts.gpus = common
         .gpus

@@ -18,7 +18,6 @@ use gpuaudit_probe::gather::{self, GatherOptions};
 use gpuaudit_probe::host::HostOptions;
 use gpuaudit_probe::rehearse;
 use std::fmt::Write;
-use std::io::IsTerminal;
 
 pub const SCHEMA: &str = "gpuaudit.rehearse/1";
 
@@ -86,15 +85,10 @@ fn scaled(flag: &str, v: Option<u64>, unit: u64, max: u64, default: u64) -> Resu
 
 pub fn run(args: &RehearseArgs) -> Result<u8> {
     let common = &args.common;
-    let json = match common.format {
-        Some(crate::cli::ListFormat::Json) => true,
-        Some(crate::cli::ListFormat::Table) => false,
-        None => common
-            .output
-            .as_ref()
-            .map(|p| p.extension().is_some_and(|e| e == "json"))
-            .unwrap_or(!std::io::stdout().is_terminal()),
-    };
+    // One rule for every command: the table unless JSON is asked for (not "JSON when
+    // piped": the audit stays a table in `| less`, and so do these).
+    let json = crate::output::list_format(common.format, common.output.as_deref())?
+        == crate::cli::ListFormat::Json;
     let opts = options(args)?;
     // The products of the sizes against the machine, before anything is gathered, allocated
     // or written: past them, one line and exit 2.
