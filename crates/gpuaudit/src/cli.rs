@@ -16,7 +16,6 @@ use std::path::PathBuf;
                   what is wrong, what it costs, how to check it by hand and how to fix it. It never \
                   changes the machine.\n\nExit status: 0 no check failed, 1 a check failed, 2 gpuaudit \
                   could not do its job.",
-    args_conflicts_with_subcommands = true,
     after_help = "With no command, `gpuaudit` runs `gpuaudit audit`."
 )]
 pub struct Cli {
@@ -42,6 +41,7 @@ pub enum Command {
     /// What a check looks at, why it matters, how to verify it by hand, and the fix.
     Explain {
         /// A check id, e.g. pcie.link (see `gpuaudit checks`); case does not matter.
+        #[arg(value_parser = Suggest(check_ids), hide_possible_values = true)]
         id: String,
     },
     /// Run measurements alone, with their full tables (sizes, per GPU, matrices).
@@ -75,13 +75,135 @@ pub enum Command {
     /// Print the man page (roff), or write one page per command into a directory.
     Man {
         /// Write gpuaudit.1 and gpuaudit-COMMAND.1 into DIR (created where missing) instead.
-        #[arg(long, value_name = "DIR")]
+        // `--out` was its first name: a hidden alias, as collect's.
+        #[arg(long = "output", short = 'o', alias = "out", value_name = "DIR")]
         out: Option<PathBuf>,
     },
     /// Run a training-shaped pipeline end to end and say which stage starves the GPU.
     Rehearse(RehearseArgs),
     /// A Prometheus exporter: the facts-only audit every --interval, on /metrics and /healthz.
     Serve(ServeArgs),
+}
+
+impl Cli {
+    /// The command line of this process; see [`Cli::parse_from_args`].
+    pub fn parse_args() -> Result<Cli, clap::Error> {
+        Cli::parse_from_args(std::env::args_os())
+    }
+
+    /// The command line, with the audit's options taken before `audit` as after it:
+    /// `gpuaudit --root X audit` is `gpuaudit audit --root X` (the bare `gpuaudit --root X`
+    /// is the audit, so the options are read at the top too). Before another command they
+    /// are refused, naming them: `gpuaudit --root X serve` would otherwise ignore them.
+    pub fn parse_from_args<I, T>(args: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<std::ffi::OsString> + Clone,
+    {
+        use clap::{CommandFactory, FromArgMatches};
+        let mut cmd = Cli::command();
+        let m = cmd.try_get_matches_from_mut(args)?;
+        let mut cli = Cli::from_arg_matches(&m)?;
+        // Arguments only (the ids of flattened groups, `JudgeArgs`, are in the matches too).
+        let args: std::collections::HashSet<String> = cmd
+            .get_arguments()
+            .map(|a| a.get_id().to_string())
+            .collect();
+        let given = |m: &clap::ArgMatches| -> Vec<String> {
+            m.ids()
+                .filter(|id| args.contains(id.as_str()))
+                .filter(|id| {
+                    m.value_source(id.as_str()) == Some(clap::parser::ValueSource::CommandLine)
+                })
+                .map(|id| id.as_str().to_string())
+                .collect()
+        };
+        let top = given(&m);
+        if top.is_empty() {
+            return Ok(cli);
+        }
+        let flag = |id: &str| {
+            cmd.get_arguments()
+                .find(|a| a.get_id() == id)
+                .and_then(|a| a.get_long())
+                .map(|l| format!("--{l}"))
+                .unwrap_or_else(|| id.to_string())
+        };
+        match (&mut cli.command, m.subcommand()) {
+            (None, _) => Ok(cli),
+            (Some(Command::Audit(sub)), Some((_, sm))) => {
+                let inner = given(sm);
+                for id in &top {
+                    if inner.contains(id) && id != "data_dirs" {
+                        return Err(cmd.error(
+                            clap::error::ErrorKind::ArgumentConflict,
+                            format!(
+                                "{} is given both before and after `audit`: give it once",
+                                flag(id)
+                            ),
+                        ));
+                    }
+                    sub.take(&cli.audit, id);
+                }
+                for (a, b) in [("full", "facts_only"), ("verbose", "quiet")] {
+                    let set = |id: &str| top.iter().chain(&inner).any(|x| x == id);
+                    if set(a) && set(b) {
+                        return Err(cmd.error(
+                            clap::error::ErrorKind::ArgumentConflict,
+                            format!("{} cannot be used with {}", flag(a), flag(b)),
+                        ));
+                    }
+                }
+                Ok(cli)
+            }
+            (Some(_), Some((name, _))) => {
+                let flags: Vec<String> = top.iter().map(|id| flag(id)).collect();
+                Err(cmd.error(
+                    clap::error::ErrorKind::ArgumentConflict,
+                    format!(
+                        "{} {} the audit's, not `gpuaudit {name}`'s: put {} after `gpuaudit {name}` \
+                         if it takes {}, or audit with `gpuaudit {}`",
+                        flags.join(", "),
+                        if flags.len() == 1 { "is" } else { "are" },
+                        if flags.len() == 1 { "it" } else { "them" },
+                        if flags.len() == 1 { "it" } else { "them" },
+                        flags.join(" ")
+                    ),
+                ))
+            }
+            (Some(_), None) => Ok(cli),
+        }
+    }
+}
+
+impl AuditArgs {
+    /// The option `id` as `from` has it (the audit's options given before `audit`).
+    /// Every id of [`AuditArgs`] is taken here (a test gives each).
+    fn take(&mut self, from: &AuditArgs, id: &str) {
+        match id {
+            "full" => self.full = from.full,
+            "facts_only" => self.facts_only = from.facts_only,
+            "root" => self.root = from.root.clone(),
+            "expect" => self.judge.expect = from.judge.expect.clone(),
+            "profile" => self.judge.profile = from.judge.profile,
+            // Repeatable: those before, then those after.
+            "data_dirs" => {
+                let mut d = from.judge.data_dirs.clone();
+                d.append(&mut self.judge.data_dirs);
+                self.judge.data_dirs = d;
+            }
+            "concurrency" => self.judge.concurrency = from.judge.concurrency,
+            "gpus" => self.judge.gpus = from.judge.gpus.clone(),
+            "format" => self.format = from.format,
+            "output" => self.output = from.output.clone(),
+            "force" => self.force = from.force,
+            "redact" => self.redact = from.redact,
+            "verbose" => self.verbose = from.verbose,
+            "quiet" => self.quiet = from.quiet,
+            "color" => self.color = from.color,
+            _ => {}
+        }
+    }
 }
 
 /// `gpuaudit serve`'s port when --listen names none: the Prometheus wiki's "Default port
@@ -116,7 +238,12 @@ pub struct ServeArgs {
 pub struct JudgeArgs {
     /// What was ordered, e.g. h100-sxm5-80gb:8, a100:2, h200: model and count are checked
     /// (`gpuaudit models` lists the model names).
-    #[arg(long, value_name = "MODEL[:COUNT]")]
+    #[arg(
+        long,
+        value_name = "MODEL[:COUNT]",
+        value_parser = Suggest(model_names),
+        hide_possible_values = true
+    )]
     pub expect: Option<String>,
     /// The workload: raises or lowers the severity of the checks that matter for it.
     #[arg(
@@ -148,7 +275,14 @@ pub const SERVE_MAX_MEASURE_EVERY: std::time::Duration =
 
 /// "60s", "5m", "1h 30m" (humantime); at least a second.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let d = humantime::parse_duration(s).map_err(|e| format!("'{s}': {e} (e.g. 60s, 5m, 6h)"))?;
+    let d = humantime::parse_duration(s).map_err(|e| match e {
+        // humantime says "time unit needed, for example 5sec or 5ms", and 5ms is then
+        // refused (at least 1s): suggest what is accepted.
+        humantime::DurationError::UnknownUnit { unit, value, .. } if unit.is_empty() => {
+            format!("'{s}': a duration needs its unit: {value}s (seconds), {value}m or {value}h")
+        }
+        e => format!("'{s}': {e} (e.g. 60s, 5m, 6h)"),
+    })?;
     if d < std::time::Duration::from_secs(1) {
         return Err(format!("'{s}': at least 1s"));
     }
@@ -278,6 +412,52 @@ pub enum ColorWhen {
     Never,
 }
 
+/// Any string, with the values shell completion offers for it (clap_complete lists a
+/// parser's possible values; `hide_possible_values` keeps the long lists out of `--help`).
+/// The command judges what was given: `explain`'s did-you-mean, `--expect`'s list of the
+/// names it knows. As a plain choice, clap would refuse a typo with its own message instead.
+#[derive(Clone)]
+pub struct Suggest(pub fn() -> Vec<String>);
+
+impl TypedValueParser for Suggest {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        clap::builder::StringValueParser::new().parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new((self.0)().into_iter().map(PossibleValue::new)))
+    }
+}
+
+/// `explain`'s completions: every check id.
+fn check_ids() -> Vec<String> {
+    gpuaudit_core::checks::all()
+        .iter()
+        .map(|c| c.id.to_string())
+        .collect()
+}
+
+/// `--expect`'s completions: every name it accepts that a shell word can hold (a name with
+/// a space, "h100 sxm5 80gb", has a hyphenated twin).
+fn model_names() -> Vec<String> {
+    let mut names: Vec<String> = gpuaudit_core::spec::SpecDb::embedded()
+        .gpus
+        .iter()
+        .flat_map(|g| g.expect_names())
+        .filter(|n| !n.contains(char::is_whitespace))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
 /// `--profile`: the names and descriptions come from gpuaudit-core's `Profile`, the one list.
 fn profile_parser() -> impl TypedValueParser<Value = Profile> {
     PossibleValuesParser::new(Profile::ALL.map(|p| PossibleValue::new(p.as_str()).help(p.about())))
@@ -311,11 +491,11 @@ pub struct MeasureArgs {
     /// Measure GPUs even when other processes use them.
     #[arg(long)]
     pub force: bool,
-    /// Default: table on a terminal, JSON otherwise (or from the --output file's extension).
+    /// Default: table (also when piped), or from the --output file's extension (.json).
     #[arg(long, value_enum, ignore_case = true)]
     pub format: Option<ListFormat>,
     /// Write the result to FILE instead of standard output.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
 }
 
@@ -337,7 +517,7 @@ pub struct AuditArgs {
     #[arg(long, value_enum, ignore_case = true)]
     pub format: Option<FormatArg>,
     /// Write the report to FILE instead of standard output.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Measure GPUs even when other processes use them.
     #[arg(long)]
@@ -367,7 +547,7 @@ pub struct ReportArgs {
     #[arg(long, value_enum, ignore_case = true)]
     pub format: Option<FormatArg>,
     /// Write the report to FILE instead of standard output.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Replace hostnames, IP and MAC addresses, serials, UUIDs and user names with
     /// placeholders (host-1, GPU-00000000-0000-0000-ffff-000000000001, ...), so that the
@@ -408,7 +588,7 @@ pub struct FleetArgs {
     #[arg(long, value_enum, ignore_case = true)]
     pub format: Option<FleetFormat>,
     /// Write the summary to FILE instead of standard output.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     #[arg(long, value_name = "WHEN", value_enum, default_value_t)]
     pub color: ColorWhen,
@@ -463,7 +643,7 @@ pub struct CompareArgs {
     #[arg(long, value_enum, ignore_case = true)]
     pub format: Option<CompareFormat>,
     /// Write the comparison to FILE instead of standard output.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, short, value_name = "FILE")]
     pub output: Option<PathBuf>,
     /// Replace hostnames, IP and MAC addresses, serials, UUIDs and user names with
     /// placeholders, one mapping over every report (the same UUID in two reports is one
@@ -477,7 +657,9 @@ pub struct CompareArgs {
 #[derive(Args, Debug)]
 pub struct CollectArgs {
     /// The snapshot directory to create (must not exist, or be empty).
-    #[arg(long, value_name = "DIR")]
+    // `--output`, as every command names where it writes; `--out`, its first name, stays a
+    // hidden alias so that scripts written for it keep working.
+    #[arg(long = "output", short = 'o', alias = "out", value_name = "DIR")]
     pub out: PathBuf,
     /// A description stored in meta.json.
     #[arg(long)]
@@ -581,6 +763,10 @@ mod tests {
         assert_eq!(parse_duration("1s"), Ok(std::time::Duration::from_secs(1)));
         assert!(parse_duration("999ms").is_err());
         assert!(parse_duration("soon").is_err());
+        // A bare number: the suggestion is one that is accepted (not humantime's "5ms").
+        let e = parse_interval("5").unwrap_err();
+        assert_eq!(e, "'5': a duration needs its unit: 5s (seconds), 5m or 5h");
+        assert_eq!(parse_interval("5s"), Ok(std::time::Duration::from_secs(5)));
         // Bounded: a day for the interval, 30 days for the measurements; beyond, an error
         // (exit 2 from clap), never an instant that overflows.
         assert_eq!(parse_interval("1d"), Ok(SERVE_MAX_INTERVAL));
@@ -606,6 +792,65 @@ mod tests {
             Cli::try_parse_from(["gpuaudit", "serve", "--root", "x", "--measure-every", "1h"])
                 .is_err()
         );
+    }
+
+    #[test]
+    fn the_audits_options_before_audit_are_taken_as_after_it() {
+        let audit = |args: &[&str]| match Cli::parse_from_args(args) {
+            Ok(Cli {
+                command: Some(Command::Audit(a)),
+                ..
+            }) => a,
+            other => panic!("{args:?}: {other:?}"),
+        };
+        let a = audit(&["gpuaudit", "--root", "snap", "audit", "-q"]);
+        assert_eq!(a.root.as_deref(), Some(std::path::Path::new("snap")));
+        assert!(a.quiet);
+        let a = audit(&["gpuaudit", "--data-dir", "/a", "audit", "--data-dir", "/b"]);
+        assert_eq!(
+            a.judge.data_dirs,
+            vec![PathBuf::from("/a"), PathBuf::from("/b")]
+        );
+        let a = audit(&["gpuaudit", "--profile", "train", "-o", "r.json", "audit"]);
+        assert_eq!(a.judge.profile, Profile::Train);
+        assert_eq!(a.output.as_deref(), Some(std::path::Path::new("r.json")));
+        // Conflicts across the two places, a repeat, another command: refused.
+        assert!(Cli::parse_from_args(["gpuaudit", "--full", "audit", "--facts-only"]).is_err());
+        assert!(Cli::parse_from_args(["gpuaudit", "--root", "a", "audit", "--root", "b"]).is_err());
+        let e = Cli::parse_from_args(["gpuaudit", "--root", "x", "checks"]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("--root is the audit's, not `gpuaudit checks`'s"),
+            "{e}"
+        );
+        // Every option of the audit given before `audit` arrives.
+        use clap::{Args, CommandFactory};
+        let ids: Vec<String> = AuditArgs::augment_args(clap::Command::new("x"))
+            .get_arguments()
+            .map(|a| a.get_id().to_string())
+            .collect();
+        let full = Cli::command();
+        for id in ids {
+            let arg = full
+                .get_arguments()
+                .find(|a| a.get_id() == id.as_str())
+                .unwrap();
+            let long = format!("--{}", arg.get_long().unwrap());
+            let mut args = vec!["gpuaudit".to_string(), long.clone()];
+            if arg.get_action().takes_values() {
+                args.push(match id.as_str() {
+                    "profile" => "train".into(),
+                    "format" => "json".into(),
+                    "color" => "always".into(),
+                    "concurrency" => "7".into(),
+                    _ => "v".into(),
+                });
+            }
+            let bare = Cli::parse_from_args(&args).unwrap().audit;
+            args.push("audit".into());
+            let a = audit(&args.iter().map(String::as_str).collect::<Vec<_>>());
+            assert_eq!(format!("{a:?}"), format!("{bare:?}"), "{long}");
+        }
     }
 
     #[test]

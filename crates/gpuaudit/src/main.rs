@@ -10,7 +10,6 @@ mod output;
 mod progress;
 mod sink;
 
-use clap::Parser;
 use gpuaudit_probe::{cleanup, measure, nvml};
 use std::process::ExitCode;
 
@@ -30,7 +29,7 @@ fn main() -> ExitCode {
     // process group and remove every temporary file and directory, then end gpuaudit with the
     // signal (the shell sees 130, 143, 129).
     cleanup::install_signal_cleanup();
-    let cli = match cli::Cli::try_parse() {
+    let cli = match cli::Cli::parse_args() {
         Ok(cli) => cli,
         Err(e) => return usage(&e),
     };

@@ -1,6 +1,6 @@
 //! Where the report goes, and in which format.
 
-use crate::cli::ColorWhen;
+use crate::cli::{ColorWhen, ListFormat};
 use crate::sink;
 use anyhow::Result;
 use gpuaudit_core::render::{self, Format, TableOptions};
@@ -8,29 +8,80 @@ use gpuaudit_core::Report;
 use std::io::IsTerminal;
 use std::path::Path;
 
+/// Every format of the audit's report (and `gpuaudit report`'s).
+pub const REPORT_FORMATS: &[Format] =
+    &[Format::Table, Format::Json, Format::Markdown, Format::Html];
+
+/// The audit's and `gpuaudit report`'s format: `--format`, else the output file's extension.
 pub fn choose_format(format: Option<Format>, output: Option<&Path>) -> Result<Format> {
+    format_for(format, output, REPORT_FORMATS)
+}
+
+/// The extensions that name each format: the first is the one error messages give.
+fn extensions(f: Format) -> &'static [&'static str] {
+    match f {
+        Format::Table => &["txt", "text"],
+        Format::Json => &["json"],
+        Format::Markdown => &["md", "markdown"],
+        Format::Html => &["html", "htm"],
+    }
+}
+
+/// One rule for every command: `--format` where given; else the format the `--output`
+/// file's extension names (.json, .md, .html, .txt: the table) among the command's
+/// `formats`; else the table, also when piped (`| less`, `| tee`, `ssh host gpuaudit`, as
+/// ruff and ripgrep do: a script asks for JSON) and for a file without an extension. An
+/// extension that names none of the command's formats is an error naming those it knows:
+/// writing a table into `report.xyz` (or `report.pdf`) without a word was a surprise.
+pub fn format_for(
+    format: Option<Format>,
+    output: Option<&Path>,
+    formats: &[Format],
+) -> Result<Format> {
     if let Some(f) = format {
         return Ok(f);
     }
-    // The report for a person also when piped (`| less`, `| tee`, `ssh host gpuaudit`), as
-    // ruff and ripgrep do; a script asks for JSON.
-    Ok(format_of_path(output))
+    let Some(path) = output else {
+        return Ok(Format::Table);
+    };
+    let Some(ext) = path.extension() else {
+        return Ok(Format::Table);
+    };
+    let ext = ext.to_string_lossy().to_ascii_lowercase();
+    if let Some(f) = formats
+        .iter()
+        .find(|f| extensions(**f).contains(&ext.as_str()))
+    {
+        return Ok(*f);
+    }
+    let known: Vec<String> = formats
+        .iter()
+        .map(|f| match f {
+            Format::Table => format!(".{} (the table)", extensions(*f)[0]),
+            _ => format!(".{}", extensions(*f)[0]),
+        })
+        .collect();
+    anyhow::bail!(
+        "--output {}: '.{ext}' names no format this command writes; the extensions it knows: \
+         {} (or give --format)",
+        gpuaudit_core::render::escape::escape_line(&path.display().to_string()),
+        known.join(", ")
+    )
 }
 
-/// The format an output file's extension names (.json, .md or .markdown, .html or .htm),
-/// else the table (and the table without a file): for every command's `--output`.
-pub fn format_of_path(output: Option<&Path>) -> Format {
-    let ext = output
-        .and_then(|p| p.extension())
-        .and_then(|e| e.to_str())
-        .unwrap_or("")
-        .to_ascii_lowercase();
-    match ext.as_str() {
-        "json" => Format::Json,
-        "md" | "markdown" => Format::Markdown,
-        "html" | "htm" => Format::Html,
-        _ => Format::Table,
-    }
+/// `bench`, `burn` and `rehearse` (table or JSON) by [`format_for`]'s rule: the table
+/// unless `--format json` or a `.json` output, also when piped (as the audit).
+pub fn list_format(format: Option<ListFormat>, output: Option<&Path>) -> Result<ListFormat> {
+    let asked = format.map(|f| match f {
+        ListFormat::Table => Format::Table,
+        ListFormat::Json => Format::Json,
+    });
+    Ok(
+        match format_for(asked, output, &[Format::Table, Format::Json])? {
+            Format::Json => ListFormat::Json,
+            _ => ListFormat::Table,
+        },
+    )
 }
 
 /// The narrowest and widest the table is wrapped to, whatever the terminal or `$COLUMNS`
@@ -108,6 +159,39 @@ mod tests {
         assert_eq!(
             choose_format(None, Some(Path::new("r.txt"))).unwrap(),
             Format::Table
+        );
+        assert_eq!(
+            choose_format(None, Some(Path::new("report"))).unwrap(),
+            Format::Table
+        );
+        // --format says what the file holds, whatever its name.
+        assert_eq!(
+            choose_format(Some(Format::Markdown), Some(Path::new("r.xyz"))).unwrap(),
+            Format::Markdown
+        );
+    }
+
+    #[test]
+    fn an_unknown_extension_is_an_error_naming_the_known_ones() {
+        let e = choose_format(None, Some(Path::new("r.xyz")))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "--output r.xyz: '.xyz' names no format this command writes; the extensions it \
+             knows: .txt (the table), .json, .md, .html (or give --format)"
+        );
+        // A command of two formats refuses the others' extensions, and says its own.
+        let e = format_for(
+            None,
+            Some(Path::new("b.md")),
+            &[Format::Table, Format::Json],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("'.md'") && e.ends_with(".txt (the table), .json (or give --format)"),
+            "{e}"
         );
     }
 

@@ -327,7 +327,12 @@ fn collect_then_audit_gives_the_live_findings() {
 #[test]
 fn models_lists_every_model_and_the_names_expect_accepts() {
     let db = gpuaudit_core::spec::SpecDb::embedded();
-    let out = gpuaudit().arg("models").output().unwrap();
+    // Wide enough for one line per model (at 80 columns each model takes two: tests/terminal.rs).
+    let out = gpuaudit()
+        .arg("models")
+        .env("COLUMNS", "500")
+        .output()
+        .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.starts_with("KEY "), "{text}");

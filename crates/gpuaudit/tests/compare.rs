@@ -317,3 +317,135 @@ fn redact_replaces_a_hosts_name_in_file_stems_with_a_suffix() {
         assert!(!out.contains("node-17"), "{format}: {out}");
     }
 }
+
+/// The saved report of the real 1×H200 VM (fixtures/reports), copied into `dir` as `name`.
+fn real_report_into(dir: &Path, name: &str) -> PathBuf {
+    let from = common::fixtures().join("../reports/h200-x1-vm-full.json");
+    let to = dir.join(format!("{name}.json"));
+    std::fs::copy(&from, &to).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+    to
+}
+
+/// Issue 23: NVLink differs in value, not in wording. Three real snapshots that all pass,
+/// one of them with its link counts gone from the evidence (as an older report, or one
+/// whose listing was not read, has it): "pass" beside "pass · 18/18 links" is no difference,
+/// and every pass is the best.
+#[test]
+fn nvlink_that_passes_everywhere_does_not_differ_whatever_its_wording() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = snapshots(dir.path());
+    let mut r: Value = serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    for f in r["findings"].as_array_mut().unwrap() {
+        if f["check"] == "nvlink.status" {
+            let ev = f["evidence"].as_object_mut().unwrap();
+            ev.remove("links_active");
+            ev.remove("spec_links");
+        }
+    }
+    std::fs::write(&files[0], serde_json::to_string(&r).unwrap()).unwrap();
+    let v = json(&files, &[]);
+    let nv = figure(&v, "nvlink");
+    let texts: Vec<&str> = nv["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["pass", "pass · 18/18 links", "pass · 18/18 links"]);
+    assert_eq!(nv["differs"], false, "{nv}");
+    assert!(nv["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["best"] == true));
+    // The table: no ≠ on the row.
+    let mut args: Vec<&std::ffi::OsStr> = files.iter().map(|p| p.as_os_str()).collect();
+    args.push(std::ffi::OsStr::new("--color=never"));
+    let (code, t, err) = run(&args);
+    assert_eq!(code, 0, "{err}");
+    let line = t.lines().find(|l| l.contains("NVLink")).unwrap();
+    assert!(!line.starts_with('≠'), "{line}");
+    // Links that differ in number still differ, and only the most links up is the best.
+    let mut r: Value = serde_json::from_str(&std::fs::read_to_string(&files[1]).unwrap()).unwrap();
+    for f in r["findings"].as_array_mut().unwrap() {
+        if f["check"] == "nvlink.status" && f["gpu"] == 1 {
+            f["evidence"]["links_active"] = 12.into();
+        }
+    }
+    std::fs::write(&files[1], serde_json::to_string(&r).unwrap()).unwrap();
+    let v = json(&files, &[]);
+    let nv = figure(&v, "nvlink");
+    assert_eq!(nv["differs"], true, "{nv}");
+    let best: Vec<bool> = nv["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["best"].as_bool().unwrap())
+        .collect();
+    assert_eq!(best, [true, false, true]);
+}
+
+/// Issue 23: ★ marks the best of something; a note ("info": this VM's one GPU has nothing to
+/// link) is nothing to prefer, on the real 1×H200 report.
+#[test]
+fn an_nvlink_note_is_never_the_best() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = [
+        real_report_into(dir.path(), "a"),
+        real_report_into(dir.path(), "b"),
+    ];
+    let v = json(&files, &["--name", "a", "--name", "b"]);
+    let nv = figure(&v, "nvlink");
+    assert_eq!(nv["cells"][0]["status"], "info", "{nv}");
+    assert_eq!(nv["differs"], false);
+    assert!(nv["cells"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["best"] == false));
+    let (code, t, err) = run(&[
+        os(&files[0]),
+        os(&files[1]),
+        std::ffi::OsStr::new("--color=never"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    let line = t.lines().find(|l| l.contains("NVLink")).unwrap();
+    assert!(!line.contains('★'), "{line}");
+    // Beside a machine whose NVLink passes, the note differs and the pass is the best.
+    let x2 = audit_into(dir.path(), "h200-x2-vm");
+    let v = json(&[files[0].clone(), x2], &[]);
+    let nv = figure(&v, "nvlink");
+    assert_eq!(nv["differs"], true);
+    assert_eq!(nv["cells"][0]["best"], false);
+    assert_eq!(nv["cells"][1]["best"], true);
+}
+
+/// Issue 23: at 80 columns a column's name longer than its column breaks after one of its
+/// hyphens, never inside a word ("h200-x2-power-ca" / "pped"), and no line is wider.
+#[test]
+fn column_names_break_between_their_parts_at_80_columns() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = snapshots(dir.path());
+    let mut args: Vec<&std::ffi::OsStr> = files.iter().map(|p| p.as_os_str()).collect();
+    args.push(std::ffi::OsStr::new("--color=never"));
+    let o = gpuaudit()
+        .env("COLUMNS", "80")
+        .arg("compare")
+        .args(&args)
+        .output()
+        .unwrap();
+    let t = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = t.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.trim_start().starts_with("machine"))
+        .unwrap();
+    assert!(lines[at].ends_with("h200-x2-power-"), "{}", lines[at]);
+    assert_eq!(lines[at + 1].trim(), "capped", "{t}");
+    assert!(!lines.iter().any(|l| l.trim() == "pped"), "{t}");
+    for l in &lines {
+        assert!(l.chars().count() <= 80, "wider than 80: {l}");
+    }
+    // Temperatures and latencies in the units a person reads (the JSON keeps "us").
+    assert!(t.contains("(µs)"), "{t}");
+}

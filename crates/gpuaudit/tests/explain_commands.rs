@@ -382,17 +382,44 @@ fn the_checker_fails_python_that_does_not_compile() {
 /// net.loopback snippet once lost its Python indentation; an indented `EOF` ends nothing).
 #[test]
 fn explain_prints_the_verify_text_as_written_to_paste() {
-    for c in checks::all() {
-        let o = gpuaudit().args(["explain", c.id]).output().unwrap();
+    let verify = |id: &str, columns: &str| {
+        let o = gpuaudit()
+            .args(["explain", id])
+            .env("COLUMNS", columns)
+            .output()
+            .unwrap();
         let text = String::from_utf8(o.stdout).unwrap();
-        let printed = text
-            .split("How to verify by hand\n")
+        text.split("How to verify by hand\n")
             .nth(1)
             .and_then(|t| t.split("\n\nHow to fix").next())
-            .unwrap();
+            .unwrap()
+            .to_string()
+    };
+    for c in checks::all() {
+        // Wide enough that nothing wraps: as written.
+        let printed = verify(c.id, "500");
         let written: Vec<&str> = c.doc.verify.lines().map(str::trim_end).collect();
         assert_eq!(printed, written.join("\n"), "{}", c.id);
-        assert_eq!(bash_syntax_error(printed), None, "{}", c.id);
+        assert_eq!(bash_syntax_error(&printed), None, "{}", c.id);
+        // At 80 columns (issue 23) comments wrap, each piece a comment, and a comment after
+        // a command too wide goes above it: every command is still there as written, and
+        // the whole still pastes.
+        let narrow = verify(c.id, "80");
+        assert_eq!(bash_syntax_error(&narrow), None, "{}", c.id);
+        for l in &written {
+            if l.starts_with('#') {
+                continue;
+            }
+            let command = match l.split_once("  # ") {
+                Some((cmd, _)) if l.chars().count() > 80 => cmd.trim_end(),
+                _ => l,
+            };
+            assert!(
+                narrow.lines().any(|n| n == command),
+                "{}: {command:?}",
+                c.id
+            );
+        }
     }
     let o = gpuaudit()
         .args(["explain", "net.loopback"])

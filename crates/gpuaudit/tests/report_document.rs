@@ -46,7 +46,7 @@ fn every_fixture_report_validates_and_renders_again_from_its_file() {
     let v = validator();
     let d = tempfile::tempdir().unwrap();
     for name in all_fixtures() {
-        let (_, report) = audit(&name, &[]);
+        let (code, report) = audit(&name, &[]);
         let errors: Vec<String> = v
             .iter_errors(&report)
             .map(|e| format!("{}: {e}", e.instance_path()))
@@ -62,7 +62,8 @@ fn every_fixture_report_validates_and_renders_again_from_its_file() {
             .arg(&saved)
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        // Exit as the audit did (issue 23).
+        assert_eq!(o.status.code(), Some(code), "{name}: {}", stderr(&o));
         let again: Value = serde_json::from_slice(&o.stdout).unwrap();
         assert_eq!(again, report, "{name}");
     }
@@ -90,8 +91,8 @@ fn a_saved_report_renders_in_every_format() {
             .arg(&saved)
             .output()
             .unwrap();
-        // Rendering is not auditing: exit 0 although the report has a failed check.
-        assert_eq!(o.status.code(), Some(0), "{fmt}: {}", stderr(&o));
+        // The audit's exit status, from the report (issue 23): it has a failed check.
+        assert_eq!(o.status.code(), Some(1), "{fmt}: {}", stderr(&o));
         let text = stdout(&o);
         for n in needles {
             assert!(text.contains(n), "{fmt}: no {n:?} in\n{text}");
@@ -106,7 +107,7 @@ fn a_saved_report_renders_in_every_format() {
         .arg(&html)
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert!(o.stdout.is_empty());
     assert!(std::fs::read_to_string(&html)
         .unwrap()

@@ -206,6 +206,7 @@ fn not_measured(r: &Report, check: &str) -> FigureCell {
         not_measured: Some(why_not(r, check)),
         status: None,
         best: false,
+        links: None,
     }
 }
 
@@ -218,6 +219,7 @@ fn value(v: f64, text: String, ratio: Option<f64>, gpu: Option<u32>) -> FigureCe
         not_measured: None,
         status: None,
         best: false,
+        links: None,
     }
 }
 
@@ -279,6 +281,7 @@ fn nvlink_cell(r: &Report) -> FigureCell {
             not_measured: None,
             status: None,
             best: false,
+            links: None,
         };
     };
     let links = findings
@@ -300,6 +303,7 @@ fn nvlink_cell(r: &Report) -> FigureCell {
         not_measured: None,
         status: Some(status),
         best: false,
+        links: links.map(|(a, s, _)| (a, s)),
     }
 }
 
@@ -379,17 +383,41 @@ fn is_tie(a: f64, b: f64) -> bool {
     (a - b).abs() <= TIE * a.abs().max(b.abs())
 }
 
+/// NVLink's row: the machines differ where their states differ (pass, info, warn, fail;
+/// a skip and n/a say nothing about a machine, as in the checks' rows) or where the share of
+/// links up does, among the machines whose findings give it: a difference of value, never of
+/// wording ("pass" beside "pass · 18/18 links" is the same state). The best is a pass (a
+/// note, such as a model without NVLink, is nothing to prefer, nor a warning or a failure),
+/// and of the passes those with the largest known share of their links up.
+fn judge_states(cells: &mut [FigureCell]) -> bool {
+    let share = |c: &FigureCell| c.links.map(|(a, s)| a as f64 / s.max(1) as f64);
+    let ranks: Vec<u8> = cells.iter().filter_map(|c| status_rank(c.status)).collect();
+    let shares: Vec<f64> = cells
+        .iter()
+        .filter(|c| status_rank(c.status).is_some())
+        .filter_map(share)
+        .collect();
+    let differs =
+        ranks.windows(2).any(|w| w[0] != w[1]) || shares.windows(2).any(|w| !is_tie(w[0], w[1]));
+    let best_share = cells
+        .iter()
+        .filter(|c| c.status == Some(Status::Pass))
+        .filter_map(share)
+        .reduce(f64::max);
+    for c in cells.iter_mut() {
+        c.best = c.status == Some(Status::Pass)
+            && match (share(c), best_share) {
+                (Some(s), Some(b)) => is_tie(s, b),
+                _ => true,
+            };
+    }
+    differs
+}
+
 /// Marks the best cells and says whether the row differs.
 fn judge(cells: &mut [FigureCell], better: Option<Better>) -> bool {
     let Some(better) = better else {
-        let ranks: Vec<Option<u8>> = cells.iter().map(|c| status_rank(c.status)).collect();
-        if let Some(best) = ranks.iter().flatten().min().copied() {
-            for (c, r) in cells.iter_mut().zip(&ranks) {
-                c.best = *r == Some(best);
-            }
-        }
-        let first = cells.first().map(|c| c.text.clone());
-        return cells.iter().any(|c| Some(&c.text) != first.as_ref());
+        return judge_states(cells);
     };
     let values: Vec<f64> = cells.iter().filter_map(|c| c.value).collect();
     // Of one machine against another the centre is the best: a condition wrong either way

@@ -119,6 +119,10 @@ pub struct FigureCell {
     pub status: Option<Status>,
     /// The best of the row (ties: every one of them).
     pub best: bool,
+    /// NVLink: the fewest links up of a GPU and the links its model has, where the findings
+    /// say; what the row is judged on besides the state (the text words it).
+    #[serde(skip)]
+    pub links: Option<(u64, u64)>,
 }
 
 /// One check across the machines.

@@ -9,7 +9,6 @@ use crate::render::escape::escape_line;
 use owo_colors::{OwoColorize, Style};
 use std::fmt::Write;
 use textwrap::core::display_width;
-use textwrap::{Options, WordSplitter};
 
 const MIN_WIDTH: usize = 40;
 /// The label column: at most this wide, and at most a quarter of the width.
@@ -62,8 +61,9 @@ pub(crate) fn figure_label(r: &FigureRow) -> String {
         .iter()
         .filter(|c| c.value.is_some())
         .all(|c| c.text.starts_with(|ch: char| ch.is_ascii_digit()));
-    if !r.unit.is_empty() && numbers_shown {
-        parts.push(r.unit.clone());
+    let unit = crate::render::unit_text(&r.unit);
+    if !unit.is_empty() && numbers_shown {
+        parts.push(unit.to_string());
     }
     if let Some(of) = &r.ratio_of {
         parts.push(format!("% of {of}"));
@@ -82,17 +82,10 @@ struct Grid {
     color: bool,
 }
 
+/// A cell's lines: a name longer than its column breaks after its own hyphens
+/// (`h200-x2-power-` / `capped`), never in the middle of a word where it has one.
 fn wrap(text: &str, cols: usize) -> Vec<String> {
-    let opts = Options::new(cols.max(4)).word_splitter(WordSplitter::NoHyphenation);
-    let lines: Vec<String> = textwrap::wrap(text, opts)
-        .into_iter()
-        .map(|l| l.into_owned())
-        .collect();
-    if lines.is_empty() {
-        vec![String::new()]
-    } else {
-        lines
-    }
+    crate::render::wrap::wrap(text, cols.max(4), "", "")
 }
 
 impl Grid {
@@ -189,12 +182,7 @@ pub fn table(c: &Comparison, width: usize, color: bool) -> String {
     } else {
         intro
     };
-    for l in textwrap::wrap(
-        &intro,
-        Options::new(width).word_splitter(WordSplitter::NoHyphenation),
-    ) {
-        let _ = writeln!(g.s, "{l}");
-    }
+    g.s.push_str(&crate::render::wrap::wrapped(&intro, width, "", ""));
     let col_cells = |f: &dyn Fn(&super::Column) -> String| -> Vec<(String, bool)> {
         c.columns.iter().map(|x| (f(x), false)).collect()
     };
@@ -240,13 +228,8 @@ pub fn table(c: &Comparison, width: usize, color: bool) -> String {
     if !why.is_empty() {
         g.title("Not measured");
         for (name, reason) in why {
-            let opts = Options::new(width)
-                .subsequent_indent("    ")
-                .word_splitter(WordSplitter::NoHyphenation);
-            let line = format!("  {}: {}", esc(&name), esc(&reason));
-            for l in textwrap::wrap(&line, opts) {
-                let _ = writeln!(g.s, "{l}");
-            }
+            let line = format!("{}: {}", esc(&name), esc(&reason));
+            g.s.push_str(&crate::render::wrap::wrapped(&line, width, "  ", "    "));
         }
     }
     g.s

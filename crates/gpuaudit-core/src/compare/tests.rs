@@ -707,6 +707,7 @@ fn a_row_shows_its_unit_only_where_its_cells_show_numbers() {
         not_measured: None,
         status: None,
         best: false,
+        links: None,
     };
     let row = |cells: Vec<FigureCell>| FigureRow {
         key: "k".into(),

@@ -198,10 +198,9 @@ fn measurements(out: &mut String, report: &Report) {
     for f in figures(report) {
         let _ = writeln!(
             out,
-            "| {} | {} {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} |",
             cell(&f.label),
-            f.value_text(),
-            cell(f.unit),
+            cell(&super::with_unit(&f.value_text(), f.unit)),
             f.expected().map(fmt_value).unwrap_or_else(|| "-".into()),
             f.lowest()
                 .map(|(r, _)| percent(r))
@@ -226,11 +225,10 @@ fn measurements(out: &mut String, report: &Report) {
     for m in &report.measurements {
         let _ = writeln!(
             out,
-            "| {} | {} | {} {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} |",
             cell(&measurement_label(m)),
             cell(&place(m)),
-            fmt_value(m.value),
-            cell(&m.unit),
+            cell(&super::with_unit(&fmt_value(m.value), &m.unit)),
             m.expected.map(fmt_value).unwrap_or_else(|| "-".into()),
             m.ratio.map(percent).unwrap_or_else(|| "-".into()),
             cell(&m.method)

@@ -10,6 +10,7 @@ mod json;
 mod markdown;
 pub mod overview;
 mod table;
+pub mod wrap;
 
 use crate::finding::Status;
 use crate::report::Report;
@@ -139,6 +140,24 @@ fn gpu_names(report: &Report) -> String {
         format!("{on_bus}× NVIDIA GPU on the PCI bus (not described by the driver)")
     } else {
         "no GPU found".to_string()
+    }
+}
+
+/// A report's unit as a person reads it (the terminal and Markdown views): "°C" for the
+/// report's "C", "µs" for "us", "IOPS" for "1/s"; a unit this build does not write, as it is.
+/// The JSON keeps the report's ASCII units (scripts match on them).
+pub fn unit_text(unit: &str) -> &str {
+    match crate::figures::Unit::from_report(unit) {
+        Some(u) => u.display(),
+        None => unit,
+    }
+}
+
+/// "64.0 °C", "0.02" (a ratio has no unit to write).
+pub fn with_unit(value: &str, unit: &str) -> String {
+    match unit_text(unit) {
+        "" => value.to_string(),
+        u => format!("{value} {u}"),
     }
 }
 

@@ -26,7 +26,7 @@ pub struct Overview<'a> {
 impl<'a> Overview<'a> {
     pub fn of(report: &'a Report) -> Overview<'a> {
         let groups = groups(report);
-        let skips: Vec<&Group> = groups.iter().filter(|g| g.status == Status::Skip).collect();
+        let skips: Vec<&Group> = not_run_groups(&groups).collect();
         // Checks, not groups: a check that skipped on each GPU is one check not run.
         let not_run = distinct_checks(skips.iter().copied());
         let not_run_reason = main_reason(report, &skips);
@@ -96,6 +96,11 @@ impl<'a> Overview<'a> {
     /// The worst status of any problem (what colours the verdict), `None` without one.
     pub fn worst(&self) -> Option<Status> {
         self.problems().iter().map(|p| p.status).max()
+    }
+
+    /// The skips of the checks that did not run at all (not those that ran elsewhere).
+    pub fn not_run_groups(&self) -> Vec<&Group<'a>> {
+        not_run_groups(&self.groups).collect()
     }
 
     /// The info findings ("worth knowing") that no problem explains, in report order.
@@ -340,6 +345,20 @@ fn main_reason(report: &Report, skips: &[&Group]) -> Option<(String, usize)> {
         .filter(|(_, c)| *c >= 2)
         .max_by_key(|(_, c)| *c)
         .map(|(m, c)| (m.to_string(), c))
+}
+
+/// The skips of the checks that did not run at all: a check that ran on one GPU (a note, a
+/// problem) and skipped on another stands where its worst finding puts it, as the areas
+/// count it, not also among the checks not run (its skip is in `-v` and the JSON).
+fn not_run_groups<'g, 'a>(groups: &'g [Group<'a>]) -> impl Iterator<Item = &'g Group<'a>> {
+    let ran: std::collections::HashSet<&str> = groups
+        .iter()
+        .filter(|g| g.status != Status::Skip)
+        .map(|g| g.check)
+        .collect();
+    groups
+        .iter()
+        .filter(move |g| g.status == Status::Skip && !ran.contains(g.check))
 }
 
 /// How many checks the groups are of (the groups of one check counted once).

@@ -11,7 +11,6 @@ use crate::finding::Status;
 use crate::report::Report;
 use owo_colors::{OwoColorize, Style};
 use std::fmt::Write;
-use textwrap::{Options, WordSplitter};
 
 #[derive(Clone, Debug)]
 pub struct TableOptions {
@@ -95,11 +94,7 @@ impl Out {
         let head_cols = textwrap::core::display_width(&head);
         let first_pad = " ".repeat(head_cols);
         let rest_pad = " ".repeat(indent);
-        let opts = Options::new(self.width.max(MIN_WIDTH))
-            .initial_indent(&first_pad)
-            .subsequent_indent(&rest_pad)
-            .word_splitter(WordSplitter::NoHyphenation);
-        let lines = textwrap::wrap(&text, opts);
+        let lines = super::wrap::wrap(&text, self.width.max(MIN_WIDTH), &first_pad, &rest_pad);
         for (i, line) in lines.iter().enumerate() {
             let (pad, body) = if i == 0 {
                 (
@@ -142,13 +137,16 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
         plain
     };
     let what = o.what_you_got(report);
-    out.para(
-        &format!("{what}: "),
-        bold,
-        &o.problems_count(),
-        verdict_style,
-        4,
-    );
+    let verdict = |out: &mut Out| {
+        out.para(
+            &format!("{what}: "),
+            bold,
+            &o.problems_count(),
+            verdict_style,
+            4,
+        )
+    };
+    verdict(&mut out);
     if let Some(nr) = o.not_run_sentence() {
         out.para("", plain, &nr, plain, 4);
     }
@@ -170,6 +168,7 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
         }
     }
     if opts.quiet {
+        verdict_again(&mut out, verdict);
         return out.s;
     }
 
@@ -214,8 +213,21 @@ pub fn render(report: &Report, opts: &TableOptions) -> String {
     hints.push("all evidence: --format json".into());
     let _ = writeln!(out.s);
     out.para("", plain, &hints.join(" · "), dim, 0);
-    let _ = bold;
+    verdict_again(&mut out, verdict);
     out.s
+}
+
+/// The rows of the smallest terminal people use (80×24): a report longer than this has
+/// scrolled its verdict away by the time it ends.
+pub const SCREEN_ROWS: usize = 24;
+
+/// The verdict once more at the end of a report longer than a screen, so that the last
+/// screen says what the first did.
+fn verdict_again(out: &mut Out, verdict: impl Fn(&mut Out)) {
+    if out.s.lines().count() > SCREEN_ROWS {
+        let _ = writeln!(out.s);
+        verdict(out);
+    }
 }
 
 /// "gpuaudit 0.1.0 · host · snapshot DIR · profile general · CUDA 13.0".
@@ -315,11 +327,7 @@ fn note_fix(out: &mut Out, g: &Group) {
 /// The checks that could not run: those of the main reason on one line, each other with
 /// its own reason.
 fn not_run(out: &mut Out, o: &Overview) {
-    let skips: Vec<&Group> = o
-        .groups
-        .iter()
-        .filter(|g| g.status == Status::Skip)
-        .collect();
+    let skips: Vec<&Group> = o.not_run_groups();
     if skips.is_empty() {
         return;
     }
@@ -402,7 +410,7 @@ fn measurements(out: &mut Out, report: &Report, verbose: bool) {
                         p => format!(" ({p})"),
                     }
                 ),
-                format!("{} {}", fmt_value(m.value), m.unit),
+                super::with_unit(&fmt_value(m.value), &m.unit),
                 m.expected.map(fmt_value).unwrap_or_else(|| "-".into()),
                 m.ratio.map(percent).unwrap_or_else(|| "-".into()),
                 String::new(),
@@ -414,7 +422,7 @@ fn measurements(out: &mut Out, report: &Report, verbose: bool) {
             let lowest = f.lowest_where();
             rows.push([
                 f.label.clone(),
-                format!("{} {}", f.value_text(), f.unit),
+                super::with_unit(&f.value_text(), f.unit),
                 f.expected().map(fmt_value).unwrap_or_else(|| "-".into()),
                 f.lowest()
                     .map(|(r, _)| percent(r))

@@ -14,7 +14,6 @@ use gpuaudit_probe::gather::{self, GatherOptions};
 use gpuaudit_probe::host::HostOptions;
 use gpuaudit_probe::measure::{self, GpuGroup};
 use std::fmt::Write;
-use std::io::IsTerminal;
 
 pub fn bench(args: &BenchArgs) -> Result<u8> {
     let mut groups = Vec::new();
@@ -43,15 +42,10 @@ pub fn burn(args: &BurnArgs) -> Result<u8> {
 
 /// `command`: "bench" or "burn", for the messages.
 fn run(command: &str, mut opts: measure::Options, common: &MeasureArgs) -> Result<u8> {
-    let json = match common.format {
-        Some(ListFormat::Json) => true,
-        Some(ListFormat::Table) => false,
-        None => common
-            .output
-            .as_ref()
-            .map(|p| p.extension().is_some_and(|e| e == "json"))
-            .unwrap_or(!std::io::stdout().is_terminal()),
-    };
+    // One rule for every command: the table unless JSON is asked for (not "JSON when
+    // piped": the audit stays a table in `| less`, and so do these).
+    let json =
+        crate::output::list_format(common.format, common.output.as_deref())? == ListFormat::Json;
     opts.force = common.force;
     opts.gpus = common
         .gpus
@@ -115,11 +109,16 @@ fn run(command: &str, mut opts: measure::Options, common: &MeasureArgs) -> Resul
         });
         format!("{}\n", serde_json::to_string_pretty(&v)?)
     } else {
+        use gpuaudit_core::render::wrap::wrapped;
+        // Wrapped to the terminal (else `$COLUMNS`, else 80), as the audit's table is.
+        let width = crate::output::table_width(common.output.as_deref());
         let mut out = String::new();
         for (title, rows) in gpuaudit_core::render::bench::tables(&facts.measured) {
             let _ = writeln!(out, "{title}");
             let mut t = comfy_table::Table::new();
             t.load_style(comfy_table::presets::UTF8_HORIZONTAL_ONLY);
+            t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+            t.set_width(u16::try_from(width).unwrap_or(u16::MAX));
             let mut rows = rows.into_iter();
             if let Some(h) = rows.next() {
                 t.set_header(h);
@@ -131,21 +130,22 @@ fn run(command: &str, mut opts: measure::Options, common: &MeasureArgs) -> Resul
         }
         for f in &findings {
             let gpu = f.gpu.map(|g| format!(" GPU {g}")).unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "{:<4} {}{gpu}: {}",
-                f.status.as_str().to_uppercase(),
-                f.check,
-                f.message
-            );
+            let head = format!("{:<4} ", f.status.as_str().to_uppercase());
+            let text = format!("{}{gpu}: {}", f.check, escape_line(&f.message));
+            out.push_str(&wrapped(&text, width, &head, "     "));
             if matches!(f.status, Status::Fail | Status::Warn) {
                 if let Some(fix) = &f.fix {
-                    let _ = writeln!(out, "     fix: {fix}");
+                    out.push_str(&wrapped(
+                        &escape_line(fix),
+                        width,
+                        "     fix: ",
+                        "          ",
+                    ));
                 }
             }
         }
         for n in &facts.measured.notes {
-            let _ = writeln!(out, "note: {n}");
+            out.push_str(&wrapped(&escape_line(n), width, "note: ", "      "));
         }
         out
     };

@@ -3,24 +3,40 @@
 use crate::sink;
 use anyhow::Result;
 use gpuaudit_core::checks::{self, CheckKind};
-use std::fmt::Write;
+use gpuaudit_core::render::wrap::wrapped;
+
+/// Every line of `checks` and `explain` is wrapped to the terminal (else `$COLUMNS`, else
+/// 80), by the table's rules (`render::wrap`): they printed one line per paragraph, which a
+/// terminal broke wherever the width fell, in the middle of words.
+fn width() -> usize {
+    crate::output::table_width(None)
+}
 
 pub fn list() -> Result<u8> {
     let all = checks::all();
-    let width = all.iter().map(|c| c.id.len()).max().unwrap_or(10);
+    let w = width();
+    let id_cols = all.iter().map(|c| c.id.len()).max().unwrap_or(10);
     let mut out = String::new();
     for c in all {
         let kind = match c.kind {
             CheckKind::Facts => "facts   ",
             CheckKind::Measured => "measured",
         };
-        let _ = writeln!(out, "{:<width$}  {kind}  {}", c.id, c.title);
+        // The title wraps under itself, the id and kind columns kept clear.
+        let head = format!("{:<id_cols$}  {kind}  ", c.id);
+        let rest = " ".repeat(head.chars().count());
+        out.push_str(&wrapped(c.title, w, &head, &rest));
     }
-    let _ = writeln!(
-        out,
-        "\n{} checks. `gpuaudit explain ID` documents each.",
-        all.len()
-    );
+    out.push('\n');
+    out.push_str(&wrapped(
+        &format!(
+            "{} checks. `gpuaudit explain ID` documents each.",
+            all.len()
+        ),
+        w,
+        "",
+        "",
+    ));
     sink::print(out)?;
     Ok(0)
 }
@@ -30,6 +46,7 @@ pub fn explain(id: &str) -> Result<u8> {
         let ids: Vec<&str> = checks::all().iter().map(|c| c.id).collect();
         anyhow::bail!("unknown check '{id}'; {}", did_you_mean(id, &ids));
     };
+    let w = width();
     let d = c.doc;
     let kind = match c.kind {
         CheckKind::Facts => "judged from facts (runs on snapshots too)",
@@ -37,24 +54,53 @@ pub fn explain(id: &str) -> Result<u8> {
             "measured on the live machine (skipped on snapshots and with --facts-only)"
         }
     };
-    let mut text = format!(
-        "{} — {}\n({kind})\n\nWhat it looks at\n{}\n\nWhy it matters\n{}\n\nHow to verify by hand\n{}\n\nHow to fix\n{}",
-        c.id,
-        c.title,
-        indent(d.what),
-        indent(d.why),
-        // As written, flush left: a person copies it whole into a shell, and an indented
-        // heredoc neither ends (`  EOF`) nor runs (Python: "unexpected indent").
-        d.verify.lines().map(str::trim_end).collect::<Vec<_>>().join("\n"),
-        indent(d.fix)
-    );
-    if !c.profiles.is_empty() {
-        text.push_str("\n\nWhat the profiles change");
-        for p in c.profiles {
-            let _ = write!(text, "\n  --profile {}: {}", p.profile, p.effect);
+    let mut text = wrapped(&format!("{} — {}", c.id, c.title), w, "", "  ");
+    text.push_str(&wrapped(&format!("({kind})"), w, "", " "));
+    let section = |text: &mut String, title: &str, body: &str| {
+        text.push('\n');
+        text.push_str(title);
+        text.push('\n');
+        for line in body.lines() {
+            // Each line two spaces in, its own indentation kept (and under it when wrapped).
+            let line = line.trim_end();
+            let own = line.len() - line.trim_start().len();
+            let pad = " ".repeat(2 + own);
+            text.push_str(&wrapped(line.trim_start(), w, &pad, &pad));
+        }
+    };
+    section(&mut text, "What it looks at", d.what);
+    section(&mut text, "Why it matters", d.why);
+    text.push_str("\nHow to verify by hand\n");
+    for line in d.verify.lines().map(str::trim_end) {
+        // Flush left, as written: a person copies it whole into a shell, and an indented
+        // heredoc neither ends (`  EOF`) nor runs (Python: "unexpected indent"). A command
+        // is never wrapped (a line broken in two is two other commands); a comment of its
+        // own is, each piece a comment.
+        // A command too wide with a comment after it (`cmd   # why`): the comment goes
+        // above it, wrapped.
+        let (command, comment) = match line.strip_prefix("# ") {
+            Some(c) => ("", Some(c)),
+            None => match line.split_once("  # ") {
+                Some((cmd, c)) if line.chars().count() > w => (cmd.trim_end(), Some(c.trim())),
+                _ => (line, None),
+            },
+        };
+        if let Some(c) = comment {
+            text.push_str(&wrapped(c, w, "# ", "# "));
+        }
+        if !command.is_empty() || comment.is_none() {
+            text.push_str(command);
+            text.push('\n');
         }
     }
-    text.push('\n');
+    section(&mut text, "How to fix", d.fix);
+    if !c.profiles.is_empty() {
+        text.push_str("\nWhat the profiles change\n");
+        for p in c.profiles {
+            let head = format!("  --profile {}: ", p.profile);
+            text.push_str(&wrapped(p.effect, w, &head, "    "));
+        }
+    }
     sink::print(text)?;
     Ok(0)
 }
@@ -92,14 +138,6 @@ fn did_you_mean(id: &str, ids: &[&str]) -> String {
     } else {
         format!("did you mean {}?", close.join(", "))
     }
-}
-
-/// Each line two spaces in, its own indentation kept.
-fn indent(s: &str) -> String {
-    s.lines()
-        .map(|l| format!("  {}", l.trim_end()))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 #[cfg(test)]

@@ -1,4 +1,4 @@
-//! `gpuaudit collect --out DIR`.
+//! `gpuaudit collect --output DIR` (`--out`, its first name, is a hidden alias).
 
 use crate::cli::CollectArgs;
 use crate::sink;

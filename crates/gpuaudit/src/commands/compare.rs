@@ -12,16 +12,17 @@ use gpuaudit_core::render::Format;
 use gpuaudit_core::report::Redactor;
 use std::path::Path;
 
-fn choose_format(format: Option<CompareFormat>, out: Option<&Path>) -> CompareFormat {
+fn choose_format(format: Option<CompareFormat>, out: Option<&Path>) -> Result<CompareFormat> {
     if let Some(f) = format {
-        return f;
+        return Ok(f);
     }
-    match crate::output::format_of_path(out) {
+    let formats = [Format::Table, Format::Json, Format::Markdown, Format::Html];
+    Ok(match crate::output::format_for(None, out, &formats)? {
         Format::Json => CompareFormat::Json,
         Format::Markdown => CompareFormat::Md,
         Format::Html => CompareFormat::Html,
         Format::Table => CompareFormat::Table,
-    }
+    })
 }
 
 /// Every report, in order; the first file that is not one is exit 2 with one line naming it.
@@ -99,7 +100,7 @@ pub fn run(args: &CompareArgs) -> Result<u8> {
     }
     let comparison = Comparison::build(&inputs, &args.names).map_err(|e| anyhow!(e))?;
     let out = args.output.as_deref();
-    let text = match choose_format(args.format, out) {
+    let text = match choose_format(args.format, out)? {
         CompareFormat::Json => comparison.to_json(),
         CompareFormat::Md => compare::markdown(&comparison),
         CompareFormat::Html => compare::html(&comparison),
@@ -135,18 +136,23 @@ mod tests {
 
     #[test]
     fn the_format_follows_the_output_file_unless_asked() {
-        assert_eq!(choose_format(None, None), CompareFormat::Table);
+        assert_eq!(choose_format(None, None).unwrap(), CompareFormat::Table);
         for (f, want) in [
             ("c.JSON", CompareFormat::Json),
             ("c.md", CompareFormat::Md),
             ("c.html", CompareFormat::Html),
             ("c.txt", CompareFormat::Table),
         ] {
-            assert_eq!(choose_format(None, Some(Path::new(f))), want, "{f}");
+            assert_eq!(
+                choose_format(None, Some(Path::new(f))).unwrap(),
+                want,
+                "{f}"
+            );
         }
         assert_eq!(
-            choose_format(Some(CompareFormat::Md), Some(Path::new("c.json"))),
+            choose_format(Some(CompareFormat::Md), Some(Path::new("c.json"))).unwrap(),
             CompareFormat::Md
         );
+        assert!(choose_format(None, Some(Path::new("c.xyz"))).is_err());
     }
 }

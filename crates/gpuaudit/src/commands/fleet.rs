@@ -150,16 +150,17 @@ fn inputs(paths: &[Entry]) -> Vec<Input> {
     })
 }
 
-fn choose_format(format: Option<FleetFormat>, out: Option<&Path>) -> FleetFormat {
+fn choose_format(format: Option<FleetFormat>, out: Option<&Path>) -> Result<FleetFormat> {
     if let Some(f) = format {
-        return f;
+        return Ok(f);
     }
-    // No HTML for a fleet: a page file gets the table.
-    match crate::output::format_of_path(out) {
+    // No HTML for a fleet (yet): a page's extension is refused, as any other it cannot write.
+    let formats = [Format::Table, Format::Json, Format::Markdown];
+    Ok(match crate::output::format_for(None, out, &formats)? {
         Format::Json => FleetFormat::Json,
         Format::Markdown => FleetFormat::Md,
         Format::Html | Format::Table => FleetFormat::Table,
-    }
+    })
 }
 
 /// Exit 0: every node read, none failed a check; 1: a node failed a check or its file is not
@@ -185,7 +186,7 @@ pub fn run(args: &FleetArgs) -> Result<u8> {
         );
     }
     let out = args.output.as_deref();
-    let text = match choose_format(args.format, out) {
+    let text = match choose_format(args.format, out)? {
         FleetFormat::Json => summary.to_json(),
         FleetFormat::Md => fleet::markdown(&summary),
         FleetFormat::Table => fleet::table(
@@ -204,21 +205,21 @@ mod tests {
 
     #[test]
     fn the_format_follows_the_output_file_unless_asked() {
-        assert_eq!(choose_format(None, None), FleetFormat::Table);
+        assert_eq!(choose_format(None, None).unwrap(), FleetFormat::Table);
         assert_eq!(
-            choose_format(None, Some(Path::new("f.JSON"))),
+            choose_format(None, Some(Path::new("f.JSON"))).unwrap(),
             FleetFormat::Json
         );
         assert_eq!(
-            choose_format(None, Some(Path::new("f.md"))),
+            choose_format(None, Some(Path::new("f.md"))).unwrap(),
             FleetFormat::Md
         );
         assert_eq!(
-            choose_format(None, Some(Path::new("f.txt"))),
+            choose_format(None, Some(Path::new("f.txt"))).unwrap(),
             FleetFormat::Table
         );
         assert_eq!(
-            choose_format(Some(FleetFormat::Md), Some(Path::new("f.json"))),
+            choose_format(Some(FleetFormat::Md), Some(Path::new("f.json"))).unwrap(),
             FleetFormat::Md
         );
     }

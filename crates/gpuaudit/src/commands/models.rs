@@ -4,6 +4,7 @@
 use crate::cli::ListFormat;
 use crate::sink;
 use anyhow::Result;
+use gpuaudit_core::render::wrap::wrapped;
 use gpuaudit_core::spec::{GpuSpec, SpecDb};
 use serde::Serialize;
 use std::fmt::Write;
@@ -58,7 +59,7 @@ fn row(g: &GpuSpec) -> ModelRow<'_> {
 pub fn run(format: ListFormat) -> Result<u8> {
     let db = SpecDb::embedded();
     let text = match format {
-        ListFormat::Table => table(db),
+        ListFormat::Table => table(db, crate::output::table_width(None)),
         ListFormat::Json => {
             let list = ModelList {
                 schema: "gpuaudit.models/1",
@@ -73,7 +74,10 @@ pub fn run(format: ListFormat) -> Result<u8> {
     Ok(0)
 }
 
-fn table(db: &SpecDb) -> String {
+/// One line per model where that fits the terminal (else `$COLUMNS`, else 80); narrower,
+/// each model's name, architecture and memory beside its key and the names `--expect`
+/// accepts under them, wrapped: the one-line table is 211 columns wide.
+fn table(db: &SpecDb, columns: usize) -> String {
     let memory = |g: &GpuSpec| match (g.memory_gb, g.memory_type.as_deref()) {
         (Some(gb), Some(t)) => format!("{gb} GB {t}"),
         (Some(gb), None) => format!("{gb} GB"),
@@ -121,11 +125,51 @@ fn table(db: &SpecDb) -> String {
     for r in &rows {
         line([&r[0], &r[1], &r[2], &r[3], &r[4]]);
     }
-    let _ = writeln!(
-        out,
-        "\n{} models. `--expect NAME[:COUNT]` accepts any name in the last column (a family name \
-         stands for all its models); `?` is a figure the datasheets read did not give.",
-        rows.len()
-    );
+    let foot = |column: &str| {
+        format!(
+            "{} models. `--expect NAME[:COUNT]` accepts any name {column} (a family name \
+             stands for all its models); `?` is a figure the datasheets read did not give.",
+            rows.len()
+        )
+    };
+    let wide = out.lines().map(|l| l.chars().count()).max().unwrap_or(0);
+    if wide <= columns {
+        out.push('\n');
+        out.push_str(&wrapped(&foot("in the last column"), columns, "", ""));
+        return out;
+    }
+    let key = widths[0] + 2;
+    let pad = " ".repeat(key);
+    let mut out = String::new();
+    let head = format!("{:<key$}", header[0]);
+    out.push_str(&wrapped(
+        "NAME · ARCHITECTURE · MEMORY",
+        columns,
+        &head,
+        &pad,
+    ));
+    out.push_str(&wrapped("--expect accepts: NAMES", columns, &pad, &pad));
+    for r in &rows {
+        let head = format!("{:<key$}", r[0]);
+        out.push_str(&wrapped(
+            &format!("{} · {} · {}", r[1], r[2], r[3]),
+            columns,
+            &head,
+            &pad,
+        ));
+        out.push_str(&wrapped(
+            &format!("--expect accepts: {}", r[4]),
+            columns,
+            &pad,
+            &pad,
+        ));
+    }
+    out.push('\n');
+    out.push_str(&wrapped(
+        &foot("after \"--expect accepts\""),
+        columns,
+        "",
+        "",
+    ));
     out
 }

@@ -18,7 +18,6 @@ use gpuaudit_probe::gather::{self, GatherOptions};
 use gpuaudit_probe::host::HostOptions;
 use gpuaudit_probe::rehearse;
 use std::fmt::Write;
-use std::io::IsTerminal;
 
 pub const SCHEMA: &str = "gpuaudit.rehearse/1";
 
@@ -86,15 +85,10 @@ fn scaled(flag: &str, v: Option<u64>, unit: u64, max: u64, default: u64) -> Resu
 
 pub fn run(args: &RehearseArgs) -> Result<u8> {
     let common = &args.common;
-    let json = match common.format {
-        Some(crate::cli::ListFormat::Json) => true,
-        Some(crate::cli::ListFormat::Table) => false,
-        None => common
-            .output
-            .as_ref()
-            .map(|p| p.extension().is_some_and(|e| e == "json"))
-            .unwrap_or(!std::io::stdout().is_terminal()),
-    };
+    // One rule for every command: the table unless JSON is asked for (not "JSON when
+    // piped": the audit stays a table in `| less`, and so do these).
+    let json = crate::output::list_format(common.format, common.output.as_deref())?
+        == crate::cli::ListFormat::Json;
     let opts = options(args)?;
     // The products of the sizes against the machine, before anything is gathered, allocated
     // or written: past them, one line and exit 2.
@@ -153,7 +147,12 @@ pub fn run(args: &RehearseArgs) -> Result<u8> {
         });
         format!("{}\n", serde_json::to_string_pretty(&v)?)
     } else {
-        table(rehearsal, &findings, &facts.measured.notes)
+        table(
+            rehearsal,
+            &findings,
+            &facts.measured.notes,
+            crate::output::table_width(common.output.as_deref()),
+        )
     };
     sink::deliver(text, common.output.as_deref())?;
     if !gpu_measured {
@@ -176,8 +175,15 @@ fn rate(v: f64) -> String {
     pipeline::rate(v)
 }
 
-/// The stage table, the whole pipeline, the findings.
-fn table(r: Option<&Rehearsal>, findings: &[gpuaudit_core::Finding], notes: &[String]) -> String {
+/// The stage table, the whole pipeline, the findings, wrapped to `width` columns (the
+/// terminal's, else `$COLUMNS`, else 80), as the audit's table is.
+fn table(
+    r: Option<&Rehearsal>,
+    findings: &[gpuaudit_core::Finding],
+    notes: &[String],
+    width: usize,
+) -> String {
+    use gpuaudit_core::render::wrap::wrapped;
     let esc = |s: &str| gpuaudit_core::render::escape::escape_line(s).into_owned();
     let mut out = String::new();
     if let Some(r) = r {
@@ -196,8 +202,7 @@ fn table(r: Option<&Rehearsal>, findings: &[gpuaudit_core::Finding], notes: &[St
             ),
             Reading::Unavailable(_) => " (no GPU stage ran)".into(),
         };
-        let _ = writeln!(
-            out,
+        let head = format!(
             "gpuaudit rehearse: batch {}{gpu_line}; model {} layers of {}x{} on {} tokens; \
              {} reader{}, {} worker{}, {} staging",
             c.batch,
@@ -211,9 +216,9 @@ fn table(r: Option<&Rehearsal>, findings: &[gpuaudit_core::Finding], notes: &[St
             if c.workers == 1 { "" } else { "s" },
             if c.pinned { "pinned" } else { "pageable" }
         );
-        let _ = writeln!(
-            out,
-            "data: {} ({}, {}{})\n",
+        out.push_str(&wrapped(&head, width, "", "    "));
+        let data = format!(
+            "data: {} ({}, {}{})",
             esc(&r.data.path),
             super::collect::files(r.data.files as usize),
             gpuaudit_core::units::bytes(r.data.bytes),
@@ -225,8 +230,13 @@ fn table(r: Option<&Rehearsal>, findings: &[gpuaudit_core::Finding], notes: &[St
                 ", each sample dropped from the page cache after reading"
             }
         );
+        out.push_str(&wrapped(&data, width, "", "    "));
+        out.push('\n');
         let mut t = comfy_table::Table::new();
         t.load_style(comfy_table::presets::UTF8_HORIZONTAL_ONLY);
+        // The reasons a stage did not run are long: the table wraps its cells to the width.
+        t.set_content_arrangement(comfy_table::ContentArrangement::Dynamic);
+        t.set_width(u16::try_from(width).unwrap_or(u16::MAX));
         t.set_header(vec!["stage (alone)", "samples/s", "MB/s", ""]);
         for s in Stage::ALL {
             let row = match r.stage(s) {
@@ -282,21 +292,17 @@ fn table(r: Option<&Rehearsal>, findings: &[gpuaudit_core::Finding], notes: &[St
         let _ = writeln!(out, "{t}\n");
     }
     for f in findings {
-        let _ = writeln!(
-            out,
-            "{:<4} {}: {}",
-            f.status.as_str().to_uppercase(),
-            f.check,
-            esc(&f.message)
-        );
+        let head = format!("{:<4} ", f.status.as_str().to_uppercase());
+        let text = format!("{}: {}", f.check, esc(&f.message));
+        out.push_str(&wrapped(&text, width, &head, "     "));
         if matches!(f.status, Status::Fail | Status::Warn) {
             if let Some(fix) = &f.fix {
-                let _ = writeln!(out, "     fix: {}", esc(fix));
+                out.push_str(&wrapped(&esc(fix), width, "     fix: ", "          "));
             }
         }
     }
     for n in notes {
-        let _ = writeln!(out, "note: {}", esc(n));
+        out.push_str(&wrapped(&esc(n), width, "note: ", "      "));
     }
     out
 }

@@ -101,8 +101,9 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, NotRead> {
     Ok(bytes)
 }
 
-/// Exit 0 when the report was rendered (its verdict is in it: the audit's own exit status
-/// said it when it ran), 2 when the file is not a report this gpuaudit reads.
+/// The audit's exit status, from the report read: 0 no check failed, 1 a check failed (also
+/// with -q: a script that renders a saved report learns its verdict as the audit's caller
+/// did), 2 when the file is not a report this gpuaudit reads or cannot be written out.
 pub fn run(args: &ReportArgs) -> Result<u8> {
     let name = args.report.display().to_string();
     let format = output::choose_format(args.format.map(Into::into), args.output.as_deref())?;
@@ -118,5 +119,5 @@ pub fn run(args: &ReportArgs) -> Result<u8> {
         width: output::table_width(args.output.as_deref()),
     };
     output::emit(&report, format, &table, args.output.as_deref())?;
-    Ok(0)
+    Ok(report.exit_code() as u8)
 }

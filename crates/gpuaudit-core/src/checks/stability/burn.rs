@@ -232,7 +232,7 @@ fn check_burn(facts: &Facts, policy: &Policy) -> Vec<Finding> {
                     notes.push(format!("{:.0} W", p.median));
                 }
                 if let Some(tc) = t.temperature_c {
-                    notes.push(format!("up to {:.0} C", tc.max));
+                    notes.push(format!("up to {:.0} °C", tc.max));
                 }
             }
             Reading::Unavailable(why) => notes.push(format!("no NVML telemetry ({why})")),
@@ -712,7 +712,7 @@ mod tests {
         let f = judged(burn_gpu(680.0, "aa", vec![]), h200());
         assert!(
             f.message
-                .contains("(SM clock 1755 MHz median, 690 W, up to 70 C)"),
+                .contains("(SM clock 1755 MHz median, 690 W, up to 70 °C)"),
             "{}",
             f.message
         );
