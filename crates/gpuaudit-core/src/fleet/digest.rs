@@ -248,3 +248,166 @@ impl Collector {
         Fleet::of_parts(nodes, figures, drift, rules)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fleet::Input;
+    use crate::testing::{measured, Machine};
+    use crate::{Policy, Reading};
+
+    /// The real 1×H200 `--full` report of fixtures/reports.
+    fn real() -> String {
+        let p = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/reports/h200-x1-vm-full.json"
+        );
+        std::fs::read_to_string(p).unwrap()
+    }
+
+    /// A fleet of every kind of node: the real report a little apart each time (one slow,
+    /// one hot, one drawing less power, one on another driver), measured 2×H200 nodes (one on
+    /// an x8 link), two of one hostname, an unread file whose stem is a hostname.
+    fn fleet() -> Vec<(String, String, Result<String, String>)> {
+        let mut out = Vec::new();
+        let real: serde_json::Value = serde_json::from_str(&real()).unwrap();
+        for i in 0..12usize {
+            let mut v = real.clone();
+            v["machine"]["hostname"] = format!("h{i:02}").into();
+            if i % 4 == 1 {
+                v["machine"]["driver_version"] = "580.95.05".into();
+            }
+            for m in v["measurements"].as_array_mut().unwrap() {
+                let name = m["name"].as_str().unwrap().to_string();
+                let mut x = m["value"].as_f64().unwrap() * (1.0 + (i % 5) as f64 * 0.004);
+                match (i, name.as_str()) {
+                    (2, "memory_copy_bandwidth") => x *= 0.8,
+                    (4, "burn_temperature_c") => x += 14.0,
+                    (6, "burn_power_w") => x *= 0.8,
+                    _ => {}
+                }
+                m["value"] = serde_json::json!(x);
+            }
+            out.push((
+                format!("h{i:02}.json"),
+                format!("h{i:02}"),
+                Ok(v.to_string()),
+            ));
+        }
+        let policy = Policy {
+            full: true,
+            ..Policy::default()
+        };
+        for (host, width) in [("p0", 16), ("p1", 16), ("p2", 16), ("p3", 8), ("p1", 16)] {
+            let facts = Machine::healthy("h200-sxm-141gb", 2)
+                .with(|f| f.machine.hostname = Reading::Value(host.into()))
+                .gpu(1, |g| g.pcie.width_current = Reading::Value(width))
+                .measured(|m| measured::full_run(m, 2))
+                .build();
+            let text = serde_json::to_string(&Report::build(&facts, &policy)).unwrap();
+            let stem = format!("{host}-{}", out.len());
+            out.push((format!("{stem}.json"), stem, Ok(text)));
+        }
+        out.push(("h03.json.bad".into(), "h03".into(), Err("not JSON".into())));
+        out
+    }
+
+    /// The fleet's views, all three: what must not change.
+    fn views(f: &Fleet) -> String {
+        format!(
+            "{}\n{}\n{}",
+            f.to_json(),
+            crate::fleet::table(f, 100, false),
+            crate::fleet::markdown(f)
+        )
+    }
+
+    /// The summary reader's digests give the fleet the full reports give, in every view.
+    #[test]
+    fn a_digest_of_the_summary_reader_gives_what_the_full_report_gives() {
+        let files = fleet();
+        let full: Vec<Input> = files
+            .iter()
+            .map(|(file, stem, text)| Input {
+                file: file.clone(),
+                stem: stem.clone(),
+                report: text
+                    .clone()
+                    .and_then(|t| crate::report::from_json(&t).map_err(|e| e.to_string())),
+            })
+            .collect();
+        let want = Fleet::summarise(&full);
+        // The fleet has something to say: a node flagged, one anomalous, drift, a failure.
+        assert!(
+            want.counts.slow >= 1 && want.counts.anomalous >= 2,
+            "{:?}",
+            want.counts
+        );
+        assert!(!want.drift.is_empty() && !want.failing_checks.is_empty());
+        let mut c = Collector::new();
+        for (i, (file, stem, text)) in files.iter().enumerate() {
+            let d = text.clone().and_then(|t| {
+                crate::report::from_json_for_summary(&t, crate::fleet::EVIDENCE_READ)
+                    .map(|r| Digest::of(stem, &r))
+                    .map_err(|e| e.to_string())
+            });
+            c.add(i, file.clone(), stem.clone(), d);
+        }
+        assert_eq!(views(&c.finish(&Rules::default())), views(&want));
+    }
+
+    /// Digests added in any order give the fleet of the files' order, to the byte.
+    #[test]
+    fn the_order_digests_come_in_changes_nothing() {
+        let files = fleet();
+        let digests: Vec<_> = files
+            .iter()
+            .map(|(file, stem, text)| {
+                let d = text.clone().and_then(|t| {
+                    crate::report::from_json(&t)
+                        .map(|r| Digest::of(stem, &r))
+                        .map_err(|e| e.to_string())
+                });
+                (file.clone(), stem.clone(), d)
+            })
+            .collect();
+        let run = |order: &[usize]| {
+            let mut c = Collector::new();
+            for &i in order {
+                let (file, stem, d) = digests[i].clone();
+                c.add(i, file, stem, d);
+            }
+            assert!(c.missing(digests.len()).is_empty());
+            views(&c.finish(&Rules { threshold: 0.05 }))
+        };
+        let n = digests.len();
+        let forward: Vec<usize> = (0..n).collect();
+        let want = run(&forward);
+        let backward: Vec<usize> = (0..n).rev().collect();
+        assert_eq!(run(&backward), want);
+        // Odd places first, then even; and a fixed shuffle (an LCG).
+        let mut odd_even: Vec<usize> = (1..n).step_by(2).collect();
+        odd_even.extend((0..n).step_by(2));
+        assert_eq!(run(&odd_even), want);
+        let mut shuffled = forward.clone();
+        let mut x: u64 = 7;
+        for i in (1..n).rev() {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            shuffled.swap(i, (x >> 33) as usize % (i + 1));
+        }
+        assert_eq!(run(&shuffled), want);
+    }
+
+    #[test]
+    fn a_place_never_added_is_missing_and_the_first_node_at_a_place_stays() {
+        let mut c = Collector::new();
+        c.add(2, "c.json".into(), "c".into(), Err("x".into()));
+        c.add(2, "d.json".into(), "d".into(), Err("y".into()));
+        assert_eq!(c.missing(4), vec![0, 1, 3]);
+        let f = c.finish(&Rules::default());
+        assert_eq!(f.nodes.len(), 1);
+        assert_eq!(f.nodes[0].file, "c.json");
+    }
+}
