@@ -683,3 +683,123 @@ fn every_fixtures_audit_as_a_fleet() {
         .unwrap();
     assert!(driver["values"].as_array().unwrap().len() > 5, "{driver}");
 }
+
+/// The real 1×H200 `--full` report of fixtures/reports, as JSON.
+fn real_report() -> Value {
+    let p = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/reports/h200-x1-vm-full.json");
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+/// A fleet with something of everything the summary reads: 24 nodes of the real report, each
+/// figure a little apart (a fixed pattern, no randomness), one copying 15% slower, one 15 °C
+/// hotter, one drawing 20% less power (judged either way), one 6% slower in its contexts (flagged
+/// at `--threshold 5`), others on another driver, kernel, VBIOS, NCCL and PyTorch, one failing pcie.link;
+/// 2×H200 nodes of the test builder (one on an x8 link, two of one hostname); an unread file
+/// whose stem is a node's hostname, and a report of another schema.
+fn mixed_fleet() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let real = real_report();
+    for i in 0..24usize {
+        let mut v = real.clone();
+        v["machine"]["hostname"] = format!("h200-{i:02}").into();
+        for m in v["measurements"].as_array_mut().unwrap() {
+            let name = m["name"].as_str().unwrap().to_string();
+            // ±1.5% in seven steps, a different step per figure and node.
+            let step = ((i * 37 + name.len() * 11) % 7) as f64 - 3.0;
+            let mut x = m["value"].as_f64().unwrap();
+            x = if name == "burn_temperature_c" {
+                x + step * 0.5
+            } else {
+                x * (1.0 + step * 0.005)
+            };
+            match (i, name.as_str()) {
+                (3, "memory_copy_bandwidth") => x *= 0.85,
+                (5, "burn_temperature_c") => x += 15.0,
+                (7, "burn_power_w") => x *= 0.8,
+                (9, "context_create_ms") => x *= 1.06,
+                _ => {}
+            }
+            m["value"] = serde_json::json!(x);
+        }
+        if i % 5 == 2 {
+            v["machine"]["driver_version"] = "580.95.05".into();
+            v["machine"]["kernel"] = "Linux version 6.8.0-60-generic (buildd@x) #1 SMP".into();
+            v["gpus"][0]["vbios"] = "96.00.A5.00.1B".into();
+        }
+        for f in v["findings"].as_array_mut().unwrap() {
+            if i == 11 && f["check"] == "pcie.link" {
+                f["status"] = "fail".into();
+                f["message"] = "GPU 0 (0000:00:06.0): link at x8".into();
+            }
+            if i % 6 == 1 && f["check"] == "cuda.framework" {
+                f["evidence"]["torch"] = "2.9.0+cu130".into();
+            }
+            if i % 8 == 4 && f["check"] == "cuda.libraries" {
+                let copies = f["evidence"]["copies"].as_array_mut();
+                for c in copies.into_iter().flatten() {
+                    *c = c.as_str().unwrap().replace("2.28.3", "2.27.7").into();
+                }
+            }
+        }
+        std::fs::write(
+            dir.path().join(format!("h200-{i:02}.json")),
+            serde_json::to_string_pretty(&v).unwrap(),
+        )
+        .unwrap();
+    }
+    for i in 0..4 {
+        write(
+            dir.path(),
+            &format!("pair-{i}.json"),
+            &node(&format!("pair-{i}"), |m| m, |_| {}),
+        );
+    }
+    write(
+        dir.path(),
+        "pair-x8.json",
+        &node(
+            "pair-x8",
+            |m| m.gpu(1, |g| g.pcie.width_current = Reading::Value(8)),
+            |m| slower_copy(m, 0.9),
+        ),
+    );
+    let twin = node("twin", |m| m, |_| {});
+    write(dir.path(), "twin-1.json", &twin);
+    write(dir.path(), "twin-2.json", &twin);
+    write(
+        dir.path(),
+        "lonely-report.json",
+        &node("lonely", |m| m, |_| {}),
+    );
+    std::fs::write(
+        dir.path().join("lonely.json"),
+        "{ \"schema\": \"gpuaudit.rep",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("zz-bench.json"),
+        r#"{"schema": "gpuaudit.bench/1", "measured": {}}"#,
+    )
+    .unwrap();
+    dir
+}
+
+/// The mixed fleet in every format (its paths relative: the command runs in its directory),
+/// byte for byte as the command wrote it before it streamed its reports (the snapshots were
+/// taken at 1ca2b37, which kept every report in memory).
+#[test]
+fn a_mixed_fleet_reads_as_it_did_before_the_reports_were_streamed() {
+    let dir = mixed_fleet();
+    for (format, threshold) in [("json", "10"), ("table", "10"), ("md", "10"), ("json", "5")] {
+        let out = gpuaudit()
+            .current_dir(dir.path())
+            .args(["fleet", ".", "--format", format, "--threshold", threshold])
+            .env("COLUMNS", "100")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(1), "{format}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        insta::assert_snapshot!(format!("fleet-mixed-{format}-{threshold}"), text);
+    }
+}

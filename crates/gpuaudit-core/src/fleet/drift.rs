@@ -9,14 +9,16 @@
 //!   [SOURCE] version V`, written by `checks::cuda::describe`);
 //! - PyTorch: cuda.framework's evidence `torch`, one finding per Python environment.
 
-use super::node::{gpu_model, Input, Node};
+use super::node::gpu_model;
+#[cfg(test)]
+use super::node::{Input, Node};
 
 /// The checks whose evidence the drift reads; a fleet's reader keeps only theirs
 /// (`report::from_json_for_summary`).
 pub const EVIDENCE_READ: &[&str] = &["cuda.libraries", "cuda.framework"];
 use crate::report::Report;
 use serde::Serialize;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct DriftValue {
@@ -87,7 +89,7 @@ fn joined(set: BTreeSet<String>) -> Option<String> {
 }
 
 /// Each field's value on one node; None where the report does not say.
-fn fields(report: &Report) -> Vec<(String, Option<String>)> {
+pub(crate) fn fields(report: &Report) -> Vec<(String, Option<String>)> {
     let m = &report.machine;
     let mut out = vec![
         ("driver".to_string(), m.driver_version.clone()),
@@ -117,60 +119,99 @@ fn fields(report: &Report) -> Vec<(String, Option<String>)> {
 }
 
 /// The fields that differ, in the order of `fields` (a VBIOS field only among the nodes with
-/// GPUs of its model).
-pub fn drift(inputs: &[Input], nodes: &[Node]) -> Vec<Drift> {
-    // field -> value (None: not known) -> nodes, fields in first-seen order.
-    let mut order: Vec<String> = Vec::new();
-    let mut by_field: BTreeMap<String, BTreeMap<Option<String>, Vec<String>>> = BTreeMap::new();
-    for (input, node) in inputs.iter().zip(nodes) {
-        let Ok(report) = &input.report else { continue };
-        for (field, value) in fields(report) {
-            if !by_field.contains_key(&field) {
-                order.push(field.clone());
+/// GPUs of its model): the fleet's, for the tests of the drift.
+#[cfg(test)]
+pub fn drift(inputs: &[Input], _nodes: &[Node]) -> Vec<Drift> {
+    super::Fleet::summarise(inputs).drift
+}
+
+/// One field over the fleet: the nodes (by index) of each value (None: not known), and where
+/// it was first seen: (node, position among that node's fields).
+struct Field {
+    first: (usize, usize),
+    values: BTreeMap<Option<String>, Vec<usize>>,
+}
+
+/// The drift's fields gathered node by node in any order; [`Fields::drift`] gives what a
+/// reading in the fleet's order gives.
+#[derive(Default)]
+pub(crate) struct Fields {
+    by_field: HashMap<String, Field>,
+}
+
+impl Fields {
+    /// Node `node`'s fields ([`fields`]).
+    pub fn add(&mut self, node: usize, fields: Vec<(String, Option<String>)>) {
+        for (pos, (field, value)) in fields.into_iter().enumerate() {
+            let f = self.by_field.entry(field).or_insert_with(|| Field {
+                first: (node, pos),
+                values: BTreeMap::new(),
+            });
+            f.first = f.first.min((node, pos));
+            // One copy of each value: most nodes share theirs.
+            match f.values.get_mut(&value) {
+                Some(nodes) => nodes.push(node),
+                None => {
+                    f.values.insert(value, vec![node]);
+                }
             }
-            by_field
-                .entry(field)
-                .or_default()
-                .entry(value)
-                .or_default()
-                .push(node.name.clone());
         }
     }
-    let rank = |f: &str| -> (usize, usize) {
-        // The fixed fields first, in their order; VBIOS fields where they first came.
-        let fixed = ["driver", "CUDA (driver)", "kernel"];
-        match fixed.iter().position(|x| *x == f) {
-            Some(i) => (0, i),
-            None => (1, order.iter().position(|x| x == f).unwrap_or(usize::MAX)),
-        }
-    };
-    let mut fields: Vec<String> = order.clone();
-    fields.sort_by_key(|f| rank(f));
-    fields
-        .into_iter()
-        .filter_map(|field| {
-            let mut values = by_field.remove(&field)?;
-            let not_known = values.remove(&None).unwrap_or_default();
-            if values.len() < 2 {
-                return None;
+
+    /// The fields that differ, in the order of [`fields`] (the fixed ones first, the others
+    /// where a node in the fleet's order first had them), each node named by its index in
+    /// `names`.
+    pub fn drift(self, names: &[String]) -> Vec<Drift> {
+        let name = |i: &usize| names.get(*i).cloned().unwrap_or_default();
+        let mut fields: Vec<(String, Field)> = self.by_field.into_iter().collect();
+        // First seen first: the order one pass over the nodes in order meets them.
+        fields.sort_by_key(|(_, f)| f.first);
+        let order: Vec<String> = fields.iter().map(|(n, _)| n.clone()).collect();
+        let rank = |f: &str| -> (usize, usize) {
+            // The fixed fields first, in their order; VBIOS fields where they first came.
+            let fixed = ["driver", "CUDA (driver)", "kernel"];
+            match fixed.iter().position(|x| *x == f) {
+                Some(i) => (0, i),
+                None => (1, order.iter().position(|x| x == f).unwrap_or(usize::MAX)),
             }
-            let mut values: Vec<DriftValue> = values
-                .into_iter()
-                .filter_map(|(v, nodes)| Some(DriftValue { value: v?, nodes }))
-                .collect();
-            values.sort_by(|a, b| {
-                b.nodes
-                    .len()
-                    .cmp(&a.nodes.len())
-                    .then(a.value.cmp(&b.value))
-            });
-            Some(Drift {
-                field,
-                values,
-                not_known,
+        };
+        fields.sort_by_key(|(f, _)| rank(f));
+        fields
+            .into_iter()
+            .filter_map(|(field, f)| {
+                let mut values = f.values;
+                // Each value's nodes in the fleet's order, whatever order they came in.
+                let named = |mut v: Vec<usize>| {
+                    v.sort_unstable();
+                    v.iter().map(name).collect::<Vec<String>>()
+                };
+                let not_known = named(values.remove(&None).unwrap_or_default());
+                if values.len() < 2 {
+                    return None;
+                }
+                let mut values: Vec<DriftValue> = values
+                    .into_iter()
+                    .filter_map(|(v, nodes)| {
+                        Some(DriftValue {
+                            value: v?,
+                            nodes: named(nodes),
+                        })
+                    })
+                    .collect();
+                values.sort_by(|a, b| {
+                    b.nodes
+                        .len()
+                        .cmp(&a.nodes.len())
+                        .then(a.value.cmp(&b.value))
+                });
+                Some(Drift {
+                    field,
+                    values,
+                    not_known,
+                })
             })
-        })
-        .collect()
+            .collect()
+    }
 }
 
 #[cfg(test)]

@@ -1,7 +1,9 @@
 //! The measured figures across the fleet: per figure (name and dtype) and per group of peers,
 //! the median of the nodes' values, its MAD, and the nodes that stand out (`stats.rs`).
 
-use super::node::{gpu_model, Input, Node};
+use super::node::gpu_model;
+#[cfg(test)]
+use super::node::{Input, Node};
 use super::stats::{self, Better};
 use crate::facts::Measurement;
 use crate::figures::{self as catalog, Nature, Spread, Unit};
@@ -109,41 +111,83 @@ impl Figure {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-struct Key {
-    name: String,
-    dtype: Option<String>,
-    peers: String,
+/// A figure over one group of peers: its name, dtype and peers.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) struct Key {
+    pub name: String,
+    pub dtype: Option<String>,
+    pub peers: String,
 }
 
-struct NodeValue {
-    value: f64,
-    gpu: Option<u32>,
-    attainable: Option<f64>,
+/// A node's value of one figure (its worst GPU's, or pair's).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct NodeValue {
+    pub value: f64,
+    pub gpu: Option<u32>,
+    /// What the model attains, where the report says (finite and positive).
+    pub attainable: Option<f64>,
 }
 
-/// A machine's value of one figure: the measurement that gave it (its worst GPU or pair) and
-/// which way the figure is better.
+/// A machine's value of one figure: the measurement that gave it (its worst GPU or pair).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Worst<'a> {
     pub measurement: &'a Measurement,
-    pub better: Better,
 }
 
 /// A machine's value of each figure, keyed by `key` (the fleet: name, dtype and peers; the
 /// comparison: name and dtype): of a figure's entries only those of the largest size (the
 /// all-reduce's headline figure, not its latency-bound 1 MiB point), then the worst GPU (or
-/// pair) under the key: the lowest where higher is better, the highest where lower is. The
-/// one rule of `gpuaudit fleet` and `gpuaudit compare`.
+/// pair) under the key ([`pick_worst`]): the lowest where higher is better, the highest where
+/// lower is. The one rule of `gpuaudit fleet` and `gpuaudit compare`.
 pub(crate) fn worst_by<K: Ord>(
     report: &Report,
     key: impl Fn(&Measurement) -> K,
 ) -> BTreeMap<K, Worst<'_>> {
-    worst_around(report, key, |_| None)
+    let mut by: BTreeMap<K, Vec<&Measurement>> = BTreeMap::new();
+    for m in counted(report) {
+        by.entry(key(m)).or_default().push(m);
+    }
+    by.into_iter()
+        .filter_map(|(k, ms)| {
+            // A condition wrong either way: the GPU farthest from the machine's own median
+            // (the fleet gives its peers' instead: `digest.rs`).
+            let either: Vec<f64> = ms
+                .iter()
+                .filter(|m| catalog::Figure::better_of(m) == Better::Neither)
+                .map(|m| m.value)
+                .collect();
+            let centre = stats::median(&either);
+            let (w, _) = pick_worst(&ms, |m| (catalog::Figure::better_of(m), m.value), centre)?;
+            Some((k, Worst { measurement: ms[w] }))
+        })
+        .collect()
+}
+
+/// Which of one machine's `entries` of a figure (in report order; `of` gives an entry's way
+/// of being better and its value) is its worst: the lowest where higher is better, the
+/// highest where lower is, and for a condition wrong either way (`Better::Neither`) the one
+/// farthest from `centre` (none: each value is its own, so the first stays). The first of
+/// equal values. With the first entry's way of being better, which the machine's value
+/// keeps.
+pub(crate) fn pick_worst<T>(
+    entries: &[T],
+    of: impl Fn(&T) -> (Better, f64),
+    centre: Option<f64>,
+) -> Option<(usize, Better)> {
+    let first = of(entries.first()?).0;
+    let mut w = 0;
+    for (j, e) in entries.iter().enumerate().skip(1) {
+        let (better, v) = of(e);
+        let current = of(&entries[w]).1;
+        if better.worse(current, v, centre.unwrap_or(v)) != current {
+            w = j;
+        }
+    }
+    Some((w, first))
 }
 
 /// The measurements [`worst_by`] counts: finite, and of their figure's largest size.
-fn counted(report: &Report) -> Vec<&Measurement> {
+pub(crate) fn counted(report: &Report) -> Vec<&Measurement> {
     let mut largest: BTreeMap<(&str, Option<&str>, bool), Option<u64>> = BTreeMap::new();
     for m in &report.measurements {
         let k = (m.name.as_str(), m.dtype.as_deref(), m.gpu.is_some());
@@ -160,49 +204,8 @@ fn counted(report: &Report) -> Vec<&Measurement> {
         .collect()
 }
 
-/// [`worst_by`], a condition wrong either way (`Better::Neither`) judged by the GPU farthest
-/// from `centre` of its key where given (the fleet: its peers' median), else from the
-/// machine's own median of it. The machine's own median cannot tell the odd one of two GPUs
-/// (it lies halfway between them): the fleet gives its peers'.
-pub(crate) fn worst_around<K: Ord>(
-    report: &Report,
-    key: impl Fn(&Measurement) -> K,
-    centre: impl Fn(&K) -> Option<f64>,
-) -> BTreeMap<K, Worst<'_>> {
-    let counted = counted(report);
-    let mut values: BTreeMap<K, Vec<f64>> = BTreeMap::new();
-    for m in &counted {
-        if catalog::Figure::better_of(m) == Better::Neither {
-            values.entry(key(m)).or_default().push(m.value);
-        }
-    }
-    let mut out: BTreeMap<K, Worst<'_>> = BTreeMap::new();
-    for m in counted {
-        let better = catalog::Figure::better_of(m);
-        let k = key(m);
-        let centre = centre(&k)
-            .or_else(|| values.get(&k).and_then(|v| stats::median(v)))
-            .unwrap_or(m.value);
-        match out.entry(k) {
-            std::collections::btree_map::Entry::Occupied(mut e) => {
-                let w = e.get_mut();
-                if better.worse(w.measurement.value, m.value, centre) != w.measurement.value {
-                    w.measurement = m;
-                }
-            }
-            std::collections::btree_map::Entry::Vacant(e) => {
-                e.insert(Worst {
-                    measurement: m,
-                    better,
-                });
-            }
-        }
-    }
-    out
-}
-
 /// The key of a measurement: its figure and its peers.
-fn key_of(report: &Report, machine_peers: &str, m: &Measurement) -> Key {
+pub(crate) fn key_of(report: &Report, machine_peers: &str, m: &Measurement) -> Key {
     Key {
         name: m.name.clone(),
         dtype: m.dtype.clone(),
@@ -211,39 +214,6 @@ fn key_of(report: &Report, machine_peers: &str, m: &Measurement) -> Key {
             None => machine_peers.to_string(),
         },
     }
-}
-
-/// One node's value of each figure, per figure and group of peers ([`worst_around`] the
-/// fleet's `centres` of the figures wrong either way).
-fn node_values(
-    report: &Report,
-    machine_peers: &str,
-    centres: &BTreeMap<Key, f64>,
-) -> BTreeMap<Key, (String, Better, NodeValue)> {
-    worst_around(
-        report,
-        |m| key_of(report, machine_peers, m),
-        |k| centres.get(k).copied(),
-    )
-    .into_iter()
-    .map(|(k, w)| {
-        (
-            k,
-            (
-                w.measurement.unit.clone(),
-                w.better,
-                NodeValue {
-                    value: w.measurement.value,
-                    gpu: w.measurement.gpu,
-                    attainable: w
-                        .measurement
-                        .attainable
-                        .filter(|a| a.is_finite() && *a > 0.0),
-                },
-            ),
-        )
-    })
-    .collect()
 }
 
 /// What a figure is: the catalog's, else (a name this build does not know) a performance
@@ -267,46 +237,28 @@ fn judged_against_attainable(name: &str) -> bool {
     )
 }
 
-/// Every figure of the fleet's reports, by name, dtype and peers, judged under `rules`.
-pub fn figures(inputs: &[Input], nodes: &[Node], rules: &stats::Rules) -> Vec<Figure> {
-    struct Acc {
-        unit: String,
-        better: Better,
-        values: Vec<(String, NodeValue)>,
-    }
-    // A figure wrong either way: every GPU's value, for the peers' median its GPUs are
-    // judged from.
-    let mut either: BTreeMap<Key, Vec<f64>> = BTreeMap::new();
-    for (input, node) in inputs.iter().zip(nodes) {
-        let Ok(report) = &input.report else { continue };
-        let peers = node.gpu_label();
-        for m in counted(report) {
-            if catalog::Figure::better_of(m) == Better::Neither {
-                either
-                    .entry(key_of(report, &peers, m))
-                    .or_default()
-                    .push(m.value);
-            }
-        }
-    }
-    let centres: BTreeMap<Key, f64> = either
-        .into_iter()
-        .filter_map(|(k, v)| Some((k, stats::median(&v)?)))
-        .collect();
-    let mut acc: BTreeMap<Key, Acc> = BTreeMap::new();
-    for (input, node) in inputs.iter().zip(nodes) {
-        let Ok(report) = &input.report else { continue };
-        for (key, (unit, better, v)) in node_values(report, &node.gpu_label(), &centres) {
-            acc.entry(key)
-                .or_insert_with(|| Acc {
-                    unit,
-                    better,
-                    values: Vec::new(),
-                })
-                .values
-                .push((node.name.clone(), v));
-        }
-    }
+/// One figure's values over its peers, in the fleet's order of nodes: the unit and which way
+/// is better of the first node's, each node by its index in the fleet.
+pub(crate) struct Acc {
+    pub unit: String,
+    pub better: Better,
+    pub values: Vec<(usize, NodeValue)>,
+}
+
+/// Every figure of the fleet's reports, by name, dtype and peers, judged under `rules` (the
+/// fleet's own, for the tests of the judge).
+#[cfg(test)]
+pub fn figures(inputs: &[Input], _nodes: &[Node], rules: &stats::Rules) -> Vec<Figure> {
+    super::Fleet::summarise_with(inputs, rules).figures
+}
+
+/// Each figure of `acc` judged under `rules`, its nodes named by their index in `names`.
+pub(crate) fn judge(
+    acc: BTreeMap<Key, Acc>,
+    names: &[String],
+    rules: &stats::Rules,
+) -> Vec<Figure> {
+    let name = |i: &usize| names.get(*i).cloned().unwrap_or_default();
     acc.into_iter()
         .filter_map(|(key, a)| {
             let (nature, spread) = nature_spread(&key.name);
@@ -340,7 +292,7 @@ pub fn figures(inputs: &[Input], nodes: &[Node], rules: &stats::Rules) -> Vec<Fi
                         stats::Tier::Within => continue,
                     };
                     into.push(Outlier {
-                        node: node.clone(),
+                        node: name(node),
                         value: v.value,
                         shortfall: d.shortfall,
                         degrees: d.degrees,
@@ -369,7 +321,7 @@ pub fn figures(inputs: &[Input], nodes: &[Node], rules: &stats::Rules) -> Vec<Fi
                     .filter_map(|(node, v)| {
                         let s = stats::shortfall(v.value, t, a.better)?;
                         (s >= rules.threshold).then(|| Below {
-                            node: node.clone(),
+                            node: name(node),
                             value: v.value,
                             shortfall: s,
                             gpu: v.gpu,

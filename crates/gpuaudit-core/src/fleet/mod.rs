@@ -3,12 +3,14 @@
 //! that fail on several nodes. Pure: the command reads the files, this judges and renders.
 //!
 //! - `node.rs`: a node from one report (or the reason its file is not one);
+//! - `digest.rs`: what the fleet keeps of a report, and the nodes gathered in any order;
 //! - `stats.rs`: median, MAD, and the rule that flags a node (its thresholds);
 //! - `figures.rs`: each measured figure per group of peers;
 //! - `drift.rs`: fields that differ between nodes;
 //! - `failures.rs`: check id -> nodes;
 //! - `table.rs`, `markdown.rs`: the views (JSON is the serialised [`Fleet`]).
 
+mod digest;
 pub(crate) mod drift;
 mod failures;
 pub(crate) mod figures;
@@ -17,6 +19,7 @@ pub(crate) mod node;
 pub mod stats;
 mod table;
 
+pub use digest::{Collector, Digest};
 pub use drift::{Drift, DriftValue, EVIDENCE_READ};
 pub use failures::{FailedOn, FailingCheck};
 pub use figures::{Below, Figure, Kind, Outlier};
@@ -102,11 +105,27 @@ impl Fleet {
         Fleet::summarise_with(inputs, &Rules::default())
     }
 
-    /// The fleet of `inputs` under `rules` (`--threshold`).
+    /// The fleet of `inputs` under `rules` (`--threshold`): each report digested in turn
+    /// (`gpuaudit fleet` digests each file as it reads it, through a [`Collector`]).
     pub fn summarise_with(inputs: &[Input], rules: &Rules) -> Fleet {
-        let nodes = node::nodes(inputs);
-        let figures = figures::figures(inputs, &nodes, rules);
-        let drift = drift::drift(inputs, &nodes);
+        let mut c = Collector::new();
+        for (i, input) in inputs.iter().enumerate() {
+            let digest = match &input.report {
+                Ok(r) => Ok(Digest::of(&input.stem, r)),
+                Err(e) => Err(e.clone()),
+            };
+            c.add(i, input.file.clone(), input.stem.clone(), digest);
+        }
+        c.finish(rules)
+    }
+
+    /// The fleet of its named nodes, their judged figures and drift.
+    pub(crate) fn of_parts(
+        nodes: Vec<Node>,
+        figures: Vec<Figure>,
+        drift: Vec<Drift>,
+        rules: &Rules,
+    ) -> Fleet {
         let failing_checks = failures::failing_checks(&nodes);
         let distinct = |names: Vec<&str>| -> std::collections::BTreeSet<String> {
             names.into_iter().map(str::to_string).collect()

@@ -193,49 +193,62 @@ fn failed_checks(findings: &[Finding]) -> Vec<FailedCheck> {
         .collect()
 }
 
+/// A node of a report that could not be read: `reason`, and its file's stem as its name.
+pub(crate) fn unread(file: String, stem: &str, reason: String) -> Node {
+    Node {
+        name: stem.to_string(),
+        file,
+        hostname: None,
+        same_hostname_as: vec![],
+        same_hostname_others: 0,
+        not_read: Some(reason),
+        verdict: Verdict::NotRead,
+        gpus: vec![],
+        fail: 0,
+        warn: 0,
+        failed_checks: vec![],
+    }
+}
+
+/// What a node of `report` is, before the fleet names it uniquely ([`name_uniquely`]): its
+/// hostname (else `stem`), GPUs, verdict and failed checks.
+pub(crate) fn read(file: String, stem: &str, report: &Report) -> Node {
+    let ProblemCounts { fail, warn } = ProblemCounts::of(report);
+    let hostname = report
+        .machine
+        .hostname
+        .clone()
+        .filter(|h| !h.trim().is_empty());
+    Node {
+        name: hostname.clone().unwrap_or_else(|| stem.to_string()),
+        file,
+        hostname,
+        same_hostname_as: vec![],
+        same_hostname_others: 0,
+        not_read: None,
+        verdict: if fail > 0 {
+            Verdict::Fail
+        } else if warn > 0 {
+            Verdict::Warn
+        } else {
+            Verdict::Pass
+        },
+        gpus: gpu_groups(report),
+        fail,
+        warn,
+        failed_checks: failed_checks(&report.findings),
+    }
+}
+
 /// The nodes of `inputs`, in their order, named uniquely.
-pub fn nodes(inputs: &[Input]) -> Vec<Node> {
-    let mut out: Vec<Node> = inputs
-        .iter()
-        .map(|i| match &i.report {
-            Err(reason) => Node {
-                name: i.stem.clone(),
-                file: i.file.clone(),
-                hostname: None,
-                same_hostname_as: vec![],
-                same_hostname_others: 0,
-                not_read: Some(reason.clone()),
-                verdict: Verdict::NotRead,
-                gpus: vec![],
-                fail: 0,
-                warn: 0,
-                failed_checks: vec![],
-            },
-            Ok(r) => {
-                let ProblemCounts { fail, warn } = ProblemCounts::of(r);
-                let hostname = r.machine.hostname.clone().filter(|h| !h.trim().is_empty());
-                Node {
-                    name: hostname.clone().unwrap_or_else(|| i.stem.clone()),
-                    file: i.file.clone(),
-                    hostname,
-                    same_hostname_as: vec![],
-                    same_hostname_others: 0,
-                    not_read: None,
-                    verdict: if fail > 0 {
-                        Verdict::Fail
-                    } else if warn > 0 {
-                        Verdict::Warn
-                    } else {
-                        Verdict::Pass
-                    },
-                    gpus: gpu_groups(r),
-                    fail,
-                    warn,
-                    failed_checks: failed_checks(&r.findings),
-                }
-            }
-        })
-        .collect();
+#[cfg(test)]
+pub(crate) fn nodes(inputs: &[Input]) -> Vec<Node> {
+    super::Fleet::summarise(inputs).nodes
+}
+
+/// The fleet's nodes (`out`, in the fleet's order, each of the file of `stems`' stem) named
+/// uniquely: two of one hostname get their file's stem, a name that still repeats its file.
+pub(crate) fn name_uniquely(out: &mut [Node], stems: &[String]) {
     // Two reports of one hostname are two nodes (the same machine audited twice, or two
     // machines that kept an image's hostname): both stay, each names the other's file.
     let mut by_host: BTreeMap<String, Vec<usize>> = BTreeMap::new();
@@ -256,13 +269,14 @@ pub fn nodes(inputs: &[Input]) -> Vec<Node> {
                 .collect();
             out[i].same_hostname_as = others;
             out[i].same_hostname_others = idx.len() - 1;
-            out[i].name = format!("{} ({})", out[i].name, inputs[i].stem);
+            let stem = stems.get(i).map(String::as_str).unwrap_or_default();
+            out[i].name = format!("{} ({stem})", out[i].name);
         }
     }
     // A stem that happens to equal another node's name (an unread file `a.json` beside the
     // report of host `a`) is told apart by its file.
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    for n in &out {
+    for n in out.iter() {
         *seen.entry(n.name.clone()).or_default() += 1;
     }
     for n in out.iter_mut() {
@@ -270,7 +284,6 @@ pub fn nodes(inputs: &[Input]) -> Vec<Node> {
             n.name = format!("{} [{}]", n.name, n.file);
         }
     }
-    out
 }
 
 #[cfg(test)]

@@ -191,6 +191,9 @@ impl<'de> serde::de::Visitor<'de> for SummaryReport<'_> {
         let (mut gpus, mut findings, mut measurements, mut summary) = (None, None, None, None);
         while let Some(key) = m.next_key::<String>()? {
             match key.as_str() {
+                // A second schema is refused, as `check_schema` refuses it (the caller asks
+                // it why: see `from_json_for_summary`).
+                "schema" if schema.is_some() => return Err(A::Error::duplicate_field("schema")),
                 "schema" => schema = Some(m.next_value()?),
                 "tool" => tool = Some(m.next_value()?),
                 "audit" => audit = Some(m.next_value()?),
@@ -244,13 +247,26 @@ impl<'de> serde::de::Visitor<'de> for SummaryReport<'_> {
 /// measurements' methods.
 pub fn from_json_for_summary(text: &str, evidence_of: &[&str]) -> Result<Report, ReadError> {
     let text = bound_text(text)?;
-    check_schema(&text)?;
+    // One parse where the text is a report of this schema (nearly every file of a fleet):
+    // the schema's own pass (`check_schema`, a whole parse of its own) runs only where this
+    // one fails or finds another schema, so that the error is the one `from_json` gives.
     let mut de = serde_json::Deserializer::from_str(&text);
-    let r = serde::Deserializer::deserialize_map(&mut de, SummaryReport(evidence_of))
-        .map_err(invalid)?;
-    de.end().map_err(invalid)?;
-    check_counts(&r)?;
-    Ok(r)
+    let parsed = serde::Deserializer::deserialize_map(&mut de, SummaryReport(evidence_of))
+        .and_then(|r| de.end().map(|()| r));
+    match parsed {
+        Ok(r) if r.schema == SCHEMA => {
+            check_counts(&r)?;
+            Ok(r)
+        }
+        Ok(r) => {
+            check_schema(&text)?;
+            Err(ReadError::OtherSchema(fact_line(&r.schema)))
+        }
+        Err(e) => {
+            check_schema(&text)?;
+            Err(invalid(e))
+        }
+    }
 }
 
 #[cfg(test)]
@@ -363,7 +379,13 @@ mod tests {
             serde_json::to_string(&back).unwrap(),
             serde_json::to_string(&want).unwrap()
         );
+        // The summary reader parses once, the schema's pass only after a failure: the same
+        // errors, a second "schema" and text after the report included.
+        let dup = text.replacen('{', r#"{"schema": "gpuaudit.bench/1", "#, 1);
+        let trailing = format!("{text} x");
         for bad in [
+            dup.as_str(),
+            trailing.as_str(),
             r#"{"schema": "gpuaudit.report/2"}"#,
             "[1]",
             "{ not",

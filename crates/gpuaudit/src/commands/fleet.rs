@@ -5,12 +5,14 @@ use crate::cli::{FleetArgs, FleetFormat};
 use crate::commands::report;
 use crate::{output, sink};
 use anyhow::{anyhow, bail, Result};
-use gpuaudit_core::fleet::{self, Fleet, Input};
+use gpuaudit_core::fleet::{self, Collector, Digest};
 use gpuaudit_core::render::Format;
 use gpuaudit_core::report::limits::{thousands, MAX_FLEET_FILES};
 use gpuaudit_core::report::ReadError;
 use gpuaudit_probe::root::io_reason;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
 
 /// One file to read: its path, or where a directory's entry is not read, why.
 struct Entry {
@@ -81,13 +83,16 @@ fn too_many(n: usize) -> Result<()> {
     Ok(())
 }
 
-fn input(entry: &Entry) -> Input {
+/// One file read and digested: its path as given, its stem, and what the fleet keeps of its
+/// report ([`Digest`]) or the one-line reason it is not one. The report itself is dropped
+/// here: a fleet of 100,000 keeps a few KiB a node, not the 40 KiB of a report parsed.
+fn digest(entry: &Entry) -> (String, String, Result<Digest, String>) {
     let path = entry.path.as_path();
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
         .unwrap_or_else(|| path.display().to_string());
-    let report = match entry.skipped {
+    let digest = match entry.skipped {
         Some(why) => Err(why.to_string()),
         // Only what the summary reads: no series, messages, fixes or methods, the evidence
         // of the drift's checks alone.
@@ -101,6 +106,7 @@ fn input(entry: &Entry) -> Input {
                 other_schema.set(matches!(r, Err(ReadError::OtherSchema(_))));
                 r
             })
+            .map(|r| Digest::of(&stem, &r))
             .map_err(|e| {
                 if other_schema.get() {
                     format!("not a gpuaudit report: {}", e.reason())
@@ -110,44 +116,58 @@ fn input(entry: &Entry) -> Input {
             })
         }
     };
-    Input {
-        file: path.display().to_string(),
-        stem,
-        report,
-    }
+    (path.display().to_string(), stem, digest)
 }
 
-/// Every file read and parsed, in order, on as many threads as there are CPUs: parsing is
-/// what a fleet of a thousand --full reports spends its time on.
-fn inputs(paths: &[Entry]) -> Vec<Input> {
+/// Files a worker may have read ahead of the collector: enough to keep every CPU busy, few
+/// enough that what waits is a few hundred KiB.
+const READ_AHEAD: usize = 64;
+
+/// Every file read and digested on as many threads as there are CPUs (parsing is what a
+/// fleet spends its time on), each taking the next file not taken yet, and gathered as they
+/// come: the collector orders them by their place in `paths`.
+fn collect(paths: &[Entry]) -> Collector {
     let threads = std::thread::available_parallelism()
         .map(usize::from)
         .unwrap_or(1)
-        .clamp(1, 16);
-    let chunk = paths.len().div_ceil(threads).max(1);
+        .clamp(1, 16)
+        .min(paths.len().max(1));
+    let next = AtomicUsize::new(0);
+    let mut c = Collector::new();
+    let (tx, rx) = mpsc::sync_channel(READ_AHEAD);
     std::thread::scope(|s| {
-        let handles: Vec<_> = paths
-            .chunks(chunk)
-            .map(|c| s.spawn(move || c.iter().map(input).collect::<Vec<Input>>()))
-            .collect();
-        handles
-            .into_iter()
-            .zip(paths.chunks(chunk))
-            .flat_map(|(h, c)| {
-                // A thread that panicked (it cannot: reading returns errors) costs its files a
-                // reason, not the run.
-                h.join().unwrap_or_else(|_| {
-                    c.iter()
-                        .map(|e| Input {
-                            file: e.path.display().to_string(),
-                            stem: e.path.display().to_string(),
-                            report: Err("could not be read (the reader failed)".into()),
-                        })
-                        .collect()
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                let (tx, next) = (tx.clone(), &next);
+                s.spawn(move || loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(entry) = paths.get(i) else { break };
+                    if tx.send((i, digest(entry))).is_err() {
+                        break;
+                    }
                 })
             })
-            .collect()
-    })
+            .collect();
+        drop(tx);
+        for (i, (file, stem, d)) in rx {
+            c.add(i, file, stem, d);
+        }
+        // A thread that panicked (it cannot: reading returns errors) costs its file a
+        // reason, not the run (below); joined here, its panic is not the scope's.
+        for w in workers {
+            let _ = w.join();
+        }
+    });
+    for i in c.missing(paths.len()) {
+        let name = paths[i].path.display().to_string();
+        c.add(
+            i,
+            name.clone(),
+            name,
+            Err("could not be read (the reader failed)".into()),
+        );
+    }
+    c
 }
 
 fn choose_format(format: Option<FleetFormat>, out: Option<&Path>) -> Result<FleetFormat> {
@@ -167,22 +187,18 @@ fn choose_format(format: Option<FleetFormat>, out: Option<&Path>) -> Result<Flee
 /// a report; 2: no file was a report, or an argument is wrong.
 pub fn run(args: &FleetArgs) -> Result<u8> {
     let paths = files(&args.reports)?;
-    let inputs = inputs(&paths);
     let rules = fleet::Rules {
         threshold: args.threshold,
     };
-    let summary = Fleet::summarise_with(&inputs, &rules);
+    let summary = collect(&paths).finish(&rules);
     if summary.nothing_read() {
-        let first = summary
-            .nodes
-            .first()
-            .and_then(|n| n.not_read.clone())
-            .unwrap_or_default();
+        let first = summary.nodes.first();
         bail!(
-            "no report could be read of {} file{} ({}: {first})",
-            inputs.len(),
-            if inputs.len() == 1 { "" } else { "s" },
-            inputs.first().map(|i| i.file.as_str()).unwrap_or("")
+            "no report could be read of {} file{} ({}: {})",
+            paths.len(),
+            if paths.len() == 1 { "" } else { "s" },
+            first.map(|n| n.file.as_str()).unwrap_or(""),
+            first.and_then(|n| n.not_read.clone()).unwrap_or_default()
         );
     }
     let out = args.output.as_deref();

@@ -71,7 +71,8 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, NotRead> {
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
         .open(path)
         .map_err(io)?;
-    let kind = f.metadata().map_err(io)?.file_type();
+    let meta = f.metadata().map_err(io)?;
+    let kind = meta.file_type();
     if !kind.is_file() {
         let what = if kind.is_dir() {
             "a directory"
@@ -88,7 +89,9 @@ fn read_bounded(path: &Path) -> Result<Vec<u8>, NotRead> {
             "not a report file ({what}: gpuaudit reads regular files only)"
         )));
     }
-    let mut bytes = Vec::new();
+    // Room for the whole file at once (a fleet reads 100,000): no growing and copying on the
+    // way; the size is a hint, the read still stops at the bound.
+    let mut bytes = Vec::with_capacity(meta.len().min(MAX_REPORT_BYTES) as usize + 1);
     f.take(MAX_REPORT_BYTES + 1)
         .read_to_end(&mut bytes)
         .map_err(io)?;
