@@ -597,6 +597,24 @@ pub struct FleetArgs {
     /// the fleet's noise is listed to watch. More than 0, less than 100.
     #[arg(long, value_name = "PCT", default_value = "10", value_parser = parse_threshold)]
     pub threshold: f64,
+    /// What exits 1, for a Slurm prolog or a cluster's CI: `fail` (default) a node that
+    /// failed a check or a file that is not a report; `slow` also a node flagged against its
+    /// peers or below what its GPU model attains; `watch` also a node to watch.
+    #[arg(long, value_name = "WHAT", value_enum, default_value_t = FleetFailOn::Fail)]
+    pub fail_on: FleetFailOn,
+}
+
+/// `gpuaudit fleet --fail-on`.
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FleetFailOn {
+    /// A node failed a check, or a file is not a report.
+    Fail,
+    /// Also a node flagged against its peers (slower, hotter, other power) or below what its
+    /// GPU model attains.
+    #[value(alias = "outlier")]
+    Slow,
+    /// Also a node to watch (within the threshold, far outside the noise).
+    Watch,
 }
 
 /// `--threshold`: a percentage (`5`, `7.5`, `5%`) above 0 and below 100, as a share.

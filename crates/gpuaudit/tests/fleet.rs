@@ -400,6 +400,54 @@ fn exit_status_0_1_and_2() {
     assert_eq!(out.status.code(), Some(2));
 }
 
+/// `--fail-on`: a node whose copies are 12% slower than its peers' (flagged, no check
+/// failed) exits 0 by default and 1 with `slow`; a node whose host copies are 5% slower (to
+/// watch; no attainable figure to fall below) exits 1 only with `watch`.
+#[test]
+fn fail_on_slow_and_watch_gate_on_stragglers() {
+    let fleet = |slow: &dyn Fn(&mut MeasuredFacts)| {
+        let dir = tempfile::tempdir().unwrap();
+        let healthy = node("h", |m| m, |_| {});
+        for i in 0..6 {
+            let mut r = healthy.clone();
+            r.machine.hostname = Some(format!("h{i}"));
+            write(dir.path(), &format!("h{i}.json"), &r);
+        }
+        write(
+            dir.path(),
+            "straggler.json",
+            &node("straggler", |m| m, slow),
+        );
+        dir
+    };
+    let code = |dir: &tempfile::TempDir, level: Option<&str>| {
+        let mut c = gpuaudit();
+        c.args(["fleet", "--format", "json"]).arg(dir.path());
+        if let Some(l) = level {
+            c.args(["--fail-on", l]);
+        }
+        c.output().unwrap().status.code()
+    };
+    let flagged = fleet(&|m| slower_copy(m, 0.88));
+    assert_eq!(code(&flagged, None), Some(0));
+    assert_eq!(code(&flagged, Some("fail")), Some(0));
+    assert_eq!(code(&flagged, Some("slow")), Some(1));
+    assert_eq!(code(&flagged, Some("outlier")), Some(1));
+    assert_eq!(code(&flagged, Some("watch")), Some(1));
+    let watched = fleet(&|m| {
+        if let Reading::Value(p) = &mut m.pcie {
+            if let Reading::Value(g) = &mut p.per_gpu[1].result {
+                for pt in &mut g.points {
+                    pt.gbps *= 0.95;
+                }
+            }
+        }
+    });
+    assert_eq!(code(&watched, Some("slow")), Some(0));
+    assert_eq!(code(&watched, Some("watch")), Some(1));
+    assert_eq!(code(&watched, Some("sometimes")), Some(2));
+}
+
 /// A directory's entry that is a symbolic link is not followed: it could lead out of the
 /// directory, and the fleet would quote its target (a report's hostname, a parse error's
 /// text). It is a node not read, with the reason; the file named on its own is read.

@@ -38,6 +38,20 @@ pub struct Tool {
     pub version: String,
 }
 
+/// What makes `gpuaudit fleet` exit 1 (`--fail-on`), for a Slurm prolog or a cluster's CI to
+/// hold a job back from a node: each level includes the ones before it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FailOn {
+    /// A node failed a check, or its file is not a report (the default).
+    #[default]
+    Fail,
+    /// Also a node flagged against its peers (slower, hotter, drawing other power than they
+    /// do) or the threshold below what its GPU model attains.
+    Slow,
+    /// Also a node to watch: within the threshold, far outside the fleet's noise.
+    Watch,
+}
+
 /// How many nodes of each verdict.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
@@ -187,6 +201,17 @@ impl Fleet {
         self.nodes.iter().any(|n| n.verdict.fails())
     }
 
+    /// Whether the fleet is to fail (the command's exit 1) under `--fail-on`: each level
+    /// adds to the one before it.
+    pub fn fails_on(&self, level: FailOn) -> bool {
+        let outlier = self.counts.flagged > 0 || self.counts.below_attainable > 0;
+        match level {
+            FailOn::Fail => self.fails(),
+            FailOn::Slow => self.fails() || outlier,
+            FailOn::Watch => self.fails() || outlier || self.counts.watch > 0,
+        }
+    }
+
     /// Whether no report at all could be read (the command's exit 2).
     pub fn nothing_read(&self) -> bool {
         self.counts.not_read == self.counts.nodes
@@ -331,6 +356,26 @@ pub(crate) fn explained(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `--fail-on`: fail is the failed check or unread file only; slow adds the flagged and
+    /// below-attainable nodes; watch adds the watched ones. Each count alone trips its level.
+    #[test]
+    fn each_fail_on_level_adds_to_the_one_before() {
+        let mut f = Fleet::summarise(&[]);
+        for level in [FailOn::Fail, FailOn::Slow, FailOn::Watch] {
+            assert!(!f.fails_on(level), "{level:?} on an empty fleet");
+        }
+        assert_eq!(FailOn::default(), FailOn::Fail);
+        let trips = |f: &Fleet| [FailOn::Fail, FailOn::Slow, FailOn::Watch].map(|l| f.fails_on(l));
+        f.counts.watch = 1;
+        assert_eq!(trips(&f), [false, false, true]);
+        f.counts.watch = 0;
+        f.counts.flagged = 1;
+        assert_eq!(trips(&f), [false, true, true]);
+        f.counts.flagged = 0;
+        f.counts.below_attainable = 1;
+        assert_eq!(trips(&f), [false, true, true]);
+    }
     use crate::report::Report;
     use crate::testing::Machine;
     use crate::{Policy, Reading};

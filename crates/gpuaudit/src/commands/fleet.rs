@@ -1,7 +1,7 @@
 //! `gpuaudit fleet REPORT...|DIR`: many nodes' saved reports summarised (gpuaudit-core's
 //! `fleet`). This file finds and reads the files; the core judges and renders.
 
-use crate::cli::{FleetArgs, FleetFormat};
+use crate::cli::{FleetArgs, FleetFailOn, FleetFormat};
 use crate::commands::report;
 use crate::{output, sink};
 use anyhow::{anyhow, bail, Result};
@@ -184,7 +184,8 @@ fn choose_format(format: Option<FleetFormat>, out: Option<&Path>) -> Result<Flee
 }
 
 /// Exit 0: every node read, none failed a check; 1: a node failed a check or its file is not
-/// a report; 2: no file was a report, or an argument is wrong.
+/// a report (with `--fail-on slow` also a node flagged or below attainable, with `watch` also
+/// one to watch); 2: no file was a report, or an argument is wrong.
 pub fn run(args: &FleetArgs) -> Result<u8> {
     let paths = files(&args.reports)?;
     let rules = fleet::Rules {
@@ -212,7 +213,12 @@ pub fn run(args: &FleetArgs) -> Result<u8> {
         ),
     };
     sink::deliver(text, out)?;
-    Ok(u8::from(summary.fails()))
+    let level = match args.fail_on {
+        FleetFailOn::Fail => fleet::FailOn::Fail,
+        FleetFailOn::Slow => fleet::FailOn::Slow,
+        FleetFailOn::Watch => fleet::FailOn::Watch,
+    };
+    Ok(u8::from(summary.fails_on(level)))
 }
 
 #[cfg(test)]
