@@ -371,3 +371,12 @@ pub const SMALL_REHEARSAL: &[&str] = &[
     "--format",
     "json",
 ];
+
+/// [`SMALL_REHEARSAL`] without its `--format json`: the view a person gets.
+pub fn small_rehearsal_as_table() -> Vec<&'static str> {
+    SMALL_REHEARSAL
+        .iter()
+        .copied()
+        .take_while(|a| *a != "--format")
+        .collect()
+}

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{audit, fixture, gpuaudit, SMALL_REHEARSAL};
+use common::{audit, fixture, gpuaudit, small_rehearsal_as_table};
 
 fn run(args: &[&str]) -> (i32, String, String) {
     let o = gpuaudit()
@@ -29,12 +29,7 @@ fn root(name: &str) -> String {
 #[test]
 fn rehearse_piped_is_the_table_as_the_audit_is() {
     let tmp = tempfile::tempdir().unwrap();
-    // SMALL_REHEARSAL without its `--format json`.
-    let args: Vec<&str> = SMALL_REHEARSAL
-        .iter()
-        .copied()
-        .take_while(|a| *a != "--format")
-        .collect();
+    let args = small_rehearsal_as_table();
     let o = gpuaudit()
         .args(&args)
         .env("TMPDIR", tmp.path())

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{gpuaudit, SMALL_REHEARSAL};
+use common::{gpuaudit, small_rehearsal_as_table};
 
 fn at_80(args: &[&str]) -> String {
     let o = gpuaudit()
@@ -95,11 +95,7 @@ fn models_fits_80_columns() {
 #[test]
 fn rehearse_wraps_at_80_columns() {
     let tmp = tempfile::tempdir().unwrap();
-    let args: Vec<&str> = SMALL_REHEARSAL
-        .iter()
-        .copied()
-        .take_while(|a| *a != "--format")
-        .collect();
+    let args = small_rehearsal_as_table();
     let o = gpuaudit()
         .args(&args)
         .env("COLUMNS", "80")
