@@ -58,15 +58,19 @@ mod tests {
     use crate::testing::Machine;
     use crate::units::figure;
 
-    #[test]
-    fn tables_cover_every_group() {
-        let f = Machine::healthy("h200-sxm-141gb", 2)
+    /// Two healthy H200s whose P2P copies and all-reduce were measured.
+    fn two_gpus_with_p2p_and_nccl() -> crate::facts::Facts {
+        Machine::healthy("h200-sxm-141gb", 2)
             .measured(|m| {
                 m.p2p = Reading::Value(p2p(393.7, true));
                 m.nccl = Reading::Value(allreduce(328.3, true));
             })
-            .build();
-        let t = tables(&f.measured);
+            .build()
+    }
+
+    #[test]
+    fn tables_cover_every_group() {
+        let t = tables(&two_gpus_with_p2p_and_nccl().measured);
         let titles: Vec<&str> = t.iter().map(|x| x.0.as_str()).collect();
         assert!(titles
             .iter()
@@ -206,13 +210,7 @@ mod tests {
     /// The tables' units are the catalog's (a person's "µs", not the report's "us").
     #[test]
     fn the_tables_take_their_units_from_the_catalog() {
-        let f = Machine::healthy("h200-sxm-141gb", 2)
-            .measured(|m| {
-                m.p2p = Reading::Value(p2p(393.7, true));
-                m.nccl = Reading::Value(allreduce(328.3, true));
-            })
-            .build();
-        let t = tables(&f.measured);
+        let t = tables(&two_gpus_with_p2p_and_nccl().measured);
         let find = |p: &str| &t.iter().find(|x| x.0.starts_with(p)).unwrap().1;
         assert_eq!(find("All-reduce")[0][1], "time µs");
         assert_eq!(find("All-reduce")[0][3], "busbw GB/s");
